@@ -1,0 +1,55 @@
+# Helpers shared by every CMakeLists.txt of the project.
+
+# co_unit_test(NAME SOURCES a.c b.c LIBS x y)
+#   a cmocka test binary, registered with ctest under the label `unit`.
+function(co_unit_test name)
+  cmake_parse_arguments(A "" "" "SOURCES;LIBS" ${ARGN})
+  add_executable(${name} ${A_SOURCES})
+  target_link_libraries(${name} PRIVATE ${A_LIBS} PkgConfig::CMOCKA)
+  add_test(NAME ${name} COMMAND ${name})
+  set_tests_properties(${name} PROPERTIES LABELS unit TIMEOUT 120)
+endfunction()
+
+# co_integration_test(NAME [SOURCES ...] [LIBS ...] [COMMAND ...] [LABEL l]
+#                     [TIMEOUT s])
+#   a test that needs the real services started by tests/harness/with-services
+#   (it reads CHARGEONCE_TEST_PG / CHARGEONCE_TEST_KAFKA). Without them it
+#   exits 77, which ctest reports as skipped, and scripts/test.sh refuses a
+#   run with skipped tests. With SOURCES a binary is built; COMMAND overrides
+#   what runs (e.g. a shell script).
+function(co_integration_test name)
+  cmake_parse_arguments(A "" "LABEL;TIMEOUT" "SOURCES;LIBS;COMMAND" ${ARGN})
+  if(NOT A_LABEL)
+    set(A_LABEL integration)
+  endif()
+  if(NOT A_TIMEOUT)
+    set(A_TIMEOUT 300)
+  endif()
+  if(A_SOURCES)
+    add_executable(${name} ${A_SOURCES})
+    target_link_libraries(${name} PRIVATE ${A_LIBS} co_testenv)
+  endif()
+  if(NOT A_COMMAND)
+    set(A_COMMAND ${name})
+  endif()
+  set(_env "CHARGEONCE_BIN=$<TARGET_FILE:chargeonce>"
+    "CHARGEONCE_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+  if(TARGET chargeonce-gatewaysim)
+    list(APPEND _env "CHARGEONCE_SIM_BIN=$<TARGET_FILE:chargeonce-gatewaysim>")
+  endif()
+  add_test(NAME ${name} COMMAND ${A_COMMAND})
+  set_tests_properties(${name} PROPERTIES LABELS ${A_LABEL}
+    TIMEOUT ${A_TIMEOUT} SKIP_RETURN_CODE 77 ENVIRONMENT "${_env}")
+endfunction()
+
+# Add every immediate subdirectory of `dir` that has a CMakeLists.txt, so a
+# new module or test folder needs no edit of a shared file.
+function(co_add_subdirs dir)
+  file(GLOB _children RELATIVE ${dir} ${dir}/*)
+  list(SORT _children)
+  foreach(c ${_children})
+    if(IS_DIRECTORY ${dir}/${c} AND EXISTS ${dir}/${c}/CMakeLists.txt)
+      add_subdirectory(${dir}/${c})
+    endif()
+  endforeach()
+endfunction()

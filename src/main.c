@@ -1,0 +1,5 @@
+/* placeholder until the subcommand table lands (next commit) */
+int main(void)
+{
+        return 2;
+}

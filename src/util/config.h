@@ -1,0 +1,61 @@
+/*
+ * config: chargeonce's configuration, one declarative table (config.c).
+ *
+ * Sources, later ones winning: built-in defaults, a `key = value` file
+ * (`#` comments), CHARGEONCE_<KEY> environment variables (upper case,
+ * `.` -> `_`), then -X key=value. `kafka.<property>` keys pass through to
+ * librdkafka (checked by the kafka module). A secret may come from a file:
+ * `<key>_file = /path`. Secrets are never printed: config_dump() hides them
+ * and no error message repeats a value of a secret key.
+ *
+ * Not thread-safe while loading; read-only afterwards, any thread.
+ */
+#ifndef CO_CONFIG_H
+#define CO_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct config;
+
+/* A new configuration holding the defaults. Owned by the caller. */
+struct config *config_new(void);
+void config_destroy(struct config *cfg);
+
+/* Each returns 0, or -1 with a message naming the key (or file:line). */
+int config_load_file(struct config *cfg, const char *path, char *errstr,
+                     size_t errstr_size) __attribute__((warn_unused_result));
+/* envp: a NULL-terminated environment. Names that start CHARGEONCE_TEST_
+ * and CHARGEONCE_FAILPOINTS are not configuration and are skipped. */
+int config_load_env(struct config *cfg, char *const *envp, char *errstr,
+                    size_t errstr_size) __attribute__((warn_unused_result));
+/* "key=value", as given to -X. */
+int config_set_arg(struct config *cfg, const char *arg, char *errstr,
+                   size_t errstr_size) __attribute__((warn_unused_result));
+int config_set(struct config *cfg, const char *key, const char *value,
+               char *errstr, size_t errstr_size)
+        __attribute__((warn_unused_result));
+
+/* Typed reads of a table key; a key not in the table aborts (a bug). */
+const char *config_str(const struct config *cfg, const char *key);
+int64_t config_int(const struct config *cfg, const char *key);
+bool config_bool(const struct config *cfg, const char *key);
+int64_t config_ms(const struct config *cfg, const char *key);
+
+/* kafka.* pass-through properties, in the order they were set (without
+ * the "kafka." prefix). */
+size_t config_kafka_count(const struct config *cfg);
+void config_kafka_get(const struct config *cfg, size_t i, const char **name,
+                      const char **value);
+
+/* True for a key whose value must never be shown. */
+bool config_key_is_secret(const char *key);
+
+/* Writes every key = value, secrets as "<hidden>", to out. */
+void config_dump(const struct config *cfg, FILE *out);
+/* Writes the table (key, default, meaning) to out, for --help-config. */
+void config_describe(FILE *out);
+
+#endif

@@ -1,0 +1,83 @@
+/* crypto: thin wrappers over OpenSSL's libcrypto. */
+#include "util/crypto.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+#include <openssl/sha.h>
+
+void crypto_sha256(const void *data, size_t len,
+                   unsigned char out[CRYPTO_SHA256_LEN])
+{
+        SHA256(data, len, out);
+}
+
+void crypto_hmac_sha256(const void *key, size_t key_len, const void *data,
+                        size_t len, unsigned char out[CRYPTO_SHA256_LEN])
+{
+        unsigned int outlen = CRYPTO_SHA256_LEN;
+        HMAC(EVP_sha256(), key, (int)key_len, data, len, out, &outlen);
+}
+
+void crypto_hex(const unsigned char *in, size_t len, char *out)
+{
+        static const char digits[] = "0123456789abcdef";
+        for (size_t i = 0; i < len; i++) {
+                out[2 * i]     = digits[in[i] >> 4];
+                out[2 * i + 1] = digits[in[i] & 0xf];
+        }
+        out[2 * len] = '\0';
+}
+
+size_t crypto_base64_encode(const unsigned char *in, size_t len, char *out)
+{
+        return (size_t)EVP_EncodeBlock((unsigned char *)out, in, (int)len);
+}
+
+long crypto_base64_decode(const char *in, size_t len, unsigned char *out,
+                          size_t outsz)
+{
+        unsigned char tmp[4096];
+        int n;
+        size_t pad = 0;
+
+        if (len == 0)
+                return 0;
+        if (len % 4 != 0 || len / 4 * 3 > sizeof(tmp))
+                return -1;
+        for (size_t i = 0; i < len; i++) {
+                char c = in[i];
+                bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+                          (c >= '0' && c <= '9') || c == '+' || c == '/' ||
+                          (c == '=' && i >= len - 2);
+                if (!ok)
+                        return -1;
+        }
+        if (in[len - 1] == '=')
+                pad++;
+        if (in[len - 2] == '=')
+                pad++;
+        if (pad == 1 && in[len - 2] == '=')
+                return -1;
+        n = EVP_DecodeBlock(tmp, (const unsigned char *)in, (int)len);
+        if (n < 0 || (size_t)n < pad)
+                return -1;
+        n -= (int)pad;
+        if ((size_t)n > outsz)
+                return -1;
+        for (int i = 0; i < n; i++)
+                out[i] = tmp[i];
+        OPENSSL_cleanse(tmp, sizeof(tmp));
+        return n;
+}
+
+bool crypto_equal(const void *a, const void *b, size_t len)
+{
+        return CRYPTO_memcmp(a, b, len) == 0;
+}
+
+bool crypto_random(void *out, size_t len)
+{
+        return RAND_bytes(out, (int)len) == 1;
+}

@@ -1,0 +1,33 @@
+/*
+ * crypto: SHA-256, HMAC-SHA256, hex, base64 and random bytes over OpenSSL.
+ * Thread-safe. Never logs its inputs.
+ */
+#ifndef CO_CRYPTO_H
+#define CO_CRYPTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define CRYPTO_SHA256_LEN 32
+
+void crypto_sha256(const void *data, size_t len,
+                   unsigned char out[CRYPTO_SHA256_LEN]);
+void crypto_hmac_sha256(const void *key, size_t key_len, const void *data,
+                        size_t len, unsigned char out[CRYPTO_SHA256_LEN]);
+/* Lower-case hex of in[0..len) into out (2 * len + 1 bytes). */
+void crypto_hex(const unsigned char *in, size_t len, char *out);
+/* Standard base64 with padding; out needs 4 * ((len + 2) / 3) + 1 bytes. */
+size_t crypto_base64_encode(const unsigned char *in, size_t len, char *out);
+/*
+ * Decodes standard base64 (padding required) into out (outsz bytes).
+ * Returns the decoded length, or -1 if the input is not valid base64 or
+ * does not fit.
+ */
+long crypto_base64_decode(const char *in, size_t len, unsigned char *out,
+                          size_t outsz);
+/* Constant-time comparison of two equal-length buffers. */
+bool crypto_equal(const void *a, const void *b, size_t len);
+/* Cryptographically strong random bytes. Returns false on failure. */
+bool crypto_random(void *out, size_t len) __attribute__((warn_unused_result));
+
+#endif

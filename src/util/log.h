@@ -1,0 +1,69 @@
+/*
+ * log: JSON lines on stderr, one line per event, written with one write(2)
+ * so lines of concurrent threads never interleave.
+ *
+ * Never pass card data, secrets or a full idempotency key to a log call:
+ * use log_mask_key() for keys. Any thread may call these functions.
+ */
+#ifndef CO_LOG_H
+#define CO_LOG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum log_level {
+        LOG_LVL_ERROR = 0,
+        LOG_LVL_WARN  = 1,
+        LOG_LVL_INFO  = 2,
+        LOG_LVL_DEBUG = 3,
+};
+
+/* Optional context of a log line; unset fields (NULL / -1) are left out. */
+struct log_ctx {
+        const char *component;  /* "consume", "relay", "gateway", ... */
+        const char *topic;
+        int32_t partition;      /* -1: none */
+        int64_t offset;         /* -1: none */
+        const char *payment_id;
+        const char *tenant_id;
+        const char *key_masked; /* from log_mask_key(), never the key */
+};
+
+#define LOG_CTX_INIT                                                           \
+        {                                                                      \
+                NULL, NULL, -1, -1, NULL, NULL, NULL                           \
+        }
+
+extern enum log_level log_current_level;
+
+void log_set_level(enum log_level level);
+/* Parses "error", "warn", "info", "debug". Returns false on anything else. */
+bool log_level_parse(const char *s, enum log_level *out);
+/* Sets the default component of lines that give none (e.g. "consume"). */
+void log_set_component(const char *component);
+
+void log_emit(enum log_level level, const struct log_ctx *ctx, const char *fmt,
+              ...) __attribute__((format(printf, 3, 4)));
+
+/* The level is checked before any argument is formatted. */
+#define co_log(lvl, ctx, ...)                                                  \
+        do {                                                                   \
+                if ((lvl) <= log_current_level)                                \
+                        log_emit((lvl), (ctx), __VA_ARGS__);                   \
+        } while (0)
+#define log_error(ctx, ...) co_log(LOG_LVL_ERROR, ctx, __VA_ARGS__)
+#define log_warn(ctx, ...)  co_log(LOG_LVL_WARN, ctx, __VA_ARGS__)
+#define log_info(ctx, ...)  co_log(LOG_LVL_INFO, ctx, __VA_ARGS__)
+#define log_debug(ctx, ...) co_log(LOG_LVL_DEBUG, ctx, __VA_ARGS__)
+
+/*
+ * Writes a masked form of an idempotency key into out: the first 3
+ * characters, "***", and the first 8 hex digits of its SHA-256, e.g.
+ * "ord***3f9a1c2b". Enough to correlate lines, never enough to read the key.
+ * Keys shorter than 8 characters show no prefix. Returns out.
+ */
+#define LOG_MASKED_KEY_SIZE 24
+char *log_mask_key(const char *key, size_t key_len, char *out, size_t outsz);
+
+#endif
