@@ -80,16 +80,17 @@ void log_emit(enum log_level level, const struct log_ctx *ctx, const char *fmt,
 {
         struct line l = { .len = 0 };
         char msg[2048];
-        char ts[40];
+        char ts[64];
         struct timespec now;
         struct tm tm;
         va_list ap;
 
         clock_gettime(CLOCK_REALTIME, &now);
         gmtime_r(&now.tv_sec, &tm);
-        snprintf(ts, sizeof(ts), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ",
-                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-                 tm.tm_min, tm.tm_sec, now.tv_nsec / 1000000);
+        snprintf(ts, sizeof(ts), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
+                 (tm.tm_year + 1900) % 10000, (tm.tm_mon + 1) % 100,
+                 tm.tm_mday % 100, tm.tm_hour % 100, tm.tm_min % 100,
+                 tm.tm_sec % 100, (int)(now.tv_nsec / 1000000) % 1000);
 
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);

@@ -137,6 +137,7 @@ void rfc3339_format(int64_t wall_ms, char *out, size_t outsz)
         struct tm tm;
         gmtime_r(&secs, &tm);
         snprintf(out, outsz, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
-                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-                 tm.tm_min, tm.tm_sec, (int)(wall_ms % 1000));
+                 (tm.tm_year + 1900) % 10000, (tm.tm_mon + 1) % 100,
+                 tm.tm_mday % 100, tm.tm_hour % 100, tm.tm_min % 100,
+                 tm.tm_sec % 100, (int)(wall_ms % 1000));
 }
