@@ -1,5 +1,165 @@
-/* placeholder until the subcommand table lands (next commit) */
-int main(void)
+/*
+ * chargeonce: argv -> configuration -> subcommand table, nothing else.
+ *
+ *   chargeonce [--config FILE] [-X key=value]... COMMAND [OPTIONS]
+ *
+ * Configuration, later sources winning: defaults, --config FILE,
+ * CHARGEONCE_* environment, -X. Exit status: 0 done, 1 runtime failure,
+ * 2 usage or configuration error naming the offending key or argument.
+ */
+#include "cmd/cmd.h"
+#include "kafka/kconf.h"
+#include "util/config.h"
+#include "util/log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern char **environ;
+
+static const struct cmd commands[] = {
+        { "migrate", cmd_migrate, "apply sql/ migrations (idempotent)" },
+        { "consume", cmd_consume,
+          "consume intents; by default also runs the relay and the "
+          "reconciler" },
+        { "relay", cmd_relay, "the outbox relay alone" },
+        { "reconcile", cmd_reconcile, "the reconciler alone" },
+        { "webhook", cmd_not_built,
+          "receive the gateway's signed webhooks (not built yet)" },
+        { "replay", cmd_not_built,
+          "rewind the consumer group of a partition (not built yet)" },
+        { "inspect", cmd_not_built,
+          "show one intent: payment, evidence, results (not built yet)" },
+        { "audit", cmd_not_built,
+          "list invariant violations (not built yet)" },
+        { "gc", cmd_not_built,
+          "reduce expired keys to tombstones (not built yet)" },
+};
+#define N_COMMANDS (sizeof(commands) / sizeof(*commands))
+
+static void usage(FILE *out)
 {
-        return 2;
+        fprintf(out,
+                "usage: chargeonce [--config FILE] [-X key=value]... "
+                "COMMAND [OPTIONS]\n"
+                "       chargeonce --help | --version | --dump-config\n"
+                "\n"
+                "Exactly one charge per payment intent: consumes intents from "
+                "Kafka, claims them\nin PostgreSQL, charges through the "
+                "gateway with a stable provider key, and\npublishes results "
+                "through an outbox.\n\ncommands:\n");
+        for (size_t i = 0; i < N_COMMANDS; i++)
+                fprintf(out, "  %-10s %s\n", commands[i].name,
+                        commands[i].summary);
+        fprintf(out,
+                "\noptions:\n"
+                "  --config FILE      key = value file (# comments)\n"
+                "  -X key=value       set a key (repeatable); kafka.<prop> "
+                "goes to librdkafka\n"
+                "  --dump-config      print the effective configuration, "
+                "secrets hidden\n"
+                "  --help, --version\n"
+                "\nenvironment: CHARGEONCE_<KEY> (upper case, . -> _), "
+                "e.g. CHARGEONCE_DB_CONNINFO\n"
+                "secrets may come from a file: <key>_file = /path\n"
+                "exit status: 0 done, 1 runtime failure, 2 usage or "
+                "configuration error\n\nconfiguration keys (default):\n");
+        config_describe(out);
+}
+
+int main(int argc, char **argv)
+{
+        struct config *cfg = config_new();
+        const char *config_file = NULL;
+        const char **xargs = calloc((size_t)argc + 1, sizeof(*xargs));
+        int nx = 0, i, rc = 2;
+        int dump = 0;
+        char err[1024];
+        enum log_level lvl;
+
+        if (!xargs)
+                abort();
+        for (i = 1; i < argc; i++) {
+                const char *a = argv[i];
+                if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+                        usage(stdout);
+                        rc = 0;
+                        goto done;
+                } else if (!strcmp(a, "--version")) {
+                        printf("chargeonce %s (librdkafka %s)\n",
+                               CHARGEONCE_VERSION, rd_kafka_version_str());
+                        rc = 0;
+                        goto done;
+                } else if (!strcmp(a, "--dump-config")) {
+                        dump = 1;
+                } else if (!strcmp(a, "--config") || !strcmp(a, "-c")) {
+                        if (++i == argc) {
+                                fprintf(stderr,
+                                        "chargeonce: %s needs a file\n", a);
+                                goto done;
+                        }
+                        config_file = argv[i];
+                } else if (!strncmp(a, "--config=", 9)) {
+                        config_file = a + 9;
+                } else if (!strcmp(a, "-X")) {
+                        if (++i == argc) {
+                                fprintf(stderr,
+                                        "chargeonce: -X needs key=value\n");
+                                goto done;
+                        }
+                        xargs[nx++] = argv[i];
+                } else if (!strncmp(a, "-X", 2)) {
+                        xargs[nx++] = a + 2;
+                } else if (a[0] == '-') {
+                        fprintf(stderr,
+                                "chargeonce: unknown option %s (see "
+                                "--help)\n",
+                                a);
+                        goto done;
+                } else {
+                        break;
+                }
+        }
+
+        if (config_file &&
+            config_load_file(cfg, config_file, err, sizeof(err)) < 0)
+                goto config_error;
+        if (config_load_env(cfg, environ, err, sizeof(err)) < 0)
+                goto config_error;
+        for (int k = 0; k < nx; k++)
+                if (config_set_arg(cfg, xargs[k], err, sizeof(err)) < 0)
+                        goto config_error;
+        if (kconf_check(cfg, err, sizeof(err)) < 0)
+                goto config_error;
+        if (!log_level_parse(config_str(cfg, "log.level"), &lvl))
+                abort(); /* the table checked it */
+        log_set_level(lvl);
+
+        if (dump) {
+                config_dump(cfg, stdout);
+                rc = 0;
+                goto done;
+        }
+        if (i == argc) {
+                usage(stderr);
+                goto done;
+        }
+        for (size_t c = 0; c < N_COMMANDS; c++) {
+                if (!strcmp(argv[i], commands[c].name)) {
+                        log_set_component(commands[c].name);
+                        rc = commands[c].run(cfg, argc - i, argv + i);
+                        goto done;
+                }
+        }
+        fprintf(stderr, "chargeonce: unknown command %s (see --help)\n",
+                argv[i]);
+        goto done;
+
+config_error:
+        fprintf(stderr, "chargeonce: configuration error: %s\n", err);
+done:
+        free(xargs);
+        config_destroy(cfg);
+        return rc;
 }

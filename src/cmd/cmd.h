@@ -1,0 +1,28 @@
+/*
+ * cmd: one function per subcommand. Each gets the loaded configuration and
+ * its own arguments (argv[0] is the subcommand's name) and returns the
+ * process exit status: 0 done, 1 runtime failure, 2 usage or configuration
+ * error. Only main and cmd/ may end the process.
+ */
+#ifndef CO_CMD_H
+#define CO_CMD_H
+
+struct config;
+
+struct cmd {
+        const char *name;
+        int (*run)(struct config *cfg, int argc, char **argv);
+        const char *summary;
+};
+
+int cmd_migrate(struct config *cfg, int argc, char **argv);
+int cmd_consume(struct config *cfg, int argc, char **argv);
+int cmd_relay(struct config *cfg, int argc, char **argv);
+int cmd_reconcile(struct config *cfg, int argc, char **argv);
+int cmd_not_built(struct config *cfg, int argc, char **argv);
+
+/* Prints "chargeonce CMD: <message>" to stderr and returns 2. */
+int cmd_usage_error(const char *cmd, const char *fmt, ...)
+        __attribute__((format(printf, 2, 3)));
+
+#endif

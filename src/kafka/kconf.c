@@ -1,0 +1,59 @@
+/* kconf: chargeonce configuration -> librdkafka configuration. */
+#include "kafka/kconf.h"
+#include "util/config.h"
+#include "util/log.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* librdkafka log -> JSON logger. syslog levels: 0..7 */
+static void kconf_log_cb(const rd_kafka_t *rk, int level, const char *fac,
+                         const char *buf)
+{
+        struct log_ctx lc = LOG_CTX_INIT;
+        enum log_level l  = level <= 3   ? LOG_LVL_ERROR
+                            : level <= 4 ? LOG_LVL_WARN
+                            : level <= 6 ? LOG_LVL_INFO
+                                         : LOG_LVL_DEBUG;
+        lc.component      = "librdkafka";
+        co_log(l, &lc, "%s: %s: %s", rk ? rd_kafka_name(rk) : "-", fac, buf);
+}
+
+int kconf_set(rd_kafka_conf_t *conf, const char *name, const char *value,
+              char *errstr, size_t errstr_size)
+{
+        char rderr[256];
+
+        if (rd_kafka_conf_set(conf, name, value, rderr, sizeof(rderr)) !=
+            RD_KAFKA_CONF_OK) {
+                snprintf(errstr, errstr_size, "kafka.%s: %s", name, rderr);
+                return -1;
+        }
+        return 0;
+}
+
+rd_kafka_conf_t *kconf_new(const struct config *cfg, char *errstr,
+                           size_t errstr_size)
+{
+        rd_kafka_conf_t *conf = rd_kafka_conf_new();
+
+        rd_kafka_conf_set_log_cb(conf, kconf_log_cb);
+        for (size_t i = 0; i < config_kafka_count(cfg); i++) {
+                const char *name, *value;
+                config_kafka_get(cfg, i, &name, &value);
+                if (kconf_set(conf, name, value, errstr, errstr_size) < 0) {
+                        rd_kafka_conf_destroy(conf);
+                        return NULL;
+                }
+        }
+        return conf;
+}
+
+int kconf_check(const struct config *cfg, char *errstr, size_t errstr_size)
+{
+        rd_kafka_conf_t *conf = kconf_new(cfg, errstr, errstr_size);
+        if (!conf)
+                return -1;
+        rd_kafka_conf_destroy(conf);
+        return 0;
+}

@@ -1,0 +1,33 @@
+/*
+ * kconf: turns chargeonce's configuration into librdkafka configuration.
+ * Every kafka.<property> is passed to rd_kafka_conf_set() as kcat does;
+ * librdkafka's own messages name the bad property. librdkafka's log goes
+ * through chargeonce's JSON logger.
+ */
+#ifndef CO_KCONF_H
+#define CO_KCONF_H
+
+#include <librdkafka/rdkafka.h>
+#include <stddef.h>
+
+struct config;
+
+/*
+ * A new rd_kafka_conf_t holding every kafka.* property of cfg (and the
+ * logger). Owned by the caller (rd_kafka_new() takes it over on success).
+ * NULL with a message naming the property on error.
+ */
+rd_kafka_conf_t *kconf_new(const struct config *cfg, char *errstr,
+                           size_t errstr_size)
+        __attribute__((warn_unused_result));
+
+/* Sets one property; on error errstr names it as kafka.<name>. */
+int kconf_set(rd_kafka_conf_t *conf, const char *name, const char *value,
+              char *errstr, size_t errstr_size)
+        __attribute__((warn_unused_result));
+
+/* Checks every kafka.* property of cfg; 0 or -1 naming the bad one. */
+int kconf_check(const struct config *cfg, char *errstr, size_t errstr_size)
+        __attribute__((warn_unused_result));
+
+#endif

@@ -1,0 +1,615 @@
+/*
+ * config: the one declarative table of chargeonce's settings, and the
+ * loaders (file, environment, -X). An unknown key or a bad value is an
+ * error that names the key; a secret's value is never repeated in a
+ * message, a log line or a dump.
+ */
+#include "util/config.h"
+#include "util/timeutil.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum cfg_type { CFG_STR, CFG_INT, CFG_BOOL, CFG_DURATION, CFG_ENUM };
+
+struct cfg_def {
+        const char *name;
+        enum cfg_type type;
+        const char *def;
+        bool secret;
+        int64_t min, max;     /* CFG_INT / CFG_DURATION (ms) */
+        const char *choices;  /* CFG_ENUM: "a|b|c" */
+        const char *help;
+};
+
+#define I64MAX INT64_MAX
+/* clang-format off */
+static const struct cfg_def cfg_defs[] = {
+{ "db.conninfo", CFG_STR, "", true, 0, 0, NULL,
+  "libpq connection string (PG* environment variables also apply)" },
+{ "db.connections", CFG_INT, "2", false, 1, 64, NULL,
+  "database connections of the consumer pipeline" },
+{ "group.id", CFG_STR, "chargeonce", false, 0, 0, NULL,
+  "Kafka consumer group" },
+{ "topic.intents", CFG_STR, "payments.intents", false, 0, 0, NULL,
+  "topic of payment intents (in)" },
+{ "topic.results", CFG_STR, "payments.results", false, 0, 0, NULL,
+  "topic of results (out, through the outbox)" },
+{ "topic.dlq", CFG_STR, "payments.intents.dlq", false, 0, 0, NULL,
+  "dead-letter topic for intents that cannot be answered" },
+{ "gateway.url", CFG_STR, "http://127.0.0.1:8089", false, 0, 0, NULL,
+  "base URL of the payment gateway" },
+{ "gateway.api_key", CFG_STR, "", true, 0, 0, NULL,
+  "gateway API key (Authorization: Bearer)" },
+{ "gateway.idempotency_keys", CFG_BOOL, "true", false, 0, 0, NULL,
+  "true: the gateway honours Idempotency-Key; false: query before every retry" },
+{ "gateway.key_retention", CFG_DURATION, "24h", false, 1, I64MAX, NULL,
+  "how long the gateway keeps idempotency keys" },
+{ "gateway.connect_timeout", CFG_DURATION, "2s", false, 1, 600000, NULL,
+  "TCP/TLS connect timeout of one gateway call" },
+{ "gateway.timeout", CFG_DURATION, "10s", false, 1, 600000, NULL,
+  "total timeout of one gateway HTTP call" },
+{ "gateway.max_attempts", CFG_INT, "5", false, 1, 100, NULL,
+  "attempts per gateway call before the outcome is left unknown" },
+{ "gateway.backoff_base", CFG_DURATION, "100ms", false, 1, 600000, NULL,
+  "first retry backoff (exponential, full jitter)" },
+{ "gateway.backoff_max", CFG_DURATION, "5s", false, 1, 3600000, NULL,
+  "largest retry backoff" },
+{ "gateway.deadline", CFG_DURATION, "30s", false, 1, I64MAX, NULL,
+  "overall budget of one charge in the consumer; then the reconciler" },
+{ "gateway.max_connections", CFG_INT, "64", false, 1, 10000, NULL,
+  "HTTP connections to the gateway" },
+{ "gateway.tls_verify", CFG_BOOL, "true", false, 0, 0, NULL,
+  "verify the gateway's TLS certificate" },
+{ "gateway.ca_file", CFG_STR, "", false, 0, 0, NULL,
+  "CA bundle for the gateway's certificate (default: system)" },
+{ "provider_key.secret", CFG_STR, "", true, 0, 0, NULL,
+  "HMAC-SHA256 secret deriving provider idempotency keys from payment ids" },
+{ "consumer.max_in_flight", CFG_INT, "1000", false, 1, 1000000, NULL,
+  "intents in flight at once; partitions pause at this cap" },
+{ "consumer.batch_size", CFG_INT, "100", false, 1, 10000, NULL,
+  "intents per claim/settle transaction" },
+{ "consumer.batch_linger", CFG_DURATION, "2ms", false, 0, 10000, NULL,
+  "how long a batch waits to fill" },
+{ "lease.duration", CFG_DURATION, "60s", false, 1000, I64MAX, NULL,
+  "lease of a payment in processing; renewed while its owner works" },
+{ "worker.id", CFG_STR, "", false, 0, 0, NULL,
+  "lease owner name (default: host name and pid)" },
+{ "relay.enabled", CFG_BOOL, "true", false, 0, 0, NULL,
+  "run the outbox relay inside consume" },
+{ "relay.batch_size", CFG_INT, "500", false, 1, 100000, NULL,
+  "outbox rows per publish batch" },
+{ "relay.poll_interval", CFG_DURATION, "500ms", false, 1, 3600000, NULL,
+  "outbox poll fallback when no NOTIFY arrives" },
+{ "relay.retention", CFG_DURATION, "7d", false, 0, I64MAX, NULL,
+  "how long published outbox rows are kept" },
+{ "reconcile.enabled", CFG_BOOL, "true", false, 0, 0, NULL,
+  "run the reconciler inside consume" },
+{ "reconcile.interval", CFG_DURATION, "1s", false, 1, 3600000, NULL,
+  "how often the reconciler looks for expired leases" },
+{ "reconcile.review_after", CFG_DURATION, "1h", false, 1, I64MAX, NULL,
+  "an outcome still unknown after this becomes review (never failed)" },
+{ "idempotency.retention", CFG_DURATION, "7d", false, 1, I64MAX, NULL,
+  "finished keys are kept this long, then reduced to tombstones" },
+{ "webhook.listen", CFG_STR, "", false, 0, 0, NULL,
+  "host:port of the webhook endpoint (empty: off)" },
+{ "webhook.secret", CFG_STR, "", true, 0, 0, NULL,
+  "webhook signing secrets, whsec_<base64>, space-separated" },
+{ "http.listen", CFG_STR, "", false, 0, 0, NULL,
+  "host:port for /metrics and /healthz (empty: off)" },
+{ "log.level", CFG_ENUM, "info", false, 0, 0, "error|warn|info|debug",
+  "log level" },
+};
+/* clang-format on */
+#define CFG_N (sizeof(cfg_defs) / sizeof(*cfg_defs))
+
+struct kv {
+        char *name;
+        char *value;
+};
+
+struct config {
+        char *values[CFG_N];
+        struct kv *kafka;
+        size_t kafka_n, kafka_cap;
+};
+
+static const struct cfg_def *cfg_find(const char *key, size_t *idx)
+{
+        for (size_t i = 0; i < CFG_N; i++) {
+                if (strcmp(cfg_defs[i].name, key) == 0) {
+                        if (idx)
+                                *idx = i;
+                        return &cfg_defs[i];
+                }
+        }
+        return NULL;
+}
+
+static char *xstrdup(const char *s)
+{
+        char *d = strdup(s);
+        if (!d)
+                abort();
+        return d;
+}
+
+struct config *config_new(void)
+{
+        struct config *cfg = calloc(1, sizeof(*cfg));
+        if (!cfg)
+                abort();
+        for (size_t i = 0; i < CFG_N; i++)
+                cfg->values[i] = xstrdup(cfg_defs[i].def);
+        return cfg;
+}
+
+void config_destroy(struct config *cfg)
+{
+        if (!cfg)
+                return;
+        for (size_t i = 0; i < CFG_N; i++)
+                free(cfg->values[i]);
+        for (size_t i = 0; i < cfg->kafka_n; i++) {
+                free(cfg->kafka[i].name);
+                free(cfg->kafka[i].value);
+        }
+        free(cfg->kafka);
+        free(cfg);
+}
+
+bool config_key_is_secret(const char *key)
+{
+        const struct cfg_def *d = cfg_find(key, NULL);
+        if (d)
+                return d->secret;
+        /* librdkafka secrets: sasl.password, ssl.key.password, ... */
+        return strncmp(key, "kafka.", 6) == 0 &&
+               (strstr(key, "password") || strstr(key, "secret") ||
+                strstr(key, "ssl.key.pem") || strstr(key, "ssl_key"));
+}
+
+static bool parse_bool(const char *v, bool *out)
+{
+        if (!strcmp(v, "true") || !strcmp(v, "1") || !strcmp(v, "yes") ||
+            !strcmp(v, "on")) {
+                *out = true;
+                return true;
+        }
+        if (!strcmp(v, "false") || !strcmp(v, "0") || !strcmp(v, "no") ||
+            !strcmp(v, "off")) {
+                *out = false;
+                return true;
+        }
+        return false;
+}
+
+static bool parse_int(const char *v, int64_t *out)
+{
+        char *end;
+        long long n;
+
+        if (!*v)
+                return false;
+        errno = 0;
+        n     = strtoll(v, &end, 10);
+        if (errno || *end)
+                return false;
+        *out = n;
+        return true;
+}
+
+static bool enum_has(const char *choices, const char *v)
+{
+        size_t n = strlen(v);
+        const char *p = choices;
+
+        while (*p) {
+                const char *bar = strchr(p, '|');
+                size_t len      = bar ? (size_t)(bar - p) : strlen(p);
+                if (len == n && strncmp(p, v, n) == 0)
+                        return true;
+                if (!bar)
+                        break;
+                p = bar + 1;
+        }
+        return false;
+}
+
+/* Checks v against d; on error writes a message that shows the value only
+ * for non-secret keys. */
+static int cfg_check(const struct cfg_def *d, const char *v, char *errstr,
+                     size_t errstr_size)
+{
+        const char *shown = d->secret ? "<hidden>" : v;
+        int64_t n;
+        bool b;
+
+        switch (d->type) {
+        case CFG_STR:
+                return 0;
+        case CFG_BOOL:
+                if (parse_bool(v, &b))
+                        return 0;
+                snprintf(errstr, errstr_size,
+                         "%s: \"%s\" is not a boolean (true or false)",
+                         d->name, shown);
+                return -1;
+        case CFG_INT:
+                if (!parse_int(v, &n)) {
+                        snprintf(errstr, errstr_size,
+                                 "%s: \"%s\" is not an integer", d->name,
+                                 shown);
+                        return -1;
+                }
+                break;
+        case CFG_DURATION:
+                if (!duration_parse(v, &n)) {
+                        snprintf(errstr, errstr_size,
+                                 "%s: \"%s\" is not a duration (e.g. 250ms, "
+                                 "10s, 5m, 24h, 7d)",
+                                 d->name, shown);
+                        return -1;
+                }
+                break;
+        case CFG_ENUM:
+                if (enum_has(d->choices, v))
+                        return 0;
+                snprintf(errstr, errstr_size, "%s: \"%s\" is not one of %s",
+                         d->name, shown, d->choices);
+                return -1;
+        }
+        if (n < d->min || n > d->max) {
+                char lo[32], hi[32];
+                if (d->type == CFG_DURATION) {
+                        duration_format(d->min, lo, sizeof(lo));
+                        duration_format(d->max, hi, sizeof(hi));
+                } else {
+                        snprintf(lo, sizeof(lo), "%lld", (long long)d->min);
+                        snprintf(hi, sizeof(hi), "%lld", (long long)d->max);
+                }
+                if (d->max == I64MAX)
+                        snprintf(errstr, errstr_size,
+                                 "%s: \"%s\" is out of range (at least %s)",
+                                 d->name, shown, lo);
+                else
+                        snprintf(errstr, errstr_size,
+                                 "%s: \"%s\" is out of range (%s to %s)",
+                                 d->name, shown, lo, hi);
+                return -1;
+        }
+        return 0;
+}
+
+static int kafka_set(struct config *cfg, const char *prop, const char *value)
+{
+        for (size_t i = 0; i < cfg->kafka_n; i++) {
+                if (strcmp(cfg->kafka[i].name, prop) == 0) {
+                        free(cfg->kafka[i].value);
+                        cfg->kafka[i].value = xstrdup(value);
+                        return 0;
+                }
+        }
+        if (cfg->kafka_n == cfg->kafka_cap) {
+                size_t cap    = cfg->kafka_cap ? cfg->kafka_cap * 2 : 8;
+                struct kv *kv = realloc(cfg->kafka, cap * sizeof(*kv));
+                if (!kv)
+                        abort();
+                cfg->kafka     = kv;
+                cfg->kafka_cap = cap;
+        }
+        cfg->kafka[cfg->kafka_n].name  = xstrdup(prop);
+        cfg->kafka[cfg->kafka_n].value = xstrdup(value);
+        cfg->kafka_n++;
+        return 0;
+}
+
+/* Reads a secret from a file: the whole content less trailing new lines. */
+static int read_secret_file(const char *key, const char *path, char **out,
+                            char *errstr, size_t errstr_size)
+{
+        FILE *f = fopen(path, "r");
+        char buf[8192];
+        size_t n;
+
+        if (!f) {
+                snprintf(errstr, errstr_size, "%s_file: cannot open %s: %s",
+                         key, path, strerror(errno));
+                return -1;
+        }
+        n = fread(buf, 1, sizeof(buf) - 1, f);
+        if (!feof(f)) {
+                fclose(f);
+                snprintf(errstr, errstr_size,
+                         "%s_file: %s is larger than %zu bytes", key, path,
+                         sizeof(buf) - 1);
+                return -1;
+        }
+        fclose(f);
+        while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+                n--;
+        buf[n] = '\0';
+        *out   = xstrdup(buf);
+        memset(buf, 0, sizeof(buf));
+        return 0;
+}
+
+int config_set(struct config *cfg, const char *key, const char *value,
+               char *errstr, size_t errstr_size)
+{
+        const struct cfg_def *d;
+        size_t idx, klen = strlen(key);
+
+        if (strncmp(key, "kafka.", 6) == 0) {
+                if (klen == 6) {
+                        snprintf(errstr, errstr_size,
+                                 "kafka.: a librdkafka property name must "
+                                 "follow the prefix");
+                        return -1;
+                }
+                return kafka_set(cfg, key + 6, value);
+        }
+        if ((d = cfg_find(key, &idx))) {
+                if (cfg_check(d, value, errstr, errstr_size) < 0)
+                        return -1;
+                free(cfg->values[idx]);
+                cfg->values[idx] = xstrdup(value);
+                return 0;
+        }
+        /* <secret key>_file = /path */
+        if (klen > 5 && strcmp(key + klen - 5, "_file") == 0) {
+                char base[128];
+                char *secret = NULL;
+                if (klen - 5 < sizeof(base)) {
+                        memcpy(base, key, klen - 5);
+                        base[klen - 5] = '\0';
+                        if ((d = cfg_find(base, &idx)) && d->secret) {
+                                if (read_secret_file(base, value, &secret,
+                                                     errstr, errstr_size) < 0)
+                                        return -1;
+                                free(cfg->values[idx]);
+                                cfg->values[idx] = secret;
+                                return 0;
+                        }
+                }
+        }
+        snprintf(errstr, errstr_size, "%s: unknown configuration key", key);
+        return -1;
+}
+
+static char *trim(char *s)
+{
+        char *e;
+        while (isspace((unsigned char)*s))
+                s++;
+        e = s + strlen(s);
+        while (e > s && isspace((unsigned char)e[-1]))
+                *--e = '\0';
+        return s;
+}
+
+int config_load_file(struct config *cfg, const char *path, char *errstr,
+                     size_t errstr_size)
+{
+        FILE *f = fopen(path, "r");
+        char line[4096];
+        int lineno = 0, r = 0;
+
+        if (!f) {
+                snprintf(errstr, errstr_size, "%s: %s", path, strerror(errno));
+                return -1;
+        }
+        while (fgets(line, sizeof(line), f)) {
+                char *p, *eq, *key, *val, sub[512];
+                lineno++;
+                if (!strchr(line, '\n') && !feof(f)) {
+                        snprintf(errstr, errstr_size,
+                                 "%s:%d: line longer than %zu bytes", path,
+                                 lineno, sizeof(line) - 2);
+                        r = -1;
+                        goto done;
+                }
+                p = trim(line);
+                if (*p == '\0' || *p == '#')
+                        continue;
+                if (!(eq = strchr(p, '='))) {
+                        snprintf(errstr, errstr_size,
+                                 "%s:%d: expected key = value", path, lineno);
+                        r = -1;
+                        goto done;
+                }
+                *eq = '\0';
+                key = trim(p);
+                val = trim(eq + 1);
+                if (config_set(cfg, key, val, sub, sizeof(sub)) < 0) {
+                        snprintf(errstr, errstr_size, "%s:%d: %s", path,
+                                 lineno, sub);
+                        r = -1;
+                        goto done;
+                }
+        }
+done:
+        fclose(f);
+        return r;
+}
+
+/* CHARGEONCE_GATEWAY_API_KEY -> gateway.api_key: the table's names are
+ * matched first (they may hold '_'); kafka.* properties have none. */
+static int env_to_key(const char *env, char *out, size_t outsz)
+{
+        for (size_t i = 0; i < CFG_N; i++) {
+                const char *n = cfg_defs[i].name;
+                const char *e = env;
+                for (; *n && *e; n++, e++) {
+                        char c = *n == '.' ? '_' : (char)toupper(*n);
+                        if (c != *e)
+                                break;
+                }
+                if (*n == '\0' && (*e == '\0' || strcmp(e, "_FILE") == 0)) {
+                        snprintf(out, outsz, "%s%s", cfg_defs[i].name,
+                                 *e ? "_file" : "");
+                        return 0;
+                }
+        }
+        if (strncmp(env, "KAFKA_", 6) == 0 && env[6]) {
+                size_t o = 0;
+                for (const char *e = env; *e && o + 1 < outsz; e++)
+                        out[o++] = *e == '_' ? '.' : (char)tolower(*e);
+                out[o] = '\0';
+                return 0;
+        }
+        return -1;
+}
+
+int config_load_env(struct config *cfg, char *const *envp, char *errstr,
+                    size_t errstr_size)
+{
+        static const char prefix[] = "CHARGEONCE_";
+        for (; envp && *envp; envp++) {
+                const char *e = *envp, *eq;
+                char name[256], key[256], sub[512];
+                size_t nlen;
+
+                if (strncmp(e, prefix, sizeof(prefix) - 1) != 0)
+                        continue;
+                if (!(eq = strchr(e, '=')))
+                        continue;
+                nlen = (size_t)(eq - e);
+                if (nlen >= sizeof(name))
+                        nlen = sizeof(name) - 1;
+                memcpy(name, e, nlen);
+                name[nlen] = '\0';
+                /* not configuration: the test harness and failpoints */
+                if (!strncmp(name, "CHARGEONCE_TEST_", 16) ||
+                    !strcmp(name, "CHARGEONCE_FAILPOINTS") ||
+                    !strcmp(name, "CHARGEONCE_BIN") ||
+                    !strcmp(name, "CHARGEONCE_SIM_BIN") ||
+                    !strcmp(name, "CHARGEONCE_SOURCE_DIR"))
+                        continue;
+                if (env_to_key(name + sizeof(prefix) - 1, key, sizeof(key)) <
+                    0) {
+                        snprintf(errstr, errstr_size,
+                                 "%s: environment variable names no "
+                                 "configuration key",
+                                 name);
+                        return -1;
+                }
+                if (config_set(cfg, key, eq + 1, sub, sizeof(sub)) < 0) {
+                        snprintf(errstr, errstr_size, "%s: %s", name, sub);
+                        return -1;
+                }
+        }
+        return 0;
+}
+
+int config_set_arg(struct config *cfg, const char *arg, char *errstr,
+                   size_t errstr_size)
+{
+        const char *eq = strchr(arg, '=');
+        char key[256];
+        size_t n;
+
+        if (!eq || eq == arg) {
+                snprintf(errstr, errstr_size,
+                         "-X %s: expected key=value (e.g. "
+                         "kafka.bootstrap.servers=127.0.0.1:9092)",
+                         arg);
+                return -1;
+        }
+        n = (size_t)(eq - arg);
+        if (n >= sizeof(key)) {
+                snprintf(errstr, errstr_size, "-X: key too long");
+                return -1;
+        }
+        memcpy(key, arg, n);
+        key[n] = '\0';
+        return config_set(cfg, key, eq + 1, errstr, errstr_size);
+}
+
+static const char *cfg_value(const struct config *cfg, const char *key,
+                             const struct cfg_def **d)
+{
+        size_t idx;
+        if (!(*d = cfg_find(key, &idx))) {
+                fprintf(stderr, "config: no key %s in the table\n", key);
+                abort();
+        }
+        return cfg->values[idx];
+}
+
+const char *config_str(const struct config *cfg, const char *key)
+{
+        const struct cfg_def *d;
+        return cfg_value(cfg, key, &d);
+}
+
+int64_t config_int(const struct config *cfg, const char *key)
+{
+        const struct cfg_def *d;
+        const char *v = cfg_value(cfg, key, &d);
+        int64_t n     = 0;
+        if (!parse_int(v, &n))
+                abort(); /* checked when set */
+        return n;
+}
+
+bool config_bool(const struct config *cfg, const char *key)
+{
+        const struct cfg_def *d;
+        const char *v = cfg_value(cfg, key, &d);
+        bool b        = false;
+        if (!parse_bool(v, &b))
+                abort();
+        return b;
+}
+
+int64_t config_ms(const struct config *cfg, const char *key)
+{
+        const struct cfg_def *d;
+        const char *v = cfg_value(cfg, key, &d);
+        int64_t ms    = 0;
+        if (!duration_parse(v, &ms))
+                abort();
+        return ms;
+}
+
+size_t config_kafka_count(const struct config *cfg)
+{
+        return cfg->kafka_n;
+}
+
+void config_kafka_get(const struct config *cfg, size_t i, const char **name,
+                      const char **value)
+{
+        *name  = cfg->kafka[i].name;
+        *value = cfg->kafka[i].value;
+}
+
+void config_dump(const struct config *cfg, FILE *out)
+{
+        for (size_t i = 0; i < CFG_N; i++) {
+                const char *v = cfg->values[i];
+                if (cfg_defs[i].secret && *v)
+                        v = "<hidden>";
+                fprintf(out, "%s = %s\n", cfg_defs[i].name, v);
+        }
+        for (size_t i = 0; i < cfg->kafka_n; i++) {
+                char key[300];
+                snprintf(key, sizeof(key), "kafka.%s", cfg->kafka[i].name);
+                fprintf(out, "%s = %s\n", key,
+                        config_key_is_secret(key) ? "<hidden>"
+                                                  : cfg->kafka[i].value);
+        }
+}
+
+void config_describe(FILE *out)
+{
+        for (size_t i = 0; i < CFG_N; i++)
+                fprintf(out, "  %-26s %-22s %s%s\n", cfg_defs[i].name,
+                        *cfg_defs[i].def ? cfg_defs[i].def : "\"\"",
+                        cfg_defs[i].help, cfg_defs[i].secret ? " (secret)" : "");
+        fprintf(out, "  %-26s %-22s %s\n", "kafka.<property>", "",
+                "any librdkafka property");
+}
