@@ -1,0 +1,225 @@
+#!/usr/bin/env bash
+# Starts and stops the real services of chargeonce's tests under one state
+# folder DIR (made by tests/harness/with-services):
+#
+#   services.sh start-pg DIR       private PostgreSQL 15 cluster (initdb)
+#   services.sh start-kafka DIR    single-node Apache Kafka 3.9 in KRaft mode
+#   services.sh stop-pg|stop-kafka|start-again-pg|start-again-kafka DIR
+#   services.sh stop-all DIR
+#   services.sh logs DIR           the tail of each service's log
+#
+# Ports are free ones picked at start, so two runs side by side never
+# collide. Each start writes DIR/<service>.env with the variables that the
+# tests read. The *-again variants restart a stopped service on the same
+# port and data (for restart tests).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+as_pg() {
+	# initdb and postgres refuse to run as root
+	if [ "$(id -u)" = 0 ]; then
+		runuser -u postgres -- "$@"
+	else
+		"$@"
+	fi
+}
+
+pg_bin() {
+	local b
+	for b in /usr/lib/postgresql/15/bin "$(pg_config --bindir 2>/dev/null)"; do
+		[ -x "$b/initdb" ] && { echo "$b"; return; }
+	done
+	dirname "$(command -v initdb)"
+}
+
+wait_for() { # wait_for SECONDS DESCRIPTION COMMAND...
+	local secs=$1 what=$2
+	shift 2
+	local end=$((SECONDS + secs))
+	until "$@" >/dev/null 2>&1; do
+		if [ $SECONDS -ge $end ]; then
+			echo "services: $what not ready after ${secs}s" >&2
+			return 1
+		fi
+		sleep 0.2
+	done
+}
+
+start_pg_server() {
+	local dir=$1 port
+	port=$(cat "$dir/pg.port")
+	as_pg "$(pg_bin)/pg_ctl" -D "$dir/pg/data" -l "$dir/pg/postgres.log" \
+		-o "-p $port -k $dir/pg -c listen_addresses=127.0.0.1" \
+		-w -t 60 start >/dev/null
+}
+
+start_pg() {
+	local dir=$1 port bin
+	bin=$(pg_bin)
+	mkdir -p "$dir/pg"
+	[ "$(id -u)" = 0 ] && chown postgres: "$dir/pg"
+	as_pg "$bin/initdb" -D "$dir/pg/data" -A trust -U postgres -E UTF8 \
+		--locale=C.UTF-8 --no-sync >"$dir/pg/initdb.log" 2>&1 || {
+		cat "$dir/pg/initdb.log" >&2
+		return 1
+	}
+	cat >>"$dir/pg/data/postgresql.conf" <<CONF
+max_connections = 300
+shared_buffers = 256MB
+synchronous_commit = on
+fsync = on
+log_min_messages = warning
+log_line_prefix = '%m [%p] '
+CONF
+	port=$(free_port)
+	echo "$port" >"$dir/pg.port"
+	start_pg_server "$dir"
+	cat >"$dir/pg.env" <<ENV
+export CHARGEONCE_TEST_PG='host=127.0.0.1 port=$port user=postgres dbname=postgres'
+export CHARGEONCE_TEST_PGPORT=$port
+ENV
+}
+
+stop_pg() {
+	local dir=$1
+	[ -f "$dir/pg/data/postmaster.pid" ] || return 0
+	as_pg "$(pg_bin)/pg_ctl" -D "$dir/pg/data" -m fast -w -t 30 stop \
+		>/dev/null 2>&1 || true
+}
+
+kafka_running() {
+	local dir=$1
+	[ -f "$dir/kafka.pid" ] && kill -0 "$(cat "$dir/kafka.pid")" 2>/dev/null
+}
+
+start_kafka_server() {
+	local dir=$1 jars=$2
+	: >>"$dir/kafka/server.log"
+	local start_line
+	start_line=$(wc -l <"$dir/kafka/server.log")
+	# setsid: the broker gets its own process group, so a Ctrl-C aimed at
+	# the test run does not kill it before the orderly stop below
+	setsid java -Xms256m -Xmx768m -XX:+UseG1GC -Djava.awt.headless=true \
+		-Dlog4j.configuration="file:$dir/kafka/log4j.properties" \
+		-cp "$jars/*" kafka.Kafka "$dir/kafka/server.properties" \
+		>>"$dir/kafka/server.log" 2>&1 </dev/null &
+	echo $! >"$dir/kafka.pid"
+	local end=$((SECONDS + 90))
+	until tail -n +"$((start_line + 1))" "$dir/kafka/server.log" |
+		grep -q 'Kafka Server started'; do
+		if ! kafka_running "$dir"; then
+			echo "services: the Kafka broker exited during start" >&2
+			return 1
+		fi
+		if [ $SECONDS -ge $end ]; then
+			echo "services: the Kafka broker did not start in 90s" >&2
+			return 1
+		fi
+		sleep 0.3
+	done
+}
+
+start_kafka() {
+	local dir=$1 jars port cport cid
+	jars=$("$top/scripts/kafka-jars.sh")
+	mkdir -p "$dir/kafka/data"
+	port=$(free_port)
+	cport=$(free_port)
+	while [ "$cport" = "$port" ]; do cport=$(free_port); done
+	cat >"$dir/kafka/server.properties" <<PROPS
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:$cport
+listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
+advertised.listeners=PLAINTEXT://127.0.0.1:$port
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+log.dirs=$dir/kafka/data
+num.partitions=1
+default.replication.factor=1
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+min.insync.replicas=1
+group.initial.rebalance.delay.ms=0
+auto.create.topics.enable=false
+log.segment.bytes=67108864
+PROPS
+	cat >"$dir/kafka/log4j.properties" <<'L4J'
+log4j.rootLogger=INFO, stdout
+log4j.appender.stdout=org.apache.log4j.ConsoleAppender
+log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
+log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.kafka=INFO
+log4j.logger.org.apache.kafka=INFO
+log4j.logger.kafka.request.logger=WARN
+log4j.logger.state.change.logger=WARN
+L4J
+	cid=$(python3 -c 'import base64,uuid; print(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))')
+	java -Xmx256m -Dlog4j.configuration="file:$dir/kafka/log4j.properties" \
+		-cp "$jars/*" kafka.tools.StorageTool format -t "$cid" \
+		-c "$dir/kafka/server.properties" >"$dir/kafka/format.log" 2>&1 || {
+		cat "$dir/kafka/format.log" >&2
+		return 1
+	}
+	echo "$jars" >"$dir/kafka.jars"
+	start_kafka_server "$dir" "$jars"
+	cat >"$dir/kafka.env" <<ENV
+export CHARGEONCE_TEST_KAFKA=127.0.0.1:$port
+export CHARGEONCE_TEST_KAFKA_JARS='$jars'
+ENV
+}
+
+stop_kafka() {
+	local dir=$1 pid i
+	kafka_running "$dir" || return 0
+	pid=$(cat "$dir/kafka.pid")
+	kill -TERM "$pid" 2>/dev/null || true
+	for i in $(seq 1 100); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.2
+	done
+	kill -KILL "$pid" 2>/dev/null || true
+	rm -f "$dir/kafka.pid"
+}
+
+show_logs() {
+	local dir=$1 f
+	for f in "$dir/pg/postgres.log" "$dir/kafka/server.log" "$dir"/*.log; do
+		[ -s "$f" ] || continue
+		echo "----- last lines of ${f#"$dir"/} -----"
+		tail -n 60 "$f"
+	done
+}
+
+cmd=${1:-}
+dir=${2:-${CHARGEONCE_TEST_DIR:-}}
+[ -n "$cmd" ] && [ -n "$dir" ] || {
+	echo "usage: services.sh start-pg|start-kafka|stop-pg|stop-kafka|start-again-pg|start-again-kafka|stop-all|logs DIR" >&2
+	exit 2
+}
+case $cmd in
+start-pg) start_pg "$dir" ;;
+start-kafka) start_kafka "$dir" ;;
+stop-pg) stop_pg "$dir" ;;
+stop-kafka) stop_kafka "$dir" ;;
+start-again-pg) start_pg_server "$dir" ;;
+start-again-kafka) start_kafka_server "$dir" "$(cat "$dir/kafka.jars")" ;;
+stop-all)
+	stop_kafka "$dir" &
+	stop_pg "$dir"
+	wait
+	;;
+logs) show_logs "$dir" ;;
+*)
+	echo "services.sh: unknown command $cmd" >&2
+	exit 2
+	;;
+esac

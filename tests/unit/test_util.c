@@ -1,0 +1,167 @@
+/* Unit tests of util: durations, RFC 3339, JSON escaping, base64, HMAC,
+ * UUIDs and key masking. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "util/crypto.h"
+#include "util/jsonesc.h"
+#include "util/log.h"
+#include "util/timeutil.h"
+#include "util/uuid.h"
+
+#include <string.h>
+
+static void test_duration(void **state)
+{
+        static const struct {
+                const char *in;
+                bool ok;
+                int64_t ms;
+        } cases[] = {
+                { "250ms", true, 250 },     { "10s", true, 10000 },
+                { "10", true, 10000 },      { "5m", true, 300000 },
+                { "24h", true, 86400000 },  { "7d", true, 604800000 },
+                { "0ms", true, 0 },         { "", false, 0 },
+                { "-1s", false, 0 },        { "1.5s", false, 0 },
+                { "10 s", false, 0 },       { "s", false, 0 },
+                { "3w", false, 0 },         { "99999999999999999999", false, 0 },
+                { "9223372036854775807d", false, 0 },
+        };
+        (void)state;
+        for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+                int64_t ms = -1;
+                bool ok    = duration_parse(cases[i].in, &ms);
+                assert_int_equal(ok, cases[i].ok);
+                if (ok)
+                        assert_int_equal(ms, cases[i].ms);
+        }
+        char buf[32];
+        duration_format(86400000, buf, sizeof(buf));
+        assert_string_equal(buf, "1d");
+        duration_format(250, buf, sizeof(buf));
+        assert_string_equal(buf, "250ms");
+        duration_format(90000, buf, sizeof(buf));
+        assert_string_equal(buf, "90s");
+}
+
+static void test_rfc3339(void **state)
+{
+        static const struct {
+                const char *in;
+                bool ok;
+        } cases[] = {
+                { "2026-11-29T10:47:03Z", true },
+                { "2026-11-29T10:47:03.123Z", true },
+                { "2026-11-29T10:47:03+07:00", true },
+                { "2026-11-29t10:47:03z", true },
+                { "2024-02-29T00:00:00Z", true },
+                { "2023-02-29T00:00:00Z", false },
+                { "2026-13-01T00:00:00Z", false },
+                { "2026-04-31T00:00:00Z", false },
+                { "2026-11-29 10:47:03Z", false },
+                { "2026-11-29T24:00:00Z", false },
+                { "2026-11-29T10:47:03", false },
+                { "2026-11-29T10:47:03.Z", false },
+                { "2026-11-29T10:47:03+0700", false },
+                { "yesterday", false },
+        };
+        (void)state;
+        for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++)
+                assert_int_equal(rfc3339_valid(cases[i].in,
+                                               strlen(cases[i].in)),
+                                 cases[i].ok);
+        char buf[64];
+        rfc3339_format(1764413223123LL, buf, sizeof(buf));
+        assert_string_equal(buf, "2025-11-29T10:47:03.123Z");
+        assert_true(rfc3339_valid(buf, strlen(buf)));
+}
+
+static void test_json_escape(void **state)
+{
+        char out[64];
+        (void)state;
+        json_escape("a\"b\\c\nd\x01", 8, out, sizeof(out));
+        assert_string_equal(out, "a\\\"b\\\\c\\nd\\u0001");
+        /* cut at a whole escape, always terminated */
+        json_escape("\"\"\"\"", 4, out, 6);
+        assert_string_equal(out, "\\\"\\\"");
+}
+
+static void test_crypto(void **state)
+{
+        unsigned char d[32], raw[64];
+        char hex[65], b64[64];
+        (void)state;
+        /* RFC 4231 test case 2 */
+        crypto_hmac_sha256("Jefe", 4, "what do ya want for nothing?", 28, d);
+        crypto_hex(d, 32, hex);
+        assert_string_equal(hex, "5bdcc146bf60754e6a042426089575c7"
+                                 "5a003f089d2739839dec58b964ec3843");
+        crypto_sha256("abc", 3, d);
+        crypto_hex(d, 32, hex);
+        assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223"
+                                 "b00361a396177a9cb410ff61f20015ad");
+        crypto_base64_encode((const unsigned char *)"hello", 5, b64);
+        assert_string_equal(b64, "aGVsbG8=");
+        assert_int_equal(crypto_base64_decode("aGVsbG8=", 8, raw, sizeof(raw)),
+                         5);
+        assert_memory_equal(raw, "hello", 5);
+        assert_int_equal(crypto_base64_decode("aGVsbA==", 8, raw, sizeof(raw)),
+                         4);
+        assert_int_equal(crypto_base64_decode("aGVsbG8", 7, raw, sizeof(raw)),
+                         -1);
+        assert_int_equal(crypto_base64_decode("aGV$bG8=", 8, raw, sizeof(raw)),
+                         -1);
+        assert_int_equal(crypto_base64_decode("aGVsbG8=", 8, raw, 3), -1);
+        assert_true(crypto_equal("abc", "abc", 3));
+        assert_false(crypto_equal("abc", "abd", 3));
+}
+
+static void test_uuid(void **state)
+{
+        char a[UUID_STR_LEN], b[UUID_STR_LEN];
+        (void)state;
+        assert_true(uuid_v4(a));
+        assert_true(uuid_v4(b));
+        assert_true(uuid_valid(a, strlen(a)));
+        assert_string_not_equal(a, b);
+        assert_int_equal(a[14], '4');
+        assert_true(strchr("89ab", a[19]) != NULL);
+        assert_false(uuid_valid("not-a-uuid", 10));
+        assert_false(uuid_valid("123e4567-e89b-12d3-a456-42661417400g", 36));
+        assert_true(uuid_valid("123E4567-E89B-12D3-A456-426614174000", 36));
+}
+
+static void test_mask_key(void **state)
+{
+        char m[LOG_MASKED_KEY_SIZE];
+        const char *key = "order-10063-9f8e7d6c5b4a";
+        (void)state;
+        log_mask_key(key, strlen(key), m, sizeof(m));
+        assert_int_equal(strncmp(m, "ord***", 6), 0);
+        assert_int_equal(strlen(m), 6 + 8);
+        assert_null(strstr(m, "10063"));
+        /* same key, same mask: lines can be correlated */
+        char m2[LOG_MASKED_KEY_SIZE];
+        log_mask_key(key, strlen(key), m2, sizeof(m2));
+        assert_string_equal(m, m2);
+        /* short keys show no prefix at all */
+        log_mask_key("abc", 3, m, sizeof(m));
+        assert_int_equal(strncmp(m, "***", 3), 0);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_duration),
+                cmocka_unit_test(test_rfc3339),
+                cmocka_unit_test(test_json_escape),
+                cmocka_unit_test(test_crypto),
+                cmocka_unit_test(test_uuid),
+                cmocka_unit_test(test_mask_key),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
