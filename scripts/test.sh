@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The README's test command. On a fresh Debian 12 machine it installs what
+# is missing, fetches the Kafka broker's jars (cached), builds the test
+# build and the AddressSanitizer + UBSan build, starts a private PostgreSQL
+# and a real Kafka broker, and runs every test: unit, integration and crash
+# in the test build; unit and integration in the sanitizer build.
+#
+#   scripts/test.sh            everything
+#   scripts/test.sh -L unit    only what ctest -L unit selects (both builds)
+#   CHARGEONCE_SOAK=long scripts/test.sh   the long crash soak
+#
+# A run in which any test was skipped fails: here every service is started,
+# so a skip means a test did not get what it needs.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+
+step() { printf '== %s\n' "$*"; }
+
+step "dependencies"
+scripts/install-deps.sh
+scripts/kafka-jars.sh >/dev/null
+
+jobs=$(nproc)
+build() { # build DIR CMAKE-ARGS...
+	local dir=$1 log
+	shift
+	log=$(mktemp)
+	if ! { cmake -S . -B "$dir" "$@" && cmake --build "$dir" -j"$jobs"; } \
+		>"$log" 2>&1; then
+		cat "$log" >&2
+		rm -f "$log"
+		echo "test.sh: build in $dir failed" >&2
+		exit 1
+	fi
+	rm -f "$log"
+}
+step "build: test build (failpoints compiled in)"
+build build-test -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCHARGEONCE_FAILPOINTS=ON
+step "build: AddressSanitizer + UndefinedBehaviorSanitizer"
+build build-asan -DCMAKE_BUILD_TYPE=Debug -DCHARGEONCE_SANITIZE=ON \
+	-DCHARGEONCE_FAILPOINTS=ON
+step "format check"
+cmake --build build-test --target format-check >/dev/null
+
+step "tests (real PostgreSQL and Kafka)"
+exec tests/harness/with-services tests/harness/run-ctest.sh "$@"
