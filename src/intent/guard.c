@@ -1,0 +1,269 @@
+/*
+ * guard: card-number and e-mail detection and redaction (see guard.h).
+ *
+ * Never copies a raw card number or e-mail address into its output, and
+ * never logs anything.
+ */
+#include "intent/guard.h"
+
+#include <string.h>
+
+#define CARD_MIN_DIGITS  13
+#define CARD_MAX_DIGITS  19
+#define CARD_KEEP_DIGITS 4
+
+static const char email_mask[] = "[email]";
+
+static bool is_digit(unsigned char c)
+{
+        return c >= '0' && c <= '9';
+}
+
+static bool is_alpha(unsigned char c)
+{
+        return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
+}
+
+static bool is_local_char(unsigned char c)
+{
+        return is_alpha(c) || is_digit(c) || c >= 0x80 ||
+               (c != '\0' && strchr(".!#$%&'*+/=?^_`{|}~-", c) != NULL);
+}
+
+static bool is_label_char(unsigned char c)
+{
+        return is_alpha(c) || is_digit(c) || c == '-' || c >= 0x80;
+}
+
+static bool luhn_ok(const unsigned char *digits, size_t n)
+{
+        unsigned sum = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                unsigned d = digits[n - 1 - i];
+
+                if (i % 2 == 1) {
+                        d *= 2;
+                        if (d > 9)
+                                d -= 9;
+                }
+                sum += d;
+        }
+        return sum % 10 == 0;
+}
+
+/*
+ * Finds the first card number that starts at or after `from`. On success
+ * sets [*start, *end) to the span from its first to its last digit.
+ */
+static bool find_card(const char *s, size_t len, size_t from, size_t *start,
+                      size_t *end)
+{
+        size_t i = from;
+
+        while (i < len) {
+                if (!is_digit((unsigned char)s[i])) {
+                        i++;
+                        continue;
+                }
+                /* i starts a digit group; try chains of groups from it. */
+                unsigned char digits[CARD_MAX_DIGITS];
+                size_t n = 0, j = i, best_end = 0;
+                bool found = false;
+
+                for (;;) {
+                        size_t g = j;
+
+                        while (g < len && is_digit((unsigned char)s[g])) {
+                                if (n == CARD_MAX_DIGITS) {
+                                        n++; /* too long: stop the chain */
+                                        break;
+                                }
+                                digits[n++] = (unsigned char)(s[g] - '0');
+                                g++;
+                        }
+                        if (n > CARD_MAX_DIGITS)
+                                break;
+                        if (n >= CARD_MIN_DIGITS && luhn_ok(digits, n)) {
+                                found    = true;
+                                best_end = g;
+                        }
+                        /* One separator, then another group, continues. */
+                        if (g + 1 < len && (s[g] == ' ' || s[g] == '-') &&
+                            is_digit((unsigned char)s[g + 1]))
+                                j = g + 1;
+                        else
+                                break;
+                }
+                if (found) {
+                        *start = i;
+                        *end   = best_end;
+                        return true;
+                }
+                /* Next group: skip the digits of this one. */
+                while (i < len && is_digit((unsigned char)s[i]))
+                        i++;
+        }
+        return false;
+}
+
+/*
+ * Checks for a domain at s[i..len): returns the end of the longest prefix
+ * that is a domain (two or more labels, the last one starting with two or
+ * more letters), or 0 if there is none. Erring towards "yes": in
+ * "bob@example.com-x" the address "bob@example.com" is found.
+ */
+static size_t domain_end(const char *s, size_t len, size_t i)
+{
+        size_t labels = 0, valid_end = 0;
+
+        while (i < len) {
+                size_t ls = i, alpha = 0;
+
+                while (i < len && is_label_char((unsigned char)s[i])) {
+                        unsigned char c = (unsigned char)s[i];
+
+                        if (alpha == i - ls && (is_alpha(c) || c >= 0x80))
+                                alpha++;
+                        i++;
+                }
+                if (i == ls)
+                        break;
+                labels++;
+                if (labels >= 2 && alpha >= 2)
+                        valid_end = ls + alpha;
+                if (i + 1 < len && s[i] == '.')
+                        i++;
+                else
+                        break;
+        }
+        return valid_end;
+}
+
+/* Finds the first e-mail address at or after `from`; see find_card(). */
+static bool find_email(const char *s, size_t len, size_t from, size_t *start,
+                       size_t *end)
+{
+        for (size_t a = from; a < len; a++) {
+                size_t ls = a, de;
+
+                if (s[a] != '@')
+                        continue;
+                while (ls > from && is_local_char((unsigned char)s[ls - 1]))
+                        ls--;
+                if (ls == a)
+                        continue;
+                de = domain_end(s, len, a + 1);
+                if (de == 0)
+                        continue;
+                *start = ls;
+                *end   = de;
+                return true;
+        }
+        return false;
+}
+
+bool intent_has_card_number(const char *s, size_t len)
+{
+        size_t a, b;
+
+        return find_card(s, len, 0, &a, &b);
+}
+
+bool intent_has_email(const char *s, size_t len)
+{
+        size_t a, b;
+
+        return find_email(s, len, 0, &a, &b);
+}
+
+/* Bounded output: whole units only, so nothing is ever cut in half. */
+struct redact_out {
+        char *p;
+        size_t cap; /* usable bytes, without the NUL */
+        size_t len;
+        size_t need;
+        bool full;
+};
+
+static void out_unit(struct redact_out *o, const char *b, size_t n)
+{
+        o->need += n;
+        if (o->full || o->len + n > o->cap) {
+                o->full = true;
+                return;
+        }
+        memcpy(o->p + o->len, b, n);
+        o->len += n;
+}
+
+static size_t utf8_unit_len(const char *s, size_t len, size_t i)
+{
+        size_t n = 1;
+
+        while (i + n < len && ((unsigned char)s[i + n] & 0xC0) == 0x80)
+                n++;
+        return n;
+}
+
+size_t intent_redact(const char *in, char *out, size_t outsz)
+{
+        struct redact_out o = { out, outsz > 0 ? outsz - 1 : 0, 0, 0, false };
+        size_t len = strlen(in), pos = 0;
+
+        if (outsz == 0)
+                o.full = true;
+        while (pos < len) {
+                size_t cs = len, ce = 0, es = len, ee = 0, stop;
+                bool card  = find_card(in, len, pos, &cs, &ce);
+                bool email = find_email(in, len, pos, &es, &ee);
+
+                if (!card)
+                        cs = len;
+                if (!email)
+                        es = len;
+                stop = cs < es ? cs : es;
+                while (pos < stop) {
+                        size_t n = utf8_unit_len(in, stop, pos);
+
+                        out_unit(&o, in + pos, n);
+                        pos += n;
+                }
+                if (pos == len)
+                        break;
+                if (email && es <= cs) {
+                        /* An e-mail wins a tie: it covers the digits too. */
+                        out_unit(&o, email_mask, sizeof(email_mask) - 1);
+                        pos = ee;
+                        continue;
+                }
+                /*
+                 * Card: keep at most its last four digits. An e-mail that
+                 * starts inside the card swallows the rest of both.
+                 */
+                size_t ndig = 0, seen = 0, cut = ce;
+                bool overlap = email && es < ce;
+
+                if (overlap)
+                        cut = es;
+                for (size_t k = cs; k < ce; k++)
+                        if (is_digit((unsigned char)in[k]))
+                                ndig++;
+                for (size_t k = cs; k < cut; k++) {
+                        char c = in[k];
+
+                        if (is_digit((unsigned char)c) &&
+                            seen++ < ndig - CARD_KEEP_DIGITS)
+                                c = '*';
+                        out_unit(&o, &c, 1);
+                }
+                pos = ce;
+                if (overlap) {
+                        out_unit(&o, email_mask, sizeof(email_mask) - 1);
+                        pos = ee > ce ? ee : ce;
+                }
+        }
+        if (outsz > 0)
+                out[o.len] = '\0';
+        return o.need;
+}

@@ -1,0 +1,41 @@
+/*
+ * guard: finds card numbers and e-mail addresses in a string, and redacts
+ * them. Pure, no allocation, any thread.
+ *
+ * A card number is a sequence of 13-19 digits that passes the Luhn check.
+ * The digits may be split into groups by single spaces or single dashes;
+ * a candidate is one or more consecutive such groups. A digit run of 20 or
+ * more digits without separators is not taken as a card number (it cannot
+ * be one, and numeric keys of that length are common).
+ *
+ * An e-mail address is local@domain.tld: a local part of at least one of
+ * [A-Za-z0-9.!#$%&'*+/=?^_`{|}~-] or non-ASCII, then '@', then at least
+ * two dot-separated labels of [A-Za-z0-9-] or non-ASCII, the last one (the
+ * top-level domain) at least two letters or non-ASCII characters.
+ *
+ * Never copies a raw card number or e-mail address into its output.
+ */
+#ifndef CO_INTENT_GUARD_H
+#define CO_INTENT_GUARD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* True if s[0..len) contains a card number as defined above. */
+bool intent_has_card_number(const char *s, size_t len);
+/* True if s[0..len) contains an e-mail address as defined above. */
+bool intent_has_email(const char *s, size_t len);
+
+/*
+ * Writes the NUL-terminated string in into out (outsz bytes), with every
+ * card number's digits but the last 4 replaced by '*' (separators kept)
+ * and every e-mail address replaced by "[email]". The output may be longer
+ * than the input. When it does not fit it is cut at a whole UTF-8
+ * character (never inside a mask or "[email]" so no part of the raw value
+ * shows). Always NUL-terminates when outsz > 0; out may be NULL when
+ * outsz is 0. Returns the length the whole output needs (without the
+ * NUL), as snprintf does.
+ */
+size_t intent_redact(const char *in, char *out, size_t outsz);
+
+#endif

@@ -1,0 +1,478 @@
+/*
+ * intent: decoding and validation of payment intents (see intent.h and
+ * docs/intent-validation.md).
+ *
+ * Never copies a raw card number or e-mail address into a rejected intent,
+ * never puts a value of the intent into a message, and never logs.
+ */
+#include "intent/intent.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "intent/currency.h"
+#include "util/timeutil.h"
+#include "util/uuid.h"
+
+#define TENANT_MAX         64
+#define KEY_MAX            255
+#define ID_MAX             64 /* order_id, customer_id */
+#define METHOD_MAX         255
+#define DESCRIPTION_MAX    500
+#define METADATA_PAIRS_MAX 20
+#define METADATA_KEY_MAX   40
+#define METADATA_VALUE_MAX 500
+
+/* jansson's decoding flags; see docs/intent-validation.md. */
+#define DECODE_FLAGS (JSON_DECODE_ANY | JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL)
+
+/* The first broken rule: error.code and a message without any value. */
+struct violation {
+        const char *code;
+        char message[INTENT_MESSAGE_SIZE];
+};
+
+static void set_reason(struct intent *in, enum intent_verdict v,
+                       const char *reason, const char *message)
+{
+        in->verdict = v;
+        snprintf(in->reason, sizeof(in->reason), "%s", reason);
+        snprintf(in->message, sizeof(in->message), "%s",
+                 message != NULL ? message : "");
+}
+
+void intent_init(struct intent *in)
+{
+        memset(in, 0, sizeof(*in));
+}
+
+void intent_reset(struct intent *in)
+{
+        free(in->event_id);
+        free(in->tenant_id);
+        free(in->idempotency_key);
+        free(in->order_id);
+        free(in->customer_id);
+        free(in->currency);
+        free(in->payment_method);
+        free(in->description);
+        free(in->metadata_json);
+        free(in->occurred_at);
+        intent_init(in);
+}
+
+const char *intent_verdict_name(enum intent_verdict v)
+{
+        switch (v) {
+        case INTENT_OK:
+                return "ok";
+        case INTENT_REJECTED:
+                return "rejected";
+        case INTENT_DLQ:
+                return "dlq";
+        }
+        return "unknown";
+}
+
+/* Code points of valid UTF-8 (jansson guarantees validity). */
+static size_t utf8_chars(const char *s, size_t len)
+{
+        size_t n = 0;
+
+        for (size_t i = 0; i < len; i++)
+                if (((unsigned char)s[i] & 0xC0) != 0x80)
+                        n++;
+        return n;
+}
+
+/* A string without U+0000 (the C API needs NUL-terminated strings). */
+static bool is_c_string(const json_t *v)
+{
+        return json_is_string(v) &&
+               strlen(json_string_value(v)) == json_string_length(v);
+}
+
+/* A string of min..max code points without U+0000. */
+static bool chars_ok(const json_t *v, size_t min, size_t max)
+{
+        size_t n;
+
+        if (!is_c_string(v))
+                return false;
+        n = utf8_chars(json_string_value(v), json_string_length(v));
+        return n >= min && n <= max;
+}
+
+/*
+ * An exact JSON integer. In lossy mode (an integer elsewhere overflowed,
+ * so jansson decoded every number as a real) an integral real stands for
+ * the integer; reals are exact up to 2^53, beyond every bound used here.
+ */
+static bool get_integer(const json_t *v, bool lossy, int64_t *out)
+{
+        if (json_is_integer(v)) {
+                *out = (int64_t)json_integer_value(v);
+                return true;
+        }
+        if (lossy && json_is_real(v)) {
+                double d = json_real_value(v);
+
+                if (d != floor(d) || fabs(d) > 9007199254740992.0)
+                        return false;
+                *out = (int64_t)d;
+                return true;
+        }
+        return false;
+}
+
+/* A non-empty string, the condition for the three fields a DLQ needs. */
+static const char *answer_field(json_t *root, const char *name)
+{
+        json_t *v = json_object_get(root, name);
+
+        if (!json_is_string(v) || json_string_length(v) == 0)
+                return NULL;
+        return json_string_value(v);
+}
+
+static bool tenant_ok(const json_t *v)
+{
+        const char *s = json_string_value(v);
+        size_t len    = json_string_length(v);
+
+        if (len < 1 || len > TENANT_MAX)
+                return false;
+        for (size_t i = 0; i < len; i++) {
+                unsigned char c = (unsigned char)s[i];
+
+                if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+                      (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+                      c == '-'))
+                        return false;
+        }
+        return true;
+}
+
+static bool key_ok(const json_t *v)
+{
+        const char *s = json_string_value(v);
+        size_t len    = json_string_length(v);
+
+        if (len < 1 || len > KEY_MAX)
+                return false;
+        for (size_t i = 0; i < len; i++)
+                if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] > 0x7E)
+                        return false;
+        return true;
+}
+
+/* Records a violation: "<field> <what>". Never gets a value to print. */
+static bool violate(struct violation *vi, const char *code, const char *field,
+                    const char *what)
+{
+        vi->code = code;
+        snprintf(vi->message, sizeof(vi->message), "%s %s", field, what);
+        return true;
+}
+
+/* Card number, then e-mail, in one string; `field` names it, never shows. */
+static bool guard_string(const char *s, size_t len, const char *field,
+                         struct violation *vi)
+{
+        if (intent_has_card_number(s, len))
+                return violate(vi, "card_number_in_field", field,
+                               "contains a card number");
+        if (intent_has_email(s, len))
+                return violate(vi, "email_in_field", field,
+                               "contains an e-mail address");
+        return false;
+}
+
+/* The guard runs before the other rules: it is the one to fix first. */
+static bool check_guard(json_t *root, struct violation *vi)
+{
+        json_t *v = json_object_get(root, "idempotency_key");
+        json_t *meta;
+        const char *k;
+        json_t *mv;
+
+        if (guard_string(json_string_value(v), json_string_length(v),
+                         "idempotency_key", vi))
+                return true;
+        v = json_object_get(root, "payment_method");
+        if (json_is_string(v) &&
+            guard_string(json_string_value(v), json_string_length(v),
+                         "payment_method", vi))
+                return true;
+        meta = json_object_get(root, "metadata");
+        if (!json_is_object(meta))
+                return false;
+        json_object_foreach(meta, k, mv)
+        {
+                if (guard_string(k, strlen(k), "a metadata key", vi))
+                        return true;
+                if (json_is_string(mv) &&
+                    guard_string(json_string_value(mv), json_string_length(mv),
+                                 "a metadata value", vi))
+                        return true;
+        }
+        return false;
+}
+
+static bool metadata_ok(const json_t *meta)
+{
+        const char *k;
+        json_t *mv;
+
+        if (meta == NULL || json_is_null(meta))
+                return true;
+        if (!json_is_object(meta) ||
+            json_object_size(meta) > METADATA_PAIRS_MAX)
+                return false;
+        json_object_foreach((json_t *)meta, k, mv)
+        {
+                if (utf8_chars(k, strlen(k)) > METADATA_KEY_MAX ||
+                    !chars_ok(mv, 0, METADATA_VALUE_MAX))
+                        return false;
+        }
+        return true;
+}
+
+/* The rules of contract section 2, in its order. True on a violation. */
+static bool check_rules(json_t *root, bool lossy, struct violation *vi)
+{
+        json_t *v;
+        int64_t n;
+
+        v = json_object_get(root, "schema_version");
+        if (!get_integer(v, lossy, &n) || n != INTENT_SCHEMA_VERSION)
+                return violate(vi, "invalid_schema_version", "schema_version",
+                               "must be the integer 1");
+        v = json_object_get(root, "event_id");
+        if (!is_c_string(v) ||
+            !uuid_valid(json_string_value(v), json_string_length(v)))
+                return violate(vi, "invalid_event_id", "event_id",
+                               "must be a UUID");
+        if (!tenant_ok(json_object_get(root, "tenant_id")))
+                return violate(
+                    vi, "invalid_tenant_id",
+                    "%s must be 1-64 characters of A-Z a-z 0-9 . _ -",
+                    "tenant_id");
+        if (!key_ok(json_object_get(root, "idempotency_key")))
+                return violate(vi, "invalid_idempotency_key", "idempotency_key",
+                               "must be 1-255 printable ASCII characters");
+        if (!chars_ok(json_object_get(root, "order_id"), 1, ID_MAX))
+                return violate(vi, "invalid_order_id", "order_id",
+                               "must be a string of 1-64 characters");
+        if (!chars_ok(json_object_get(root, "customer_id"), 1, ID_MAX))
+                return violate(vi, "invalid_customer_id", "customer_id",
+                               "must be a string of 1-64 characters");
+        v = json_object_get(root, "amount");
+        if (!get_integer(v, lossy, &n) || n < 1 || n > INTENT_AMOUNT_MAX)
+                return violate(vi, "invalid_amount", "amount",
+                               "must be an integer from 1 to 9007199254740991");
+        v = json_object_get(root, "currency");
+        if (!json_is_string(v) ||
+            !intent_currency_known(json_string_value(v), json_string_length(v)))
+                return violate(vi, "invalid_currency", "currency",
+                               "must be an active ISO 4217 code, upper case");
+        if (!chars_ok(json_object_get(root, "payment_method"), 1, METHOD_MAX))
+                return violate(vi, "invalid_payment_method", "payment_method",
+                               "must be a string of 1-255 characters");
+        v = json_object_get(root, "description");
+        if (v != NULL && !json_is_null(v) && !chars_ok(v, 0, DESCRIPTION_MAX))
+                return violate(vi, "invalid_description", "description",
+                               "must be a string of at most 500 characters");
+        if (!metadata_ok(json_object_get(root, "metadata")))
+                return violate(vi, "invalid_metadata", "metadata",
+                               "must be at most 20 string pairs, keys <= 40 "
+                               "and values <= 500 characters");
+        v = json_object_get(root, "occurred_at");
+        if (!is_c_string(v) ||
+            !rfc3339_valid(json_string_value(v), json_string_length(v)))
+                return violate(vi, "invalid_occurred_at", "occurred_at",
+                               "must be an RFC 3339 timestamp");
+        return false;
+}
+
+/* A copy of a string member, or NULL. *oom set on allocation failure. */
+static char *dup_member(json_t *root, const char *name, bool *oom)
+{
+        const char *s = json_string_value(json_object_get(root, name));
+        char *d;
+
+        if (s == NULL)
+                return NULL;
+        d = strdup(s);
+        if (d == NULL)
+                *oom = true;
+        return d;
+}
+
+/* The redacted copy of a string member (see intent_redact()), or NULL. */
+static char *redact_member(json_t *root, const char *name, bool *oom)
+{
+        const char *s = json_string_value(json_object_get(root, name));
+        size_t need;
+        char *d;
+
+        if (s == NULL)
+                return NULL;
+        need = intent_redact(s, NULL, 0);
+        d    = malloc(need + 1);
+        if (d == NULL) {
+                *oom = true;
+                return NULL;
+        }
+        (void)intent_redact(s, d, need + 1);
+        return d;
+}
+
+static int fill_rejected(json_t *root, bool lossy, struct intent *in)
+{
+        bool oom = false;
+        json_t *v;
+        int64_t n;
+
+        in->event_id        = redact_member(root, "event_id", &oom);
+        in->tenant_id       = redact_member(root, "tenant_id", &oom);
+        in->idempotency_key = redact_member(root, "idempotency_key", &oom);
+        in->order_id        = redact_member(root, "order_id", &oom);
+        v                   = json_object_get(root, "amount");
+        if (get_integer(v, lossy, &n) && n >= 1 && n <= INTENT_AMOUNT_MAX) {
+                in->has_amount = true;
+                in->amount     = n;
+        }
+        v = json_object_get(root, "currency");
+        if (json_is_string(v) &&
+            intent_currency_known(json_string_value(v), json_string_length(v)))
+                in->currency = dup_member(root, "currency", &oom);
+        return oom ? -1 : 0;
+}
+
+static int fill_ok(json_t *root, bool lossy, struct intent *in)
+{
+        json_t *meta = json_object_get(root, "metadata");
+        struct intent_hash_fields hf;
+        bool oom = false;
+
+        in->event_id        = dup_member(root, "event_id", &oom);
+        in->tenant_id       = dup_member(root, "tenant_id", &oom);
+        in->idempotency_key = dup_member(root, "idempotency_key", &oom);
+        in->order_id        = dup_member(root, "order_id", &oom);
+        in->customer_id     = dup_member(root, "customer_id", &oom);
+        in->currency        = dup_member(root, "currency", &oom);
+        in->payment_method  = dup_member(root, "payment_method", &oom);
+        in->description     = dup_member(root, "description", &oom);
+        in->occurred_at     = dup_member(root, "occurred_at", &oom);
+        in->has_amount =
+            get_integer(json_object_get(root, "amount"), lossy, &in->amount);
+        if (json_is_object(meta)) {
+                in->metadata_json =
+                    json_dumps(meta, JSON_COMPACT | JSON_SORT_KEYS);
+                if (in->metadata_json == NULL)
+                        oom = true;
+        }
+        if (oom)
+                return -1;
+        hf = intent_hash_fields_of(in);
+        return intent_hash_compute(&hf, in->request_hash, in->request_hash_hex);
+}
+
+struct intent_hash_fields intent_hash_fields_of(const struct intent *in)
+{
+        struct intent_hash_fields hf = {
+                .tenant_id       = in->tenant_id,
+                .idempotency_key = in->idempotency_key,
+                .order_id        = in->order_id,
+                .customer_id     = in->customer_id,
+                .amount          = in->amount,
+                .currency        = in->currency,
+                .payment_method  = in->payment_method,
+        };
+        return hf;
+}
+
+/* Maps a decoding failure to a dlq-reason; NULL when out of memory. */
+static const char *decode_reason(const json_error_t *jerr)
+{
+        switch (json_error_code(jerr)) {
+        case json_error_out_of_memory:
+                return NULL;
+        case json_error_invalid_utf8:
+                return "invalid_utf8";
+        case json_error_duplicate_key:
+                return "duplicate_key";
+        case json_error_numeric_overflow:
+                return "number_out_of_range";
+        default:
+                return "not_json";
+        }
+}
+
+int intent_parse(const void *data, size_t len, struct intent *in)
+{
+        struct violation vi = { NULL, { 0 } };
+        json_t *root        = NULL;
+        json_error_t jerr;
+        const char *reason;
+        bool lossy = false;
+        int rc     = -1;
+
+        intent_reset(in);
+        if (data == NULL || len == 0) {
+                set_reason(in, INTENT_DLQ, "not_json", NULL);
+                rc = 0;
+                goto out;
+        }
+        root = json_loadb(data, len, DECODE_FLAGS, &jerr);
+        if (root == NULL &&
+            json_error_code(&jerr) == json_error_numeric_overflow) {
+                /* An integer too big for int64: decode again, lossily, so
+                 * an overflowing amount is rejected, not dead-lettered. */
+                root = json_loadb(
+                    data, len, DECODE_FLAGS | JSON_DECODE_INT_AS_REAL, &jerr);
+                lossy = true;
+        }
+        if (root == NULL) {
+                reason = decode_reason(&jerr);
+                if (reason == NULL)
+                        goto out;
+                set_reason(in, INTENT_DLQ, reason, NULL);
+                rc = 0;
+                goto out;
+        }
+        if (!json_is_object(root)) {
+                set_reason(in, INTENT_DLQ, "not_object", NULL);
+                rc = 0;
+                goto out;
+        }
+        if (answer_field(root, "event_id") == NULL)
+                reason = "missing_event_id";
+        else if (answer_field(root, "tenant_id") == NULL)
+                reason = "missing_tenant_id";
+        else if (answer_field(root, "idempotency_key") == NULL)
+                reason = "missing_idempotency_key";
+        else
+                reason = NULL;
+        if (reason != NULL) {
+                set_reason(in, INTENT_DLQ, reason, NULL);
+                rc = 0;
+                goto out;
+        }
+        if (check_guard(root, &vi) || check_rules(root, lossy, &vi)) {
+                set_reason(in, INTENT_REJECTED, vi.code, vi.message);
+                rc = fill_rejected(root, lossy, in);
+        } else {
+                set_reason(in, INTENT_OK, "", NULL);
+                rc = fill_ok(root, lossy, in);
+        }
+out:
+        if (rc != 0)
+                intent_reset(in);
+        json_decref(root);
+        return rc;
+}

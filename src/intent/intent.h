@@ -1,0 +1,95 @@
+/*
+ * intent: decodes and validates a payments.intents message value
+ * (contract section 2; every decision is in docs/intent-validation.md).
+ * Pure: no I/O, no logging, any thread (one struct intent per thread).
+ *
+ * Three verdicts:
+ *   INTENT_OK        every rule holds; all fields and the request hash set.
+ *   INTENT_REJECTED  answerable but not acceptable: `reason` is the
+ *                    error.code of the rejected result, `message` a human
+ *                    text that never contains a value of the intent.
+ *   INTENT_DLQ       cannot be answered (not JSON, not an object, no
+ *                    usable event_id / tenant_id / idempotency_key):
+ *                    `reason` is the dlq-reason header.
+ *
+ * Never copies a raw card number or e-mail address into a rejected intent:
+ * event_id, tenant_id, idempotency_key and order_id of a rejected intent
+ * are passed through intent_redact(), and currency / amount are kept only
+ * when valid. So a result built from a rejected intent, and its message
+ * key, can be stored and logged.
+ */
+#ifndef CO_INTENT_INTENT_H
+#define CO_INTENT_INTENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "intent/guard.h"
+#include "intent/hash.h"
+
+#define INTENT_SCHEMA_VERSION 1
+#define INTENT_AMOUNT_MAX     INT64_C(9007199254740991) /* 2^53 - 1 */
+#define INTENT_REASON_SIZE    40
+#define INTENT_MESSAGE_SIZE   128
+
+enum intent_verdict {
+        INTENT_OK = 0,
+        INTENT_REJECTED,
+        INTENT_DLQ,
+};
+
+/*
+ * A decoded intent. Every char * is owned by the struct (NUL-terminated,
+ * valid UTF-8, malloc'd) and freed by intent_reset(); NULL when absent or
+ * not kept. What is set depends on the verdict:
+ *   OK:       all fields; description / metadata_json NULL when absent;
+ *             request_hash and request_hash_hex.
+ *   REJECTED: event_id, tenant_id, idempotency_key (redacted, never NULL);
+ *             order_id (redacted) if it was a string; amount (has_amount)
+ *             and currency only if they were valid. Nothing else.
+ *   DLQ:      nothing but reason.
+ */
+struct intent {
+        enum intent_verdict verdict;
+        char reason[INTENT_REASON_SIZE];   /* error.code or dlq-reason */
+        char message[INTENT_MESSAGE_SIZE]; /* REJECTED: for error.message */
+
+        char *event_id;
+        char *tenant_id;
+        char *idempotency_key;
+        char *order_id;
+        char *customer_id;
+        bool has_amount;
+        int64_t amount;
+        char *currency;
+        char *payment_method;
+        char *description;   /* NULL when absent (or null) */
+        char *metadata_json; /* compact, keys sorted; NULL when absent */
+        char *occurred_at;
+
+        unsigned char request_hash[INTENT_HASH_LEN];
+        char request_hash_hex[INTENT_HASH_HEX_SIZE];
+};
+
+/* An empty intent (no allocation). Call before the first intent_parse(). */
+void intent_init(struct intent *in);
+/* Frees what the intent owns and empties it; it may be reused. */
+void intent_reset(struct intent *in);
+
+/*
+ * Decodes and validates data[0..len) (the raw message value; NULL or empty
+ * is a DLQ). Resets *in first and fills it as described above. Returns 0
+ * with a verdict set, or -1 on out of memory (the intent is then reset and
+ * the message should be retried, not dead-lettered).
+ */
+int intent_parse(const void *data, size_t len, struct intent *in)
+    __attribute__((warn_unused_result));
+
+/* "ok", "rejected" or "dlq". */
+const char *intent_verdict_name(enum intent_verdict v);
+
+/* The hashed fields of an OK intent, borrowed from it. */
+struct intent_hash_fields intent_hash_fields_of(const struct intent *in);
+
+#endif
