@@ -1,0 +1,67 @@
+/*
+ * result: builds the value and the key of a payments.results message
+ * (contract section 3). Pure, any thread.
+ *
+ * The value is compact JSON with the fields always in the contract's
+ * order: schema_version, event_id, intent_event_id, tenant_id,
+ * idempotency_key, order_id, payment_id, status, amount, currency,
+ * provider_charge_id, error, replayed, occurred_at. The same struct always
+ * gives the same bytes, so a re-published outbox row is byte-identical.
+ *
+ * Never invents a value: what the caller did not give is null, and only a
+ * rejected result may lack order_id, amount or currency. Never copies
+ * anything the caller did not pass (the caller redacts; see intent.h).
+ */
+#ifndef CO_PAYMENT_RESULT_H
+#define CO_PAYMENT_RESULT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "payment/status.h"
+
+#define PAYMENT_RESULT_SCHEMA_VERSION 1
+
+/* Every string is borrowed, NUL-terminated UTF-8; NULL means JSON null. */
+struct payment_result {
+        const char *event_id;        /* UUID of this result; required */
+        const char *intent_event_id; /* the answered intent's event_id */
+        const char *tenant_id;       /* required */
+        const char *idempotency_key; /* required */
+        const char *order_id;        /* required but for rejected */
+        const char *payment_id;      /* UUID, or NULL: nothing created */
+        enum payment_status status;  /* any but processing */
+        bool has_amount;             /* false only for rejected */
+        int64_t amount;
+        const char *currency;           /* required but for rejected */
+        const char *provider_charge_id; /* or NULL */
+        const char *error_code;         /* NULL: "error": null */
+        const char *error_message;      /* required with error_code */
+        bool replayed;
+        const char *occurred_at; /* RFC 3339; required */
+};
+
+/*
+ * Builds the result JSON into a new buffer *out (NUL-terminated; *out_len
+ * excludes the NUL), owned by the caller, freed with free().
+ * Checks the contract first: status a result status; error present for
+ * failed, conflict (code idempotency_key_reused) and rejected, absent for
+ * succeeded; event_id, payment_id UUIDs; occurred_at RFC 3339; every string
+ * valid UTF-8. Returns 0, or -1 with a reason in errstr (which never
+ * repeats a field's value) and *out NULL.
+ */
+int payment_result_build(const struct payment_result *r, char **out,
+                         size_t *out_len, char *errstr, size_t errstr_size)
+    __attribute__((warn_unused_result));
+
+/*
+ * The message key "<tenant_id>/<idempotency_key>" into a new buffer *out,
+ * owned by the caller (free()). Returns 0, or -1 on NULL input or out of
+ * memory.
+ */
+int payment_result_key(const char *tenant_id, const char *idempotency_key,
+                       char **out, size_t *out_len)
+    __attribute__((warn_unused_result));
+
+#endif
