@@ -1,0 +1,60 @@
+/*
+ * request: the exact bytes chargeonce sends to the gateway (CONTRACT.md
+ * section 4). Pure.
+ *
+ * Must never make a body depend on anything but the request: the same
+ * payment always goes out with the same parameters, byte for byte, so a
+ * retry under the same Idempotency-Key is never a "parameters mismatch".
+ * Must never put payment_method or a key into a URL or a log.
+ */
+#ifndef CO_GATEWAY_REQUEST_H
+#define CO_GATEWAY_REQUEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* One charge. The client copies what it needs; nothing here is kept. */
+struct gateway_charge_req {
+        const char *payment_id;   /* sent as "reference" */
+        const char *provider_key; /* Idempotency-Key, derived elsewhere */
+        const char *tenant_id;
+        const char *order_id;
+        const char *currency;
+        const char *payment_method; /* opaque PSP token; never logged */
+        int64_t amount;             /* minor units, 1 .. 2^53-1 */
+        /* The payment may already have been posted (by an earlier call or
+         * process). Only matters with a gateway that ignores keys: the
+         * first step is then a query, not a POST. */
+        bool resume;
+};
+
+/* Largest POST body; CONTRACT.md bounds every field well below this. */
+#define GW_BODY_MAX 4096
+
+/*
+ * Writes the charge body as compact JSON into a new string, fields in this
+ * order: amount, currency, payment_method, reference, metadata{tenant_id,
+ * order_id}. Returns NULL with a reason (which never repeats a value) if a
+ * field is missing, not UTF-8, or the amount is out of range. The caller
+ * owns the result and frees it with free().
+ */
+char *gw_charge_body(const struct gateway_charge_req *req, char *errstr,
+                     size_t errstr_size) __attribute__((warn_unused_result));
+
+/*
+ * base_url (a trailing '/' is dropped) + "/v1/charges", and the query URL
+ * base_url + "/v1/charges?reference=<percent-encoded reference>". Return
+ * new strings the caller frees with free(), or NULL on allocation failure.
+ */
+char *gw_charges_url(const char *base_url) __attribute__((warn_unused_result));
+char *gw_query_url(const char *base_url, const char *reference)
+    __attribute__((warn_unused_result));
+
+/*
+ * True if key can be sent as an Idempotency-Key header: 1..255 printable
+ * ASCII characters (no CR/LF, so no header injection).
+ */
+bool gw_key_valid(const char *key);
+
+#endif
