@@ -20,7 +20,9 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -720,6 +722,24 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         *con_cls = NULL;
 }
 
+/* libmicrohttpd's messages go to the JSON-lines log. The one for a
+ * deliberately dropped connection (drop-after-charge) is expected. */
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+        char msg[512];
+        size_t n;
+
+        (void)cls;
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        n = strlen(msg);
+        while (n && msg[n - 1] == '\n')
+                msg[--n] = '\0';
+        if (strstr(msg, "Application reported internal error"))
+                log_debug(&srv_ctx, "libmicrohttpd: %s", msg);
+        else
+                log_warn(&srv_ctx, "libmicrohttpd: %s", msg);
+}
+
 struct sim_server *sim_server_start(const struct sim_config *cfg, char *errstr,
                                     size_t errstr_size)
 {
@@ -772,7 +792,8 @@ struct sim_server *sim_server_start(const struct sim_config *cfg, char *errstr,
         srv->mhd = MHD_start_daemon(
             MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
                 MHD_USE_ERROR_LOG,
-            0, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, &sa,
+            0, NULL, NULL, on_request, srv, MHD_OPTION_EXTERNAL_LOGGER,
+            on_mhd_log, NULL, MHD_OPTION_SOCK_ADDR, &sa,
             MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)cfg->threads,
             MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)60,
