@@ -1,0 +1,178 @@
+/*
+ * test_guard: card-number and e-mail detection, and redaction that never
+ * lets a raw card number or e-mail address through.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "intent/guard.h"
+
+static bool card(const char *s)
+{
+        return intent_has_card_number(s, strlen(s));
+}
+
+static bool email(const char *s)
+{
+        return intent_has_email(s, strlen(s));
+}
+
+static void test_luhn_lengths(void **state)
+{
+        (void)state;
+        assert_true(card("4222222222222"));       /* 13 */
+        assert_true(card("30569309025904"));      /* 14 */
+        assert_true(card("378282246310005"));     /* 15 */
+        assert_true(card("4111111111111111"));    /* 16 */
+        assert_true(card("5555555555554444"));    /* 16 */
+        assert_true(card("6304000000000000000")); /* 19 */
+}
+
+static void test_luhn_negative(void **state)
+{
+        (void)state;
+        assert_false(card("4111111111111112"));     /* checksum */
+        assert_false(card("378282246310006"));      /* checksum */
+        assert_false(card("411111111117"));         /* 12 digits, Luhn ok */
+        assert_false(card("41111111111111111115")); /* 20 digits */
+        assert_false(card("4111--1111-1111-1111")); /* double separator */
+        assert_false(card("4111 _1111 1111 1111"));
+        assert_false(card(""));
+        assert_false(card("ord-10063-pay-1"));
+        assert_false(card("2026-11-29T10:47:03Z"));
+        assert_false(card("6f1c2a8e-3b4d-4e5f-9a0b-1c2d3e4f5a6b"));
+}
+
+static void test_separated_and_embedded(void **state)
+{
+        (void)state;
+        assert_true(card("4111 1111 1111 1111"));
+        assert_true(card("4111-1111-1111-1111"));
+        assert_true(card("3782 822463 10005"));
+        assert_true(card("key-4111111111111111"));
+        assert_true(card("x4111111111111111y"));
+        assert_true(card("2024-4111111111111111")); /* a group inside */
+        assert_true(card("12 4111 1111 1111 1111 z"));
+        assert_true(card("pay 4111-1111 1111-1111 now"));
+}
+
+static void test_emails(void **state)
+{
+        (void)state;
+        assert_true(email("bob@example.com"));
+        assert_true(email("key-bob.smith+tag@mail.example.co.uk-1"));
+        assert_true(email("a@b.co"));
+        assert_true(email("bob@example.com-4111"));
+        assert_true(email("\xc3\xbc@ex\xc3\xa4mple.de"));
+        assert_false(email("a@b.c"));
+        assert_false(email("a@localhost"));
+        assert_false(email("@example.com"));
+        assert_false(email("a@.com"));
+        assert_false(email("x@@y"));
+        assert_false(email("ord-10063@1"));
+        assert_false(email("no at sign.com"));
+}
+
+/* Redacts s and checks that the output equals want. */
+static void redacts_to(const char *s, const char *want)
+{
+        char out[256];
+        size_t n = intent_redact(s, out, sizeof(out));
+
+        assert_string_equal(out, want);
+        assert_int_equal(n, strlen(want));
+}
+
+static void test_redact(void **state)
+{
+        (void)state;
+        redacts_to("", "");
+        redacts_to("ord-10063-pay-1", "ord-10063-pay-1");
+        redacts_to("4111111111111111", "************1111");
+        redacts_to("4111 1111 1111 1111", "**** **** **** 1111");
+        redacts_to("k-4111-1111-1111-1111-x", "k-****-****-****-1111-x");
+        redacts_to("4111111111111112", "4111111111111112");
+        redacts_to("bob@example.com", "[email]");
+        redacts_to("to bob@example.com.", "to [email].");
+        redacts_to("a@b.co and 378282246310005", "[email] and ***********0005");
+        redacts_to("4111111111111111@x.com", "[email]");
+        redacts_to("x 4111 1111 1111 1111@a.co", "x **** **** **** [email]");
+        redacts_to("bob@example.com-4111111111111111",
+                   "[email]-************1111");
+        redacts_to("\xc4\x91\xc6\xa1n 4111111111111111",
+                   "\xc4\x91\xc6\xa1n ************1111");
+}
+
+static void test_redact_truncation(void **state)
+{
+        char out[8];
+        size_t n;
+
+        (void)state;
+        /* A cut never shows more than the mask does. */
+        n = intent_redact("4111111111111111", out, sizeof(out));
+        assert_int_equal(n, 16);
+        assert_string_equal(out, "*******");
+        n = intent_redact("ab bob@example.com", out, sizeof(out));
+        assert_int_equal(n, 10);
+        assert_string_equal(out, "ab ");
+        /* Never cuts inside a UTF-8 character. */
+        n = intent_redact("abcdef\xc4\x91", out, sizeof(out));
+        assert_int_equal(n, 8);
+        assert_string_equal(out, "abcdef");
+        n = intent_redact("abc", NULL, 0);
+        assert_int_equal(n, 3);
+        n = intent_redact("abc", out, 1);
+        assert_string_equal(out, "");
+}
+
+/* The raw digits and the address never survive, whatever surrounds them. */
+static void test_redact_never_leaks(void **state)
+{
+        static const char *const wraps[][2] = {
+                { "", "" },   { "k-", "" },   { "", "-k" },    { "a ", " b" },
+                { "x", "y" }, { "1 ", " 2" }, { "", "@a.co" }, { "b@", "" },
+        };
+        static const char *const secrets[] = {
+                "4111111111111111",    "4111 1111 1111 1111",
+                "4111-1111-1111-1111", "378282246310005",
+                "6304000000000000000", "bob@example.com"
+        };
+        (void)state;
+        for (size_t w = 0; w < sizeof(wraps) / sizeof(wraps[0]); w++) {
+                for (size_t i = 0; i < sizeof(secrets) / sizeof(secrets[0]);
+                     i++) {
+                        char in[128] = "", out[256];
+
+                        strcat(in, wraps[w][0]);
+                        strcat(in, secrets[i]);
+                        strcat(in, wraps[w][1]);
+                        (void)intent_redact(in, out, sizeof(out));
+                        assert_null(strstr(out, secrets[i]));
+                        assert_null(strstr(out, "41111111"));
+                        assert_null(strstr(out, "bob@"));
+                        assert_false(intent_has_card_number(out, strlen(out)));
+                        assert_false(intent_has_email(out, strlen(out)));
+                }
+        }
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_luhn_lengths),
+                cmocka_unit_test(test_luhn_negative),
+                cmocka_unit_test(test_separated_and_embedded),
+                cmocka_unit_test(test_emails),
+                cmocka_unit_test(test_redact),
+                cmocka_unit_test(test_redact_truncation),
+                cmocka_unit_test(test_redact_never_leaks),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
