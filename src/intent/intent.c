@@ -8,7 +8,6 @@
 #include "intent/intent.h"
 
 #include <jansson.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,7 +119,8 @@ static bool get_integer(const json_t *v, bool lossy, int64_t *out)
         if (lossy && json_is_real(v)) {
                 double d = json_real_value(v);
 
-                if (d != floor(d) || fabs(d) > 9007199254740992.0)
+                if (!(d >= -9007199254740992.0 && d <= 9007199254740992.0) ||
+                    (double)(int64_t)d != d)
                         return false;
                 *out = (int64_t)d;
                 return true;
