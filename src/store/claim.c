@@ -1,0 +1,355 @@
+/*
+ * claim: the consumer's first transaction, for a whole batch in one
+ * statement. Inbox dedup by event id, the idempotency key claimed by
+ * INSERT ... ON CONFLICT, the payment created in 'processing' under a
+ * lease, the event recorded in the inbox.
+ *
+ * Must never: create a payment for an event already in the inbox; create
+ * a second key or payment for (tenant, key); decide "new" from a SELECT;
+ * send the provider-key secret to the server (the provider key is
+ * computed here, from a payment id generated here).
+ */
+#include "store/store_int.h"
+
+#include "util/crypto.h"
+#include "util/uuid.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * $1..$14 one array element per item (after in-batch event dedup),
+ * $15 lease owner, $16 lease ms, $17 key retention ms.
+ *
+ * fresh:  items whose event id is not in the inbox (statement snapshot).
+ * rep:    the first fresh item of each (tenant, key): it alone may create.
+ * k:      the key upsert. DO UPDATE (a no-op) rather than DO NOTHING so
+ *         that an existing row is returned and locked, even one committed
+ *         after the snapshot; rows go in (tenant, key) order so that two
+ *         batches lock keys in the same order. A row whose payment_id is
+ *         the item's fresh one was inserted now.
+ * p:      the payments of the inserted keys.
+ * c:      every fresh item judged against its key row: new / conflict /
+ *         in_progress / replay (later items of a key see the row the
+ *         first one created, so they are in_progress or conflict).
+ * ib:     new and in_progress events into the inbox. An in_progress event
+ *         that a concurrent batch recorded first is a dup_event. (A new
+ *         item's event cannot be in the inbox without its key existing,
+ *         but for a key tombstone GC; it stays new: its payment exists.)
+ */
+static const struct store_stmt claim_stmt = {
+        STORE_STMT_CLAIM, "co_claim_batch",
+        "WITH input AS ("
+        " SELECT * FROM unnest($1::text[], $2::text[], $3::text[],"
+        "  $4::text[], $5::uuid[], $6::text[], $7::text[], $8::text[],"
+        "  $9::bigint[], $10::text[], $11::text[], $12::text[],"
+        "  $13::int[], $14::bigint[]) WITH ORDINALITY"
+        "  AS i(event_id, tenant_id, idem_key, hash_hex, payment_id,"
+        "   provider_key, order_id, customer_id, amount, currency,"
+        "   payment_method, topic, kafka_partition, kafka_offset, ord)"
+        "), fresh AS ("
+        " SELECT i.*, decode(i.hash_hex, 'hex') AS request_hash FROM input i"
+        "  WHERE NOT EXISTS (SELECT 1 FROM inbox b"
+        "                     WHERE b.event_id = i.event_id)"
+        "), rep AS ("
+        " SELECT DISTINCT ON (tenant_id, idem_key) * FROM fresh"
+        "  ORDER BY tenant_id, idem_key, ord"
+        "), k AS ("
+        " INSERT INTO idempotency_keys AS ik (tenant_id, idem_key,"
+        "   request_hash, payment_id, expires_at)"
+        " SELECT tenant_id, idem_key, request_hash, payment_id,"
+        "   now() + $17::bigint * interval '1 millisecond'"
+        "  FROM rep ORDER BY tenant_id, idem_key"
+        " ON CONFLICT (tenant_id, idem_key) DO UPDATE SET state = ik.state"
+        " RETURNING ik.tenant_id, ik.idem_key, ik.request_hash,"
+        "  ik.payment_id, ik.state, ik.status, ik.provider_charge_id,"
+        "  ik.error_code, ik.error_message, ik.result_json"
+        "), p AS ("
+        " INSERT INTO payments (payment_id, tenant_id, idem_key, order_id,"
+        "   customer_id, amount, currency, payment_method, provider_key,"
+        "   lease_owner, lease_epoch, lease_expires_at, intent_event_id)"
+        " SELECT r.payment_id, r.tenant_id, r.idem_key, r.order_id,"
+        "   r.customer_id, r.amount, r.currency, r.payment_method,"
+        "   r.provider_key, $15, 1,"
+        "   now() + $16::bigint * interval '1 millisecond', r.event_id"
+        "  FROM rep r JOIN k ON k.payment_id = r.payment_id"
+        " RETURNING payment_id, lease_epoch"
+        "), c AS ("
+        " SELECT f.ord, f.event_id, f.tenant_id, f.idem_key, f.topic,"
+        "   f.kafka_partition, f.kafka_offset,"
+        "   CASE WHEN k.payment_id = f.payment_id THEN 'new'"
+        "        WHEN k.request_hash <> f.request_hash THEN 'conflict'"
+        "        WHEN k.state = 'processing' THEN 'in_progress'"
+        "        ELSE 'replay' END AS outcome,"
+        "   k.payment_id AS k_payment_id, k.status, k.provider_charge_id,"
+        "   k.error_code, k.error_message, k.result_json"
+        "  FROM fresh f JOIN k USING (tenant_id, idem_key)"
+        "), ib AS ("
+        " INSERT INTO inbox (event_id, tenant_id, idem_key, disposition,"
+        "   topic, kafka_partition, kafka_offset)"
+        " SELECT event_id, tenant_id, idem_key, outcome, topic,"
+        "   kafka_partition, kafka_offset"
+        "  FROM c WHERE outcome IN ('new', 'in_progress')"
+        "  ORDER BY tenant_id, idem_key, event_id"
+        " ON CONFLICT (event_id) DO NOTHING"
+        " RETURNING event_id"
+        ")"
+        " SELECT i.ord,"
+        "  CASE WHEN c.ord IS NULL THEN 'dup_event'"
+        "       WHEN c.outcome = 'in_progress' AND ib.event_id IS NULL"
+        "         THEN 'dup_event'"
+        "       ELSE c.outcome END,"
+        "  c.k_payment_id, p.lease_epoch, c.status, c.provider_charge_id,"
+        "  c.error_code, c.error_message, c.result_json"
+        " FROM input i"
+        " LEFT JOIN c ON c.ord = i.ord"
+        " LEFT JOIN ib ON ib.event_id = i.event_id"
+        " LEFT JOIN p ON p.payment_id = i.payment_id"
+        " ORDER BY i.ord",
+        17
+};
+
+enum { CLAIM_ARRAYS = 14 };
+
+void store_provider_key(const unsigned char *secret, size_t secret_len,
+                        const char *payment_id,
+                        char out[STORE_PROVIDER_KEY_LEN])
+{
+        unsigned char mac[CRYPTO_SHA256_LEN];
+
+        crypto_hmac_sha256(secret, secret_len, payment_id, strlen(payment_id),
+                           mac);
+        crypto_hex(mac, sizeof(mac), out);
+}
+
+void claim_item_clear(struct claim_item *it)
+{
+        free(it->stored.provider_charge_id);
+        free(it->stored.error_code);
+        free(it->stored.error_message);
+        free(it->stored.result_json);
+        it->outcome = 0;
+        memset(it->payment_id, 0, sizeof(it->payment_id));
+        memset(it->provider_key, 0, sizeof(it->provider_key));
+        it->lease_epoch = 0;
+        memset(&it->stored, 0, sizeof(it->stored));
+}
+
+static int cmp_event(const void *a, const void *b)
+{
+        const struct claim_item *x = *(const struct claim_item *const *)a;
+        const struct claim_item *y = *(const struct claim_item *const *)b;
+        int c                      = strcmp(x->event_id, y->event_id);
+
+        /* equal ids: the earlier item (lower address) first */
+        if (c != 0)
+                return c;
+        return x < y ? -1 : x > y;
+}
+
+/* Marks every item whose event id repeats an earlier item's as
+ * CLAIM_DUP_EVENT. Returns false when out of memory. */
+static bool mark_batch_dups(struct claim_item *items, size_t n)
+{
+        struct claim_item **v;
+
+        if (n < 2)
+                return true;
+        v = malloc(n * sizeof(*v));
+        if (!v)
+                return false;
+        for (size_t i = 0; i < n; i++)
+                v[i] = &items[i];
+        qsort(v, n, sizeof(*v), cmp_event);
+        for (size_t i = 1; i < n; i++)
+                if (strcmp(v[i - 1]->event_id, v[i]->event_id) == 0)
+                        v[i]->outcome = CLAIM_DUP_EVENT;
+        free(v);
+        return true;
+}
+
+static enum claim_outcome parse_outcome(const char *s)
+{
+        if (strcmp(s, "new") == 0)
+                return CLAIM_NEW;
+        if (strcmp(s, "in_progress") == 0)
+                return CLAIM_IN_PROGRESS;
+        if (strcmp(s, "replay") == 0)
+                return CLAIM_REPLAY;
+        if (strcmp(s, "conflict") == 0)
+                return CLAIM_CONFLICT;
+        return CLAIM_DUP_EVENT;
+}
+
+static bool item_valid(const struct claim_item *it)
+{
+        return it->event_id && it->tenant_id && it->idem_key && it->order_id &&
+               it->customer_id && it->currency && it->payment_method;
+}
+
+int store_claim_batch(struct store *st, struct claim_item *items, size_t n,
+                      const char *owner, int64_t lease_ms,
+                      const unsigned char *pk_secret, size_t pk_secret_len,
+                      char *errstr, size_t errstr_size)
+{
+        struct pgarr arr[CLAIM_ARRAYS];
+        const char *values[17];
+        char num[3][24];
+        size_t *sent  = NULL; /* sent[k]: index of the k-th item sent */
+        size_t nsent  = 0;
+        PGresult *res = NULL;
+        bool oom      = false;
+        int rc        = STORE_ERR;
+
+        for (int a = 0; a < CLAIM_ARRAYS; a++)
+                pgarr_init(&arr[a]);
+        for (size_t i = 0; i < n; i++) {
+                claim_item_clear(&items[i]);
+                if (!item_valid(&items[i])) {
+                        snprintf(errstr, errstr_size,
+                                 "claim: item %zu lacks a field", i);
+                        goto fail;
+                }
+        }
+        if (n == 0)
+                return STORE_OK;
+        if (!owner || lease_ms <= 0 || (!pk_secret && pk_secret_len)) {
+                snprintf(errstr, errstr_size, "claim: bad arguments");
+                goto fail;
+        }
+        sent = malloc(n * sizeof(*sent));
+        if (!sent || !mark_batch_dups(items, n)) {
+                snprintf(errstr, errstr_size, "claim: out of memory");
+                goto fail;
+        }
+
+        for (size_t i = 0; i < n; i++) {
+                struct claim_item *it = &items[i];
+
+                if (it->outcome == CLAIM_DUP_EVENT)
+                        continue;
+                if (!uuid_v4(it->payment_id)) {
+                        snprintf(errstr, errstr_size,
+                                 "claim: no randomness for a payment id");
+                        goto fail;
+                }
+                store_provider_key(pk_secret, pk_secret_len, it->payment_id,
+                                   it->provider_key);
+                sent[nsent++] = i;
+                pgarr_text(&arr[0], it->event_id);
+                pgarr_text(&arr[1], it->tenant_id);
+                pgarr_text(&arr[2], it->idem_key);
+                pgarr_hex(&arr[3], it->request_hash, CRYPTO_SHA256_LEN);
+                pgarr_text(&arr[4], it->payment_id);
+                pgarr_text(&arr[5], it->provider_key);
+                pgarr_text(&arr[6], it->order_id);
+                pgarr_text(&arr[7], it->customer_id);
+                pgarr_i64(&arr[8], it->amount);
+                pgarr_text(&arr[9], it->currency);
+                pgarr_text(&arr[10], it->payment_method);
+                pgarr_text(&arr[11], it->topic);
+                if (it->partition >= 0)
+                        pgarr_i64(&arr[12], it->partition);
+                else
+                        pgarr_text(&arr[12], NULL);
+                if (it->offset >= 0)
+                        pgarr_i64(&arr[13], it->offset);
+                else
+                        pgarr_text(&arr[13], NULL);
+        }
+        if (nsent == 0) {
+                rc = STORE_OK;
+                goto done;
+        }
+        for (int a = 0; a < CLAIM_ARRAYS; a++) {
+                values[a] = pgarr_finish(&arr[a]);
+                if (!values[a]) {
+                        snprintf(errstr, errstr_size, "claim: out of memory");
+                        goto fail;
+                }
+        }
+        snprintf(num[0], sizeof(num[0]), "%lld", (long long)lease_ms);
+        snprintf(num[1], sizeof(num[1]), "%lld",
+                 (long long)st->key_retention_ms);
+        values[14] = owner;
+        values[15] = num[0];
+        values[16] = num[1];
+
+        res = store_exec(st, &claim_stmt, values, &rc, errstr, errstr_size);
+        if (!res)
+                goto fail;
+        if ((size_t)PQntuples(res) != nsent || PQnfields(res) != 9) {
+                snprintf(errstr, errstr_size,
+                         "claim: unexpected result shape (%d rows)",
+                         PQntuples(res));
+                rc = STORE_ERR;
+                goto fail;
+        }
+        for (int r = 0; r < PQntuples(res); r++) {
+                long ord = strtol(PQgetvalue(res, r, 0), NULL, 10);
+                struct claim_item *it;
+
+                if (ord < 1 || (size_t)ord > nsent) {
+                        snprintf(errstr, errstr_size,
+                                 "claim: unexpected row order");
+                        rc = STORE_ERR;
+                        goto fail;
+                }
+                it = &items[sent[ord - 1]];
+
+                it->outcome = parse_outcome(PQgetvalue(res, r, 1));
+                switch (it->outcome) {
+                case CLAIM_NEW:
+                        it->lease_epoch = store_i64_field(res, r, 3);
+                        break;
+                case CLAIM_REPLAY:
+                        store_copy_field(res, r, 4, it->stored.status,
+                                         sizeof(it->stored.status));
+                        it->stored.provider_charge_id =
+                            store_strdup_field(res, r, 5, &oom);
+                        it->stored.error_code =
+                            store_strdup_field(res, r, 6, &oom);
+                        it->stored.error_message =
+                            store_strdup_field(res, r, 7, &oom);
+                        it->stored.result_json =
+                            store_strdup_field(res, r, 8, &oom);
+                        break;
+                case CLAIM_IN_PROGRESS:
+                case CLAIM_CONFLICT:
+                case CLAIM_DUP_EVENT:
+                        break;
+                }
+                if (it->outcome != CLAIM_NEW) {
+                        /* the id and key generated here were not used */
+                        memset(it->provider_key, 0, sizeof(it->provider_key));
+                        memset(it->payment_id, 0, sizeof(it->payment_id));
+                }
+                if (it->outcome == CLAIM_REPLAY ||
+                    it->outcome == CLAIM_IN_PROGRESS)
+                        store_copy_field(res, r, 2, it->payment_id,
+                                         sizeof(it->payment_id));
+        }
+        if (oom) {
+                /* The claim committed; only the copies of a replay's stored
+                 * outcome are missing. The caller must not drop the batch:
+                 * say so plainly. */
+                snprintf(errstr, errstr_size,
+                         "claim: committed, but out of memory reading the "
+                         "stored outcomes");
+                rc = STORE_ERR;
+                goto done;
+        }
+        rc = STORE_OK;
+        goto done;
+
+fail:
+        for (size_t i = 0; i < n; i++)
+                claim_item_clear(&items[i]);
+done:
+        PQclear(res);
+        free(sent);
+        for (int a = 0; a < CLAIM_ARRAYS; a++)
+                pgarr_free(&arr[a]);
+        return rc;
+}

@@ -1,0 +1,273 @@
+/*
+ * lease: renewal of the leases of in-flight payments, and takeover of
+ * expired ones by compare-and-swap on lease_epoch.
+ *
+ * Must never: take over a payment whose lease has not expired; take one
+ * payment for two owners (the epoch CAS and SKIP LOCKED make the second
+ * taker find nothing); change the payment id or the provider key (a
+ * takeover continues the same payment, it never starts it over); renew a
+ * lease under an epoch that is no longer the payment's.
+ */
+#include "store/store_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* $1 payment ids, $2 epochs, $3 owner, $4 lease ms. */
+static const struct store_stmt renew_stmt = {
+        STORE_STMT_RENEW, "co_lease_renew",
+        "WITH input AS ("
+        " SELECT * FROM unnest($1::uuid[], $2::bigint[]) WITH ORDINALITY"
+        "  AS i(payment_id, lease_epoch, ord)"
+        "), up AS ("
+        " UPDATE payments p"
+        "   SET lease_expires_at = now() + $4::bigint * interval '1 "
+        "millisecond',"
+        "       updated_at = now()"
+        "  FROM input i"
+        "  WHERE p.payment_id = i.payment_id AND p.status = 'processing'"
+        "    AND p.lease_epoch = i.lease_epoch AND p.lease_owner = $3"
+        " RETURNING p.payment_id"
+        ")"
+        " SELECT i.ord, u.payment_id IS NOT NULL"
+        " FROM input i LEFT JOIN up u ON u.payment_id = i.payment_id"
+        " ORDER BY i.ord",
+        4
+};
+
+#define TAKEN_COLUMNS                                                          \
+        " p.payment_id, p.tenant_id, p.idem_key, p.order_id,"                  \
+        " p.customer_id, p.amount, p.currency, p.payment_method,"              \
+        " p.provider_key, p.provider_charge_id, p.lease_epoch, p.attempts,"    \
+        " p.intent_event_id,"                                                  \
+        " (extract(epoch FROM p.created_at) * 1000)::bigint"
+
+/*
+ * $1 owner, $2 lease ms, $3 limit. The candidates are locked with SKIP
+ * LOCKED, so a concurrent taker skips them; the UPDATE re-checks status
+ * and expiry on the row it locked.
+ */
+static const struct store_stmt takeover_stmt = {
+        STORE_STMT_TAKEOVER, "co_takeover_expired",
+        "WITH cand AS ("
+        " SELECT payment_id FROM payments"
+        "  WHERE status = 'processing' AND lease_expires_at < now()"
+        "  ORDER BY lease_expires_at LIMIT $3"
+        "  FOR UPDATE SKIP LOCKED"
+        ")"
+        " UPDATE payments p SET lease_owner = $1,"
+        "   lease_epoch = p.lease_epoch + 1,"
+        "   lease_expires_at = now() + $2::bigint * interval '1 millisecond',"
+        "   updated_at = now()"
+        "  FROM cand"
+        "  WHERE p.payment_id = cand.payment_id AND p.status = 'processing'"
+        "    AND p.lease_expires_at < now()"
+        " RETURNING" TAKEN_COLUMNS,
+        3
+};
+
+/* $1 payment id, $2 expected epoch, $3 owner, $4 lease ms. */
+static const struct store_stmt takeover_one_stmt = {
+        STORE_STMT_TAKEOVER_ONE, "co_takeover_one",
+        "UPDATE payments SET lease_owner = $3,"
+        "   lease_epoch = lease_epoch + 1,"
+        "   lease_expires_at = now() + $4::bigint * interval '1 millisecond',"
+        "   updated_at = now()"
+        " WHERE payment_id = $1 AND lease_epoch = $2"
+        "   AND status = 'processing' AND lease_expires_at < now()"
+        " RETURNING lease_epoch",
+        4
+};
+
+int store_lease_renew(struct store *st, struct lease_item *items, size_t n,
+                      const char *owner, int64_t lease_ms, char *errstr,
+                      size_t errstr_size)
+{
+        struct pgarr ids, epochs;
+        const char *values[4];
+        char ms[24];
+        PGresult *res = NULL;
+        int rc        = STORE_ERR;
+
+        pgarr_init(&ids);
+        pgarr_init(&epochs);
+        for (size_t i = 0; i < n; i++) {
+                items[i].renewed = false;
+                if (!items[i].payment_id) {
+                        snprintf(errstr, errstr_size,
+                                 "lease renew: item %zu has no payment", i);
+                        goto done;
+                }
+                pgarr_text(&ids, items[i].payment_id);
+                pgarr_i64(&epochs, items[i].lease_epoch);
+        }
+        if (n == 0) {
+                rc = STORE_OK;
+                goto done;
+        }
+        if (!owner || lease_ms <= 0) {
+                snprintf(errstr, errstr_size, "lease renew: bad arguments");
+                goto done;
+        }
+        values[0] = pgarr_finish(&ids);
+        values[1] = pgarr_finish(&epochs);
+        if (!values[0] || !values[1]) {
+                snprintf(errstr, errstr_size, "lease renew: out of memory");
+                goto done;
+        }
+        snprintf(ms, sizeof(ms), "%lld", (long long)lease_ms);
+        values[2] = owner;
+        values[3] = ms;
+        res = store_exec(st, &renew_stmt, values, &rc, errstr, errstr_size);
+        if (!res)
+                goto done;
+        rc = STORE_ERR;
+        if ((size_t)PQntuples(res) != n) {
+                snprintf(errstr, errstr_size,
+                         "lease renew: unexpected result shape");
+                goto done;
+        }
+        for (int r = 0; r < PQntuples(res); r++) {
+                long ord = strtol(PQgetvalue(res, r, 0), NULL, 10);
+
+                if (ord < 1 || (size_t)ord > n) {
+                        snprintf(errstr, errstr_size,
+                                 "lease renew: unexpected row order");
+                        goto done;
+                }
+                /* A payment twice in the batch: each copy says the same. */
+                if (strcmp(PQgetvalue(res, r, 1), "t") == 0)
+                        items[ord - 1].renewed = true;
+        }
+        rc = STORE_OK;
+
+done:
+        PQclear(res);
+        pgarr_free(&ids);
+        pgarr_free(&epochs);
+        return rc;
+}
+
+void store_payments_free(struct store_payment *p, size_t n)
+{
+        if (!p)
+                return;
+        for (size_t i = 0; i < n; i++) {
+                free(p[i].tenant_id);
+                free(p[i].idem_key);
+                free(p[i].order_id);
+                free(p[i].customer_id);
+                free(p[i].payment_method);
+                free(p[i].provider_charge_id);
+                free(p[i].intent_event_id);
+        }
+        free(p);
+}
+
+int store_takeover_expired(struct store *st, const char *owner,
+                           int64_t lease_ms, size_t max,
+                           struct store_payment **out, size_t *n_out,
+                           char *errstr, size_t errstr_size)
+{
+        const char *values[3];
+        char ms[24], lim[24];
+        struct store_payment *p = NULL;
+        size_t np               = 0;
+        PGresult *res           = NULL;
+        bool oom                = false;
+        int rc                  = STORE_ERR;
+
+        *out   = NULL;
+        *n_out = 0;
+        if (!owner || lease_ms <= 0) {
+                snprintf(errstr, errstr_size, "takeover: bad arguments");
+                return STORE_ERR;
+        }
+        if (max == 0)
+                return STORE_OK;
+        snprintf(ms, sizeof(ms), "%lld", (long long)lease_ms);
+        snprintf(lim, sizeof(lim), "%zu", max);
+        values[0] = owner;
+        values[1] = ms;
+        values[2] = lim;
+        res = store_exec(st, &takeover_stmt, values, &rc, errstr, errstr_size);
+        if (!res)
+                goto done;
+        rc = STORE_ERR;
+        if (PQntuples(res) > 0) {
+                p = calloc((size_t)PQntuples(res), sizeof(*p));
+                if (!p) {
+                        oom = true;
+                        goto done;
+                }
+        }
+        for (int r = 0; r < PQntuples(res); r++, np++) {
+                struct store_payment *t = &p[r];
+
+                store_copy_field(res, r, 0, t->payment_id,
+                                 sizeof(t->payment_id));
+                t->tenant_id   = store_strdup_field(res, r, 1, &oom);
+                t->idem_key    = store_strdup_field(res, r, 2, &oom);
+                t->order_id    = store_strdup_field(res, r, 3, &oom);
+                t->customer_id = store_strdup_field(res, r, 4, &oom);
+                t->amount      = store_i64_field(res, r, 5);
+                store_copy_field(res, r, 6, t->currency, sizeof(t->currency));
+                t->payment_method = store_strdup_field(res, r, 7, &oom);
+                store_copy_field(res, r, 8, t->provider_key,
+                                 sizeof(t->provider_key));
+                t->provider_charge_id = store_strdup_field(res, r, 9, &oom);
+                t->lease_epoch        = store_i64_field(res, r, 10);
+                t->attempts           = (int32_t)store_i64_field(res, r, 11);
+                t->intent_event_id    = store_strdup_field(res, r, 12, &oom);
+                t->created_at_ms      = store_i64_field(res, r, 13);
+        }
+        if (oom)
+                goto done;
+        *out   = p;
+        *n_out = np;
+        p      = NULL;
+        rc     = STORE_OK;
+
+done:
+        if (oom)
+                /* Taken but not returned: the leases expire again and the
+                 * next takeover finds them. */
+                snprintf(errstr, errstr_size, "takeover: out of memory");
+        store_payments_free(p, np);
+        PQclear(res);
+        return rc;
+}
+
+int store_takeover_one(struct store *st, const char *payment_id,
+                       int64_t expected_epoch, const char *owner,
+                       int64_t lease_ms, int64_t *new_epoch, char *errstr,
+                       size_t errstr_size)
+{
+        const char *values[4];
+        char ep[24], ms[24];
+        PGresult *res;
+        int rc;
+
+        if (!payment_id || !owner || lease_ms <= 0) {
+                snprintf(errstr, errstr_size, "takeover: bad arguments");
+                return STORE_ERR;
+        }
+        snprintf(ep, sizeof(ep), "%lld", (long long)expected_epoch);
+        snprintf(ms, sizeof(ms), "%lld", (long long)lease_ms);
+        values[0] = payment_id;
+        values[1] = ep;
+        values[2] = owner;
+        values[3] = ms;
+        res       = store_exec(st, &takeover_one_stmt, values, &rc, errstr,
+                               errstr_size);
+        if (!res)
+                return rc;
+        rc = 0;
+        if (PQntuples(res) == 1) {
+                *new_epoch = store_i64_field(res, 0, 0);
+                rc         = 1;
+        }
+        PQclear(res);
+        return rc;
+}

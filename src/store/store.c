@@ -1,0 +1,368 @@
+/*
+ * store: the connection, the statement runner and array parameters.
+ *
+ * Every store call is ONE statement (a CTE chain over unnest()ed arrays)
+ * sent with PQexecPrepared outside BEGIN, so it is its own transaction:
+ * one round trip, atomic, committed (synchronous_commit as configured,
+ * never turned off here) before the call returns. Isolation is READ
+ * COMMITTED on purpose: INSERT ... ON CONFLICT DO UPDATE then returns and
+ * locks the latest committed row even when it committed after the
+ * statement's snapshot, where REPEATABLE READ would fail with a
+ * serialization error. docs/data-model.md explains the rest.
+ *
+ * Must never: retry a statement whose outcome is unknown (a broken
+ * connection) as if it had failed; never put a DETAIL of a server error
+ * (it holds row values) into errstr.
+ */
+#include "store/store_int.h"
+
+#include "util/log.h"
+#include "util/timeutil.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define STORE_MAX_RETRIES          8
+#define STORE_DEFAULT_RETENTION_MS (30LL * 24 * 3600 * 1000)
+
+struct store *store_connect(const char *conninfo, char *errstr,
+                            size_t errstr_size)
+{
+        struct store *st = calloc(1, sizeof(*st));
+        PGresult *res    = NULL;
+
+        if (!st) {
+                snprintf(errstr, errstr_size, "out of memory");
+                return NULL;
+        }
+        st->key_retention_ms = STORE_DEFAULT_RETENTION_MS;
+        st->rand_state =
+            (unsigned int)time_mono_us() ^ (unsigned int)(uintptr_t)st;
+        st->conn = PQconnectdb(conninfo ? conninfo : "");
+        if (!st->conn || PQstatus(st->conn) != CONNECTION_OK) {
+                snprintf(errstr, errstr_size, "database connection: %s",
+                         st->conn ? PQerrorMessage(st->conn) : "out of memory");
+                goto fail;
+        }
+        /*
+         * The claim decides by INSERT ... ON CONFLICT under READ COMMITTED
+         * (see above); make that independent of the server's default.
+         */
+        res = PQexec(st->conn, "SET default_transaction_isolation = "
+                               "'read committed'");
+        if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+                snprintf(errstr, errstr_size, "database setup: %s",
+                         PQresultErrorMessage(res));
+                goto fail;
+        }
+        PQclear(res);
+        return st;
+
+fail:
+        PQclear(res);
+        store_destroy(st);
+        return NULL;
+}
+
+void store_destroy(struct store *st)
+{
+        if (!st)
+                return;
+        if (st->conn)
+                PQfinish(st->conn);
+        free(st);
+}
+
+bool store_ok(const struct store *st)
+{
+        return st && st->conn && PQstatus(st->conn) == CONNECTION_OK;
+}
+
+void store_set_key_retention(struct store *st, int64_t retention_ms)
+{
+        st->key_retention_ms = retention_ms;
+}
+
+void store_get_stats(const struct store *st, struct store_stats *out)
+{
+        *out = st->stats;
+}
+
+PGconn *store_pgconn(struct store *st)
+{
+        return st->conn;
+}
+
+/* SQLSTATE and primary message only: DETAIL and the statement's
+ * parameters may hold keys and payment methods. */
+static void format_error(const PGresult *res, const PGconn *conn,
+                         const char *what, char *errstr, size_t errstr_size)
+{
+        const char *state =
+            res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+        const char *msg =
+            res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+        size_t len;
+
+        if (!msg)
+                msg = PQerrorMessage(conn);
+        snprintf(errstr, errstr_size, "%s: %s%s%s", what, state ? state : "",
+                 state ? " " : "", msg ? msg : "unknown error");
+        len = strlen(errstr);
+        while (len > 0 && (errstr[len - 1] == '\n' || errstr[len - 1] == ' '))
+                errstr[--len] = '\0';
+}
+
+static bool is_retryable(const PGresult *res)
+{
+        const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+
+        return state &&
+               (strcmp(state, "40P01") == 0 || strcmp(state, "40001") == 0);
+}
+
+static void retry_pause(struct store *st, int attempt)
+{
+        /* 1..(5 * attempt) ms: enough to let the other side commit. */
+        long ms = 1 + (long)(rand_r(&st->rand_state) % (5 * attempt));
+        struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+                ;
+}
+
+static void reconnect(struct store *st)
+{
+        struct log_ctx ctx = LOG_CTX_INIT;
+
+        ctx.component = "store";
+        st->prepared  = 0;
+        PQreset(st->conn);
+        if (PQstatus(st->conn) == CONNECTION_OK) {
+                PGresult *res =
+                    PQexec(st->conn, "SET default_transaction_isolation = "
+                                     "'read committed'");
+                PQclear(res);
+                log_warn(&ctx, "database connection re-established");
+        } else {
+                log_error(&ctx, "database reconnect failed");
+        }
+}
+
+static int prepare(struct store *st, const struct store_stmt *stmt,
+                   char *errstr, size_t errstr_size)
+{
+        PGresult *res;
+        int rc = STORE_OK;
+
+        if (st->prepared & (1u << stmt->id))
+                return STORE_OK;
+        res = PQprepare(st->conn, stmt->name, stmt->sql, stmt->nparams, NULL);
+        if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+                format_error(res, st->conn, stmt->name, errstr, errstr_size);
+                rc = PQstatus(st->conn) == CONNECTION_OK ? STORE_ERR
+                                                         : STORE_ERR_CONN;
+        } else {
+                st->prepared |= 1u << stmt->id;
+        }
+        PQclear(res);
+        if (rc == STORE_ERR_CONN)
+                reconnect(st);
+        return rc;
+}
+
+PGresult *store_exec(struct store *st, const struct store_stmt *stmt,
+                     const char *const *values, int *rc, char *errstr,
+                     size_t errstr_size)
+{
+        PGresult *res = NULL;
+
+        if (PQstatus(st->conn) != CONNECTION_OK) {
+                reconnect(st);
+                if (PQstatus(st->conn) != CONNECTION_OK) {
+                        snprintf(errstr, errstr_size,
+                                 "%s: no database connection", stmt->name);
+                        *rc = STORE_ERR_CONN;
+                        return NULL;
+                }
+        }
+        /* Preparing writes nothing, so its failure is a plain error. */
+        *rc = prepare(st, stmt, errstr, errstr_size);
+        if (*rc != STORE_OK) {
+                *rc = STORE_ERR;
+                return NULL;
+        }
+        for (int attempt = 0;; attempt++) {
+                ExecStatusType status;
+
+                st->stats.statements++;
+                res    = PQexecPrepared(st->conn, stmt->name, stmt->nparams,
+                                        values, NULL, NULL, 0);
+                status = PQresultStatus(res);
+                if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK)
+                        return res;
+                format_error(res, st->conn, stmt->name, errstr, errstr_size);
+                if (PQstatus(st->conn) != CONNECTION_OK) {
+                        /* Sent, maybe committed: the outcome is unknown. */
+                        PQclear(res);
+                        reconnect(st);
+                        *rc = STORE_ERR_CONN;
+                        return NULL;
+                }
+                if (res && is_retryable(res) && attempt < STORE_MAX_RETRIES) {
+                        struct log_ctx ctx = LOG_CTX_INIT;
+
+                        ctx.component = "store";
+                        log_info(&ctx, "%s; retrying the batch (%d)", errstr,
+                                 attempt + 1);
+                        PQclear(res);
+                        res = NULL;
+                        st->stats.retries++;
+                        retry_pause(st, attempt + 1);
+                        continue;
+                }
+                PQclear(res);
+                *rc = STORE_ERR;
+                return NULL;
+        }
+}
+
+/* ------------------------------------------------------------------ */
+
+void pgarr_init(struct pgarr *a)
+{
+        memset(a, 0, sizeof(*a));
+}
+
+void pgarr_free(struct pgarr *a)
+{
+        free(a->buf);
+        memset(a, 0, sizeof(*a));
+}
+
+static bool pgarr_reserve(struct pgarr *a, size_t more)
+{
+        size_t need;
+        char *nb;
+
+        if (a->oom)
+                return false;
+        need = a->len + more + 2; /* room for '}' and the NUL */
+        if (need <= a->cap)
+                return true;
+        size_t cap = a->cap ? a->cap : 256;
+        while (cap < need)
+                cap *= 2;
+        nb = realloc(a->buf, cap);
+        if (!nb) {
+                a->oom = true;
+                return false;
+        }
+        a->buf = nb;
+        a->cap = cap;
+        return true;
+}
+
+/* Appends the separator ('{' first, ',' after). */
+static bool pgarr_sep(struct pgarr *a, size_t more)
+{
+        if (!pgarr_reserve(a, more + 1))
+                return false;
+        a->buf[a->len++] = a->n++ == 0 ? '{' : ',';
+        return true;
+}
+
+void pgarr_text(struct pgarr *a, const char *s)
+{
+        size_t slen;
+
+        if (!s) {
+                if (pgarr_sep(a, 4)) {
+                        memcpy(a->buf + a->len, "NULL", 4);
+                        a->len += 4;
+                }
+                return;
+        }
+        slen = strlen(s);
+        /* worst case: every byte escaped, plus the two quotes */
+        if (!pgarr_sep(a, 2 * slen + 2))
+                return;
+        a->buf[a->len++] = '"';
+        for (size_t i = 0; i < slen; i++) {
+                if (s[i] == '"' || s[i] == '\\')
+                        a->buf[a->len++] = '\\';
+                a->buf[a->len++] = s[i];
+        }
+        a->buf[a->len++] = '"';
+}
+
+void pgarr_i64(struct pgarr *a, int64_t v)
+{
+        char num[24];
+        int len = snprintf(num, sizeof(num), "%" PRId64, v);
+
+        if (pgarr_sep(a, (size_t)len)) {
+                memcpy(a->buf + a->len, num, (size_t)len);
+                a->len += (size_t)len;
+        }
+}
+
+void pgarr_bool(struct pgarr *a, bool v)
+{
+        if (pgarr_sep(a, 1))
+                a->buf[a->len++] = v ? 't' : 'f';
+}
+
+void pgarr_hex(struct pgarr *a, const unsigned char *in, size_t len)
+{
+        if (!pgarr_sep(a, 2 * len))
+                return;
+        crypto_hex(in, len, a->buf + a->len);
+        a->len += 2 * len;
+}
+
+const char *pgarr_finish(struct pgarr *a)
+{
+        if (a->n == 0 && pgarr_reserve(a, 1))
+                a->buf[a->len++] = '{';
+        if (a->oom)
+                return NULL;
+        a->buf[a->len++] = '}';
+        a->buf[a->len]   = '\0';
+        return a->buf;
+}
+
+char *store_strdup_field(const PGresult *res, int row, int col, bool *oom)
+{
+        char *s;
+
+        if (PQgetisnull(res, row, col))
+                return NULL;
+        s = strdup(PQgetvalue(res, row, col));
+        if (!s)
+                *oom = true;
+        return s;
+}
+
+void store_copy_field(const PGresult *res, int row, int col, char *out,
+                      size_t outsz)
+{
+        if (outsz == 0)
+                return;
+        if (PQgetisnull(res, row, col)) {
+                out[0] = '\0';
+                return;
+        }
+        snprintf(out, outsz, "%s", PQgetvalue(res, row, col));
+}
+
+int64_t store_i64_field(const PGresult *res, int row, int col)
+{
+        if (PQgetisnull(res, row, col))
+                return 0;
+        return strtoll(PQgetvalue(res, row, col), NULL, 10);
+}

@@ -1,0 +1,359 @@
+/*
+ * store: chargeonce's PostgreSQL adapter. The consumer's two transactions
+ * (claim and settle), the result-only outbox writes, leases and the
+ * invariant audit, each one set-based statement per batch: one round trip
+ * and one (implicit) transaction per call, whatever the batch size.
+ *
+ * It must never: settle a payment without naming the lease epoch it holds;
+ * create a second payment, key, ledger posting or result for one intent;
+ * decide anything by SELECT-then-INSERT (uniqueness comes from constraints
+ * and INSERT ... ON CONFLICT); send the provider-key secret to the server;
+ * put a full idempotency key, a payment method or a row's values in an
+ * error message or a log line.
+ *
+ * Threads: a struct store is one PGconn and is not thread-safe; use one per
+ * thread. All calls block on the network.
+ *
+ * docs/data-model.md has the tables, the SQL of every call and the
+ * reasoning on isolation, locking and deadlocks.
+ */
+#ifndef CO_STORE_STORE_H
+#define CO_STORE_STORE_H
+
+#include "util/crypto.h"
+#include "util/uuid.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct store;
+
+/* Return values of the fallible calls. */
+#define STORE_OK 0
+/* The statement failed and was rolled back: nothing of it was written. */
+#define STORE_ERR -1
+/*
+ * The connection broke while a statement was in flight: whether it
+ * committed is unknown. The store has tried to reconnect (store_ok() says
+ * whether it did). Every call is safe to repeat: a repeated claim finds
+ * its events in the inbox (CLAIM_DUP_EVENT; the payments it created are
+ * finished by the reconciler once their leases expire), a repeated settle
+ * answers SETTLE_ALREADY, a repeated outbox write `written = false`.
+ */
+#define STORE_ERR_CONN -2
+
+#define STORE_PROVIDER_KEY_LEN 65 /* 64 hex digits and the NUL */
+#define STORE_STATUS_LEN       16
+
+/*
+ * Connects (libpq conninfo; the PG* variables apply) and prepares the
+ * statements. Returns a store owned by the caller (store_destroy), or NULL
+ * with the reason in errstr.
+ */
+struct store *store_connect(const char *conninfo, char *errstr,
+                            size_t errstr_size)
+    __attribute__((warn_unused_result));
+/* Closes the connection and frees st. NULL is ignored. */
+void store_destroy(struct store *st);
+
+/* True while the connection is usable. */
+bool store_ok(const struct store *st);
+
+/*
+ * How long a claimed idempotency key is guaranteed to be kept
+ * (idempotency_keys.expires_at = claim time + this). Default 30 days.
+ */
+void store_set_key_retention(struct store *st, int64_t retention_ms);
+
+/* Counters since connect, for metrics and tests. */
+struct store_stats {
+        uint64_t statements; /* statements sent, retries included */
+        uint64_t retries;    /* deadlock / serialization retries */
+};
+void store_get_stats(const struct store *st, struct store_stats *out);
+
+/* ------------------------------------------------------------------ */
+/* Claim: the first transaction of the consumer.                       */
+
+enum claim_outcome {
+        /*
+         * The key was new: a payment now exists in 'processing' with a
+         * lease held by the caller (lease_epoch 1). Call the gateway with
+         * provider_key, then settle with payment_id + lease_epoch.
+         */
+        CLAIM_NEW = 1,
+        /*
+         * The key exists with the same request hash and its payment is
+         * still processing (here or elsewhere). No result of its own, no
+         * gateway call: the first copy's result answers it. The event is
+         * recorded in the inbox, so its redelivery is CLAIM_DUP_EVENT.
+         */
+        CLAIM_IN_PROGRESS,
+        /*
+         * The key is final with the same request hash: build a replayed
+         * result from `stored` and write it with store_outbox_batch
+         * (OUTBOX_REPLAY), which also records the event in the inbox.
+         */
+        CLAIM_REPLAY,
+        /*
+         * The key exists in this tenant with another request hash: write
+         * a conflict result with store_outbox_batch (OUTBOX_CONFLICT).
+         */
+        CLAIM_CONFLICT,
+        /* The event id was answered already: do nothing. */
+        CLAIM_DUP_EVENT,
+};
+
+/* The stored outcome of a final key, as returned for CLAIM_REPLAY. */
+struct store_outcome {
+        char status[STORE_STATUS_LEN]; /* succeeded | failed | review */
+        char *provider_charge_id;      /* or NULL */
+        char *error_code;              /* or NULL */
+        char *error_message;           /* or NULL */
+        char *result_json; /* the original result, NULL once tombstoned */
+};
+
+struct claim_item {
+        /* In, borrowed (must stay valid during the call). */
+        const char *event_id;
+        const char *tenant_id;
+        const char *idem_key;
+        unsigned char request_hash[CRYPTO_SHA256_LEN];
+        const char *order_id;
+        const char *customer_id;
+        int64_t amount;
+        const char *currency;
+        const char *payment_method; /* never logged */
+        const char *topic;          /* NULL: unknown */
+        int32_t partition;          /* -1: unknown */
+        int64_t offset;             /* -1: unknown */
+
+        /* Out. Strings in `stored` are owned by the item: claim_item_clear. */
+        enum claim_outcome outcome;
+        char payment_id[UUID_STR_LEN]; /* NEW, IN_PROGRESS, REPLAY; else "" */
+        char provider_key[STORE_PROVIDER_KEY_LEN]; /* NEW; else "" */
+        int64_t lease_epoch;                       /* NEW: 1; else 0 */
+        struct store_outcome stored;               /* REPLAY */
+};
+
+/*
+ * Frees the out strings of it (not the in fields) and zeroes its out part.
+ * The out part must be zero (or cleared) before the item is first used.
+ */
+void claim_item_clear(struct claim_item *it);
+
+/*
+ * Claims items[0..n) in one transaction. For each item: an event id found
+ * in the inbox, or repeated earlier in this batch, is CLAIM_DUP_EVENT and
+ * touches nothing. Otherwise the key (tenant_id, idem_key) is inserted
+ * with INSERT ... ON CONFLICT; if it was new, a payment is created in
+ * 'processing' with a fresh client-side uuid v4 payment id, the provider
+ * key hex(HMAC-SHA256(pk_secret, payment_id text)) and a lease
+ * (owner, epoch 1, now() + lease_ms). Within the batch the first item of a
+ * key wins and later items of that key are judged like later copies.
+ * Items may come in any order (Kafka order); locks are taken in
+ * (tenant_id, idem_key) order. A deadlock or serialization failure is
+ * retried transparently.
+ *
+ * Clears the out part of every item first (claim_item_clear). On any error
+ * nothing was written (or, STORE_ERR_CONN, see above) and the out parts
+ * are cleared. Returns STORE_OK, STORE_ERR or STORE_ERR_CONN.
+ */
+int store_claim_batch(struct store *st, struct claim_item *items, size_t n,
+                      const char *owner, int64_t lease_ms,
+                      const unsigned char *pk_secret, size_t pk_secret_len,
+                      char *errstr, size_t errstr_size)
+    __attribute__((warn_unused_result));
+
+/*
+ * The provider key of a payment: lower-case hex of
+ * HMAC-SHA256(secret, payment_id) over the 36-character uuid text. Pure.
+ */
+void store_provider_key(const unsigned char *secret, size_t secret_len,
+                        const char *payment_id,
+                        char out[STORE_PROVIDER_KEY_LEN]);
+
+/* ------------------------------------------------------------------ */
+/* Settle: the second transaction of the consumer.                     */
+
+enum settle_status {
+        SETTLE_SUCCEEDED = 1,
+        SETTLE_FAILED,
+        SETTLE_REVIEW,
+};
+
+enum settle_outcome {
+        /* Final now: payment, key, ledger (succeeded) and result written. */
+        SETTLE_OK = 1,
+        /*
+         * This very settle had committed before (its result event id is in
+         * the outbox): a repeat after STORE_ERR_CONN. Nothing written.
+         */
+        SETTLE_ALREADY,
+        /*
+         * Refused: the payment is not processing under this lease epoch
+         * (taken over, or finished by someone else) or does not exist.
+         * Nothing written for this item. current_* say what is there.
+         */
+        SETTLE_FENCED,
+};
+
+struct settle_item {
+        /* In, borrowed. */
+        const char *payment_id;
+        int64_t lease_epoch; /* the epoch the caller holds */
+        enum settle_status status;
+        const char *provider_charge_id; /* required for SETTLE_SUCCEEDED */
+        const char *error_code;         /* or NULL */
+        const char *error_message;      /* or NULL */
+        int32_t attempts;               /* gateway attempts so far, or 0 */
+        const char *result_event_id;    /* uuid of the result message */
+        const char *result_json;        /* the result message, as published */
+
+        /* Out. */
+        enum settle_outcome outcome;
+        char current_status[STORE_STATUS_LEN]; /* FENCED: "" if no payment */
+        int64_t current_epoch;                 /* FENCED: 0 if no payment */
+};
+
+/*
+ * Settles items[0..n) in one transaction. For each item, the payment is
+ * moved to its final status only WHERE status = 'processing' AND
+ * lease_epoch = item.lease_epoch (fencing); for those that moved: the key
+ * becomes final with the stored outcome and the result, a succeeded
+ * payment gets its one balanced ledger posting (debit
+ * customer_funds:<tenant>, credit merchant_payable:<tenant>), and the
+ * result goes to the outbox (message key <tenant_id>/<idem_key>). The
+ * same payment twice in a batch: the later copies are SETTLE_FENCED.
+ * Returns STORE_OK (see each item's outcome), STORE_ERR or STORE_ERR_CONN.
+ */
+int store_settle_batch(struct store *st, struct settle_item *items, size_t n,
+                       char *errstr, size_t errstr_size)
+    __attribute__((warn_unused_result));
+
+/* ------------------------------------------------------------------ */
+/* Results that need no payment of their own.                          */
+
+enum outbox_kind {
+        OUTBOX_REPLAY = 1, /* a copy of a finished intent (replayed: true) */
+        OUTBOX_CONFLICT,   /* key reused with another request hash */
+        OUTBOX_REJECTED,   /* not acceptable; never claimed */
+};
+
+struct outbox_item {
+        /* In, borrowed. */
+        enum outbox_kind kind;
+        const char *result_event_id; /* uuid of the result message */
+        const char *intent_event_id; /* the intent this answers */
+        const char *tenant_id;
+        const char *idem_key;
+        const char *payment_id;    /* REPLAY: the stored payment; else NULL */
+        const char *replay_status; /* REPLAY: stored.status; else NULL */
+        const char *result_json;
+        const char *topic; /* NULL: unknown */
+        int32_t partition; /* -1: unknown */
+        int64_t offset;    /* -1: unknown */
+
+        /* Out. */
+        bool written; /* false: this intent event was answered already */
+};
+
+/*
+ * Writes each item's intent event into the inbox and, only if it was not
+ * there yet, its result into the outbox, in one transaction: a redelivered
+ * intent never gets a second result, and an intent is never marked
+ * answered without its result. Returns STORE_OK, STORE_ERR or
+ * STORE_ERR_CONN.
+ */
+int store_outbox_batch(struct store *st, struct outbox_item *items, size_t n,
+                       char *errstr, size_t errstr_size)
+    __attribute__((warn_unused_result));
+
+/* ------------------------------------------------------------------ */
+/* Leases.                                                             */
+
+struct lease_item {
+        const char *payment_id; /* in, borrowed */
+        int64_t lease_epoch;    /* in: the epoch held */
+        bool renewed;           /* out: false = lost (fenced or final) */
+};
+
+/*
+ * Extends the leases held by owner to now() + lease_ms, keeping the
+ * epoch, for payments still processing under that epoch and owner. One
+ * statement. An item not renewed must stop working on its payment.
+ */
+int store_lease_renew(struct store *st, struct lease_item *items, size_t n,
+                      const char *owner, int64_t lease_ms, char *errstr,
+                      size_t errstr_size) __attribute__((warn_unused_result));
+
+/* A processing payment taken over by the reconciler. */
+struct store_payment {
+        char payment_id[UUID_STR_LEN];
+        char *tenant_id;
+        char *idem_key;
+        char *order_id;
+        char *customer_id;
+        int64_t amount;
+        char currency[4];
+        char *payment_method; /* never logged */
+        char provider_key[STORE_PROVIDER_KEY_LEN];
+        char *provider_charge_id; /* or NULL */
+        int64_t lease_epoch;      /* the new epoch, now held by the taker */
+        int32_t attempts;
+        char *intent_event_id;
+        int64_t created_at_ms; /* Unix ms */
+};
+
+/* Frees an array returned by store_takeover_expired. NULL is ignored. */
+void store_payments_free(struct store_payment *p, size_t n);
+
+/*
+ * Takes over up to max processing payments whose lease has expired,
+ * oldest first: compare-and-swap that raises lease_epoch by one and sets
+ * the lease to (owner, now() + lease_ms). Rows locked by a concurrent
+ * taker are skipped, so two takers never take the same payment. The
+ * payment id and provider key stay the same. *out (owned by the caller,
+ * store_payments_free) gets the taken rows, *n_out their number.
+ */
+int store_takeover_expired(struct store *st, const char *owner,
+                           int64_t lease_ms, size_t max,
+                           struct store_payment **out, size_t *n_out,
+                           char *errstr, size_t errstr_size)
+    __attribute__((warn_unused_result));
+
+/*
+ * Takes over one payment by compare-and-swap on its epoch: only if it is
+ * processing, its lease has expired and its epoch is still
+ * expected_epoch. Returns 1 (taken, *new_epoch set), 0 (not taken) or a
+ * negative STORE_ERR*.
+ */
+int store_takeover_one(struct store *st, const char *payment_id,
+                       int64_t expected_epoch, const char *owner,
+                       int64_t lease_ms, int64_t *new_epoch, char *errstr,
+                       size_t errstr_size) __attribute__((warn_unused_result));
+
+/* ------------------------------------------------------------------ */
+/* Invariants.                                                         */
+
+struct store_violation {
+        char kind[48];                 /* see invariant_violations */
+        char payment_id[UUID_STR_LEN]; /* "" if none */
+        char *tenant_id;               /* or NULL */
+        int64_t ledger_txn_id;         /* 0 if none */
+        int64_t outbox_id;             /* 0 if none */
+        char *detail;                  /* never holds a key or method */
+};
+
+void store_violations_free(struct store_violation *v, size_t n);
+
+/*
+ * Reads the view invariant_violations. *out (owned by the caller,
+ * store_violations_free) gets the rows, *n_out their number (0: healthy).
+ */
+int store_invariant_violations(struct store *st, struct store_violation **out,
+                               size_t *n_out, char *errstr, size_t errstr_size)
+    __attribute__((warn_unused_result));
+
+#endif
