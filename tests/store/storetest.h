@@ -1,0 +1,109 @@
+/*
+ * storetest: what the store's integration tests share. A fresh database
+ * per test binary (created on the harness's PostgreSQL, migrated with the
+ * real runner, dropped at the end), intents with their own string
+ * storage, small SQL helpers and CHECK macros that count failures.
+ *
+ * Never used by the program itself.
+ */
+#ifndef CO_TESTS_STORETEST_H
+#define CO_TESTS_STORETEST_H
+
+#include "store/store_int.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+extern int st_failures;
+
+#define CHECK(cond)                                                            \
+        do {                                                                   \
+                if (!(cond)) {                                                 \
+                        fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, \
+                                __LINE__, #cond);                              \
+                        st_failures++;                                         \
+                }                                                              \
+        } while (0)
+
+#define CHECK_EQ_I(a, b)                                                       \
+        do {                                                                   \
+                long long _a = (long long)(a), _b = (long long)(b);            \
+                if (_a != _b) {                                                \
+                        fprintf(stderr,                                        \
+                                "%s:%d: CHECK failed: %s == %s "               \
+                                "(%lld != %lld)\n",                            \
+                                __FILE__, __LINE__, #a, #b, _a, _b);           \
+                        st_failures++;                                         \
+                }                                                              \
+        } while (0)
+
+/* Fatal: the test cannot go on. */
+#define REQUIRE(cond)                                                          \
+        do {                                                                   \
+                if (!(cond)) {                                                 \
+                        fprintf(stderr, "%s:%d: REQUIRE failed: %s\n",         \
+                                __FILE__, __LINE__, #cond);                    \
+                        st_end();                                              \
+                        exit(1);                                               \
+                }                                                              \
+        } while (0)
+
+#define ST_SECRET     ((const unsigned char *)"test-provider-key-secret")
+#define ST_SECRET_LEN 24
+#define ST_LEASE_MS   30000
+
+/*
+ * Skips (returns 77 via st_main's caller) without the harness; otherwise
+ * creates and migrates a fresh database. conninfo (static) for it.
+ * Returns 0, 77 (skip) or 1 (setup failed).
+ */
+int st_begin(const char *prefix);
+const char *st_conninfo(void);
+/* Drops the database (idempotent). */
+void st_end(void);
+/* 0 if no CHECK failed, else 1; prints a summary line. */
+int st_result(const char *name);
+
+/* A store on the test database, or exits. Owned by the caller. */
+struct store *st_store(void);
+/* A plain connection to the test database, or exits. PQfinish it. */
+PGconn *st_pg(void);
+
+/* An intent and the storage its claim_item points into. */
+struct st_intent {
+        char event_id[UUID_STR_LEN];
+        char tenant_id[65];
+        char idem_key[256];
+        char order_id[65];
+        char customer_id[65];
+        char currency[4];
+        char payment_method[64];
+        int64_t amount;
+        int variant; /* part of the request hash: another variant = conflict */
+};
+
+/* Fills in an intent with a fresh event id. */
+void st_intent(struct st_intent *in, const char *tenant, const char *key,
+               int64_t amount, int variant);
+/* Points it at in (out part zeroed). */
+void st_item(struct claim_item *it, const struct st_intent *in);
+
+/*
+ * Builds a settle item for a NEW claim with the result JSON; strings live
+ * in buf (>= 1024 bytes) and ev (a fresh result event id).
+ */
+void st_settle_item(struct settle_item *s, const struct claim_item *c,
+                    enum settle_status status, char *ev, char *buf,
+                    size_t bufsz);
+
+/* Runs sql (printf format) and returns the first value as a number, or
+ * -1 on error (printed). */
+long long st_count(PGconn *conn, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Runs sql; true if it succeeded. Prints the error if want_ok and not. */
+bool st_exec(PGconn *conn, bool want_ok, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif

@@ -1,0 +1,412 @@
+/*
+ * store_claim: claim, settle and result-only outbox writes, one
+ * connection. Every kind of duplicate, within a batch and across batches;
+ * fencing of a stale settle; replay of the stored outcome; tenants kept
+ * apart; array escaping of awkward key strings.
+ */
+#include "storetest.h"
+
+#include "util/crypto.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define N 6
+
+static struct store *st;
+static PGconn *pg;
+static char err[512];
+
+static int claim(struct claim_item *items, size_t n)
+{
+        int rc = store_claim_batch(st, items, n, "owner-a", ST_LEASE_MS,
+                                   ST_SECRET, ST_SECRET_LEN, err, sizeof(err));
+        if (rc != STORE_OK)
+                fprintf(stderr, "claim: %s\n", err);
+        return rc;
+}
+
+static int settle(struct settle_item *items, size_t n)
+{
+        int rc = store_settle_batch(st, items, n, err, sizeof(err));
+        if (rc != STORE_OK)
+                fprintf(stderr, "settle: %s\n", err);
+        return rc;
+}
+
+static int outbox(struct outbox_item *items, size_t n)
+{
+        int rc = store_outbox_batch(st, items, n, err, sizeof(err));
+        if (rc != STORE_OK)
+                fprintf(stderr, "outbox: %s\n", err);
+        return rc;
+}
+
+static void clear(struct claim_item *items, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                claim_item_clear(&items[i]);
+}
+
+static void outbox_item(struct outbox_item *o, enum outbox_kind kind,
+                        const struct st_intent *in, const char *payment_id,
+                        const char *status, char *ev)
+{
+        memset(o, 0, sizeof(*o));
+        if (!uuid_v4(ev))
+                abort();
+        o->kind            = kind;
+        o->result_event_id = ev;
+        o->intent_event_id = in->event_id;
+        o->tenant_id       = in->tenant_id;
+        o->idem_key        = in->idem_key;
+        o->payment_id      = payment_id;
+        o->replay_status   = status;
+        o->result_json     = "{\"replayed\":true}";
+        o->topic           = "payments.intents";
+        o->partition       = 2;
+        o->offset          = 7;
+}
+
+int main(void)
+{
+        struct st_intent in[N], x, y, z;
+        struct claim_item c[N], d[4];
+        struct settle_item s[3];
+        struct outbox_item o[3];
+        char ev[3][UUID_STR_LEN], buf[3][1024];
+        char first_pid[N][UUID_STR_LEN];
+        char pk[STORE_PROVIDER_KEY_LEN];
+        int rc = st_begin("store_claim");
+
+        if (rc)
+                return rc;
+        st = st_store();
+        pg = st_pg();
+
+        /* 1. A new batch: every key new, a payment each, leases held. */
+        for (int i = 0; i < N; i++) {
+                char key[32];
+                snprintf(key, sizeof(key), "key-%d", i);
+                st_intent(&in[i], "t1", key, 1000 + i, 0);
+                st_item(&c[i], &in[i]);
+        }
+        /* an awkward key: quotes, backslash, comma, braces, UTF-8, NULL */
+        snprintf(in[5].idem_key, sizeof(in[5].idem_key),
+                 "k\"e\\y,{NULL} \xc3\xa9");
+        st_item(&c[5], &in[5]);
+        REQUIRE(claim(c, N) == STORE_OK);
+        for (int i = 0; i < N; i++) {
+                CHECK_EQ_I(c[i].outcome, CLAIM_NEW);
+                CHECK_EQ_I(c[i].lease_epoch, 1);
+                CHECK(uuid_valid(c[i].payment_id, strlen(c[i].payment_id)));
+                store_provider_key(ST_SECRET, ST_SECRET_LEN, c[i].payment_id,
+                                   pk);
+                CHECK(strcmp(pk, c[i].provider_key) == 0);
+                memcpy(first_pid[i], c[i].payment_id, UUID_STR_LEN);
+        }
+        CHECK_EQ_I(st_count(pg, "SELECT count(*) FROM payments WHERE "
+                                "status = 'processing' AND lease_epoch = 1 "
+                                "AND lease_owner = 'owner-a' AND "
+                                "lease_expires_at > now()"),
+                   N);
+        CHECK_EQ_I(st_count(pg, "SELECT count(*) FROM idempotency_keys "
+                                "WHERE state = 'processing'"),
+                   N);
+        CHECK_EQ_I(st_count(pg, "SELECT count(*) FROM inbox WHERE "
+                                "disposition = 'new'"),
+                   N);
+        CHECK_EQ_I(st_count(pg, "SELECT count(*) FROM payments p JOIN "
+                                "idempotency_keys k USING (payment_id) "
+                                "WHERE k.idem_key = p.idem_key AND "
+                                "p.idem_key = E'k\"e\\\\y,{NULL} \xc3\xa9'"),
+                   1);
+        CHECK_EQ_I(st_count(pg,
+                            "SELECT count(*) FROM payments WHERE "
+                            "provider_key = '%s'",
+                            c[0].provider_key),
+                   1);
+
+        /* 2. Redelivery of the whole batch: every event a dup, no write. */
+        for (int i = 0; i < N; i++)
+                st_item(&c[i], &in[i]);
+        REQUIRE(claim(c, N) == STORE_OK);
+        for (int i = 0; i < N; i++) {
+                CHECK_EQ_I(c[i].outcome, CLAIM_DUP_EVENT);
+                CHECK(c[i].payment_id[0] == '\0');
+        }
+        CHECK_EQ_I(st_count(pg, "SELECT count(*) FROM payments"), N);
+
+        /* 3. Same event twice in one batch, new key: first wins. */
+        st_intent(&x, "t1", "key-dup-event", 500, 0);
+        st_item(&d[0], &x);
+        st_item(&d[1], &x);
+        REQUIRE(claim(d, 2) == STORE_OK);
+        CHECK_EQ_I(d[0].outcome, CLAIM_NEW);
+        CHECK_EQ_I(d[1].outcome, CLAIM_DUP_EVENT);
+        CHECK_EQ_I(st_count(pg, "SELECT count(*) FROM payments WHERE "
+                                "idem_key = 'key-dup-event'"),
+                   1);
+        clear(d, 2);
+
+        /* 4. Same key and hash, new event, payment processing. */
+        st_intent(&x, "t1", "key-0", 1000, 0);
+        st_item(&d[0], &x);
+        REQUIRE(claim(d, 1) == STORE_OK);
+        CHECK_EQ_I(d[0].outcome, CLAIM_IN_PROGRESS);
+        CHECK(strcmp(d[0].payment_id, first_pid[0]) == 0);
+        CHECK(d[0].provider_key[0] == '\0');
+        CHECK_EQ_I(st_count(pg,
+                            "SELECT count(*) FROM inbox WHERE "
+                            "event_id = '%s' AND disposition = "
+                            "'in_progress'",
+                            x.event_id),
+                   1);
+        /* ... and its redelivery is a dup */
+        st_item(&d[0], &x);
+        REQUIRE(claim(d, 1) == STORE_OK);
+        CHECK_EQ_I(d[0].outcome, CLAIM_DUP_EVENT);
+
+        /* 5. One key three times in a batch: new, in progress, conflict. */
+        st_intent(&x, "t1", "key-batch", 700, 0);
+        st_intent(&y, "t1", "key-batch", 700, 0);
+        st_intent(&z, "t1", "key-batch", 701, 1);
+        st_item(&d[0], &x);
+        st_item(&d[1], &y);
+        st_item(&d[2], &z);
+        REQUIRE(claim(d, 3) == STORE_OK);
+        CHECK_EQ_I(d[0].outcome, CLAIM_NEW);
+        CHECK_EQ_I(d[1].outcome, CLAIM_IN_PROGRESS);
+        CHECK(strcmp(d[1].payment_id, d[0].payment_id) == 0);
+        CHECK_EQ_I(d[2].outcome, CLAIM_CONFLICT);
+        CHECK(d[2].payment_id[0] == '\0');
+        CHECK_EQ_I(st_count(pg,
+                            "SELECT count(*) FROM inbox WHERE "
+                            "event_id = '%s'",
+                            z.event_id),
+                   0);
+        clear(d, 3);
+
+        /* 6. Same key string in another tenant: independent. */
+        st_intent(&x, "t2", "key-0", 1000, 0);
+        st_item(&d[0], &x);
+        REQUIRE(claim(d, 1) == STORE_OK);
+        CHECK_EQ_I(d[0].outcome, CLAIM_NEW);
+        CHECK(strcmp(d[0].payment_id, first_pid[0]) != 0);
+        clear(d, 1);
+
+        /* 7. Settle: succeeded, failed, review. */
+        for (int i = 0; i < N; i++) {
+                st_item(&c[i], &in[i]);
+                memcpy(c[i].payment_id, first_pid[i], UUID_STR_LEN);
+                c[i].lease_epoch = 1;
+        }
+        st_settle_item(&s[0], &c[0], SETTLE_SUCCEEDED, ev[0], buf[0],
+                       sizeof(buf[0]));
+        st_settle_item(&s[1], &c[1], SETTLE_FAILED, ev[1], buf[1],
+                       sizeof(buf[1]));
+        st_settle_item(&s[2], &c[2], SETTLE_REVIEW, ev[2], buf[2],
+                       sizeof(buf[2]));
+        REQUIRE(settle(s, 3) == STORE_OK);
+        for (int i = 0; i < 3; i++)
+                CHECK_EQ_I(s[i].outcome, SETTLE_OK);
+        CHECK_EQ_I(st_count(pg, "SELECT count(*) FROM ledger_transactions"), 1);
+        CHECK_EQ_I(st_count(pg,
+                            "SELECT count(*) FROM ledger_entries e JOIN "
+                            "ledger_transactions t ON t.id = e.txn_id "
+                            "WHERE t.payment_id = '%s' AND e.amount = "
+                            "1000",
+                            first_pid[0]),
+                   2);
+        CHECK_EQ_I(st_count(pg,
+                            "SELECT count(*) FROM outbox WHERE NOT "
+                            "replayed AND message_key = 't1/key-1' AND "
+                            "status = 'failed' AND payload = '%s'",
+                            buf[1]),
+                   1);
+        CHECK_EQ_I(st_count(pg, "SELECT count(*) FROM idempotency_keys "
+                                "WHERE state = 'final'"),
+                   3);
+        CHECK_EQ_I(st_count(pg, "SELECT count(*) FROM payments WHERE status "
+                                "<> 'processing' AND lease_owner IS NULL"),
+                   3);
+
+        /* 8. Replay: same key and hash after final, stored outcome back. */
+        st_intent(&x, "t1", "key-0", 1000, 0);
+        st_intent(&y, "t1", "key-1", 1001, 0);
+        st_item(&d[0], &x);
+        st_item(&d[1], &y);
+        REQUIRE(claim(d, 2) == STORE_OK);
+        CHECK_EQ_I(d[0].outcome, CLAIM_REPLAY);
+        CHECK(strcmp(d[0].payment_id, first_pid[0]) == 0);
+        CHECK(strcmp(d[0].stored.status, "succeeded") == 0);
+        CHECK(d[0].stored.provider_charge_id &&
+              strcmp(d[0].stored.provider_charge_id, "ch_test") == 0);
+        CHECK(d[0].stored.error_code == NULL);
+        CHECK(d[0].stored.result_json &&
+              strcmp(d[0].stored.result_json, buf[0]) == 0);
+        CHECK_EQ_I(d[1].outcome, CLAIM_REPLAY);
+        CHECK(strcmp(d[1].stored.status, "failed") == 0);
+        CHECK(d[1].stored.error_code &&
+              strcmp(d[1].stored.error_code, "card_declined") == 0);
+        CHECK(d[1].stored.error_message &&
+              strcmp(d[1].stored.error_message, "The card was declined") == 0);
+        CHECK(d[1].stored.provider_charge_id == NULL);
+        /* the replayed result, written once per intent event */
+        outbox_item(&o[0], OUTBOX_REPLAY, &x, d[0].payment_id,
+                    d[0].stored.status, ev[0]);
+        outbox_item(&o[1], OUTBOX_REPLAY, &x, d[0].payment_id,
+                    d[0].stored.status, ev[1]); /* same intent twice */
+        REQUIRE(outbox(o, 2) == STORE_OK);
+        CHECK(o[0].written);
+        CHECK(!o[1].written);
+        CHECK_EQ_I(st_count(pg,
+                            "SELECT count(*) FROM outbox WHERE replayed "
+                            "AND intent_event_id = '%s' AND status = "
+                            "'succeeded' AND payment_id = '%s'",
+                            x.event_id, first_pid[0]),
+                   1);
+        /* redelivery after the replay was answered: a dup, both ways */
+        claim_item_clear(&d[0]);
+        st_item(&d[0], &x);
+        REQUIRE(claim(d, 1) == STORE_OK);
+        CHECK_EQ_I(d[0].outcome, CLAIM_DUP_EVENT);
+        outbox_item(&o[0], OUTBOX_REPLAY, &x, first_pid[0], "succeeded", ev[0]);
+        REQUIRE(outbox(o, 1) == STORE_OK);
+        CHECK(!o[0].written);
+        clear(d, 2);
+
+        /* 9. Conflict: other hash, after final and while processing. */
+        st_intent(&x, "t1", "key-0", 9999, 3);
+        st_intent(&y, "t1", "key-3", 9999, 3);
+        st_item(&d[0], &x);
+        st_item(&d[1], &y);
+        REQUIRE(claim(d, 2) == STORE_OK);
+        CHECK_EQ_I(d[0].outcome, CLAIM_CONFLICT);
+        CHECK_EQ_I(d[1].outcome, CLAIM_CONFLICT);
+        CHECK(d[0].stored.result_json == NULL);
+        outbox_item(&o[0], OUTBOX_CONFLICT, &x, NULL, NULL, ev[0]);
+        outbox_item(&o[1], OUTBOX_CONFLICT, &y, NULL, NULL, ev[1]);
+        REQUIRE(outbox(o, 2) == STORE_OK);
+        CHECK(o[0].written && o[1].written);
+        CHECK_EQ_I(st_count(pg, "SELECT count(*) FROM outbox WHERE status = "
+                                "'conflict' AND payment_id IS NULL"),
+                   2);
+        CHECK_EQ_I(st_count(pg, "SELECT count(*) FROM inbox WHERE "
+                                "disposition = 'conflict'"),
+                   2);
+        clear(d, 2);
+
+        /* 10. Rejected: never claimed, answered once. */
+        st_intent(&x, "t1", "key-rejected", 1, 0);
+        outbox_item(&o[0], OUTBOX_REJECTED, &x, NULL, NULL, ev[0]);
+        REQUIRE(outbox(o, 1) == STORE_OK);
+        CHECK(o[0].written);
+        outbox_item(&o[0], OUTBOX_REJECTED, &x, NULL, NULL, ev[0]);
+        REQUIRE(outbox(o, 1) == STORE_OK);
+        CHECK(!o[0].written);
+        CHECK_EQ_I(st_count(pg, "SELECT count(*) FROM outbox WHERE status = "
+                                "'rejected'"),
+                   1);
+
+        /* 11. Fencing: a stale epoch writes nothing. */
+        st_settle_item(&s[0], &c[3], SETTLE_SUCCEEDED, ev[0], buf[0],
+                       sizeof(buf[0]));
+        s[0].lease_epoch = 2;
+        REQUIRE(settle(s, 1) == STORE_OK);
+        CHECK_EQ_I(s[0].outcome, SETTLE_FENCED);
+        CHECK(strcmp(s[0].current_status, "processing") == 0);
+        CHECK_EQ_I(s[0].current_epoch, 1);
+        CHECK_EQ_I(st_count(pg,
+                            "SELECT count(*) FROM payments WHERE "
+                            "payment_id = '%s' AND status = "
+                            "'processing'",
+                            first_pid[3]),
+                   1);
+        CHECK_EQ_I(st_count(pg,
+                            "SELECT count(*) FROM idempotency_keys "
+                            "WHERE payment_id = '%s' AND state = "
+                            "'processing'",
+                            first_pid[3]),
+                   1);
+        CHECK_EQ_I(st_count(pg,
+                            "SELECT count(*) FROM outbox WHERE "
+                            "payment_id = '%s' OR event_id = '%s'",
+                            first_pid[3], ev[0]),
+                   0);
+        CHECK_EQ_I(st_count(pg,
+                            "SELECT count(*) FROM ledger_transactions "
+                            "WHERE payment_id = '%s'",
+                            first_pid[3]),
+                   0);
+        /* the right epoch settles; a repeat of it is ALREADY */
+        s[0].lease_epoch = 1;
+        REQUIRE(settle(s, 1) == STORE_OK);
+        CHECK_EQ_I(s[0].outcome, SETTLE_OK);
+        REQUIRE(settle(s, 1) == STORE_OK);
+        CHECK_EQ_I(s[0].outcome, SETTLE_ALREADY);
+        CHECK(strcmp(s[0].current_status, "succeeded") == 0);
+        /* another settle of the final payment: fenced */
+        st_settle_item(&s[0], &c[3], SETTLE_FAILED, ev[0], buf[0],
+                       sizeof(buf[0]));
+        REQUIRE(settle(s, 1) == STORE_OK);
+        CHECK_EQ_I(s[0].outcome, SETTLE_FENCED);
+        CHECK_EQ_I(st_count(pg,
+                            "SELECT count(*) FROM ledger_transactions "
+                            "WHERE payment_id = '%s'",
+                            first_pid[3]),
+                   1);
+        /* the same payment twice in one batch: the later copy fenced */
+        st_settle_item(&s[0], &c[4], SETTLE_SUCCEEDED, ev[0], buf[0],
+                       sizeof(buf[0]));
+        st_settle_item(&s[1], &c[4], SETTLE_SUCCEEDED, ev[1], buf[1],
+                       sizeof(buf[1]));
+        st_settle_item(&s[2], &c[5], SETTLE_FAILED, ev[2], buf[2],
+                       sizeof(buf[2]));
+        REQUIRE(settle(s, 3) == STORE_OK);
+        CHECK_EQ_I(s[0].outcome, SETTLE_OK);
+        CHECK_EQ_I(s[1].outcome, SETTLE_FENCED);
+        CHECK_EQ_I(s[2].outcome, SETTLE_OK);
+        CHECK_EQ_I(st_count(pg,
+                            "SELECT count(*) FROM outbox WHERE "
+                            "payment_id = '%s'",
+                            first_pid[4]),
+                   1);
+        /* an unknown payment: fenced, nothing there */
+        s[0].payment_id = "00000000-0000-4000-8000-000000000000";
+        REQUIRE(settle(s, 1) == STORE_OK);
+        CHECK_EQ_I(s[0].outcome, SETTLE_FENCED);
+        CHECK(s[0].current_status[0] == '\0');
+
+        /* 12. A mixed batch: dup, new, replay, conflict, in progress. */
+        {
+                struct st_intent m[5];
+                struct claim_item mc[5];
+
+                m[0] = in[0]; /* old event: dup */
+                st_intent(&m[1], "t1", "key-mixed", 42, 0);
+                st_intent(&m[2], "t1", "key-1", 1001, 0); /* failed: replay */
+                st_intent(&m[3], "t2", "key-0", 1000, 5); /* conflict */
+                st_intent(&m[4], "t1", "key-dup-event", 500, 0);
+                for (int i = 0; i < 5; i++)
+                        st_item(&mc[i], &m[i]);
+                REQUIRE(claim(mc, 5) == STORE_OK);
+                CHECK_EQ_I(mc[0].outcome, CLAIM_DUP_EVENT);
+                CHECK_EQ_I(mc[1].outcome, CLAIM_NEW);
+                CHECK_EQ_I(mc[2].outcome, CLAIM_REPLAY);
+                CHECK_EQ_I(mc[3].outcome, CLAIM_CONFLICT);
+                CHECK_EQ_I(mc[4].outcome, CLAIM_IN_PROGRESS);
+                clear(mc, 5);
+        }
+
+        /* Every final payment has its result: no violation. */
+        CHECK_EQ_I(st_count(pg, "SELECT count(*) FROM invariant_violations"),
+                   0);
+        /* nothing of an empty batch */
+        REQUIRE(claim(c, 0) == STORE_OK);
+
+        clear(c, N);
+        PQfinish(pg);
+        store_destroy(st);
+        return st_result("store_claim");
+}
