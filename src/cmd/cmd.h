@@ -19,6 +19,10 @@ int cmd_migrate(struct config *cfg, int argc, char **argv);
 int cmd_consume(struct config *cfg, int argc, char **argv);
 int cmd_relay(struct config *cfg, int argc, char **argv);
 int cmd_reconcile(struct config *cfg, int argc, char **argv);
+/* SIGTERM/SIGINT handlers counting signals into *flag (1: drain,
+ * 2: exit now); SIGPIPE ignored. */
+#include <signal.h>
+int cmd_install_signals(volatile sig_atomic_t **flag);
 int cmd_not_built(struct config *cfg, int argc, char **argv);
 
 /* Prints "chargeonce CMD: <message>" to stderr and returns 2. */

@@ -5,11 +5,6 @@
  */
 #include "cmd/cmd.h"
 
-int cmd_consume(struct config *cfg, int argc, char **argv)
-{
-        return cmd_not_built(cfg, argc, argv);
-}
-
 int cmd_relay(struct config *cfg, int argc, char **argv)
 {
         return cmd_not_built(cfg, argc, argv);

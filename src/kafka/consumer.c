@@ -1,0 +1,280 @@
+/*
+ * consumer: librdkafka consumer with the rebalance protocol handled for
+ * eager and cooperative-sticky assignors. Never stores an offset the
+ * pipeline did not finish; never commits for a lost assignment.
+ */
+#include "kafka/consumer.h"
+#include "kafka/kconf.h"
+#include "util/config.h"
+#include "util/log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct kconsumer {
+        rd_kafka_t *rk;
+        rd_kafka_queue_t *q;
+        char *topic;
+        struct kconsumer_hooks hooks;
+        bool paused;
+};
+
+static void parts_of(const rd_kafka_topic_partition_list_t *l, int32_t *out,
+                     int *n)
+{
+        *n = 0;
+        for (int i = 0; i < l->cnt; i++)
+                out[(*n)++] = l->elems[i].partition;
+}
+
+static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                         rd_kafka_topic_partition_list_t *parts, void *opaque)
+{
+        struct kconsumer *kc = opaque;
+        bool coop = !strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE");
+        struct log_ctx lc = LOG_CTX_INIT;
+        int32_t *ps = calloc((size_t)parts->cnt + 1, sizeof(*ps));
+        int n;
+
+        if (!ps)
+                abort();
+        lc.component = "kafka";
+        lc.topic     = kc->topic;
+        parts_of(parts, ps, &n);
+
+        if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+                log_info(&lc, "assigned %d partition(s) (%s)", n,
+                         coop ? "cooperative" : "eager");
+                kc->hooks.assigned(kc->hooks.opaque, ps, n);
+                if (coop) {
+                        rd_kafka_error_t *e =
+                                rd_kafka_incremental_assign(rk, parts);
+                        if (e) {
+                                log_error(&lc, "incremental assign: %s",
+                                          rd_kafka_error_string(e));
+                                rd_kafka_error_destroy(e);
+                        }
+                } else {
+                        rd_kafka_assign(rk, parts);
+                }
+                /* a paused consumer pauses what it gets, too */
+                if (kc->paused)
+                        rd_kafka_pause_partitions(rk, parts);
+        } else {
+                bool lost = rd_kafka_assignment_lost(rk);
+                log_info(&lc, "revoking %d partition(s)%s", n,
+                         lost ? " (assignment lost)" : "");
+                kc->hooks.revoking(kc->hooks.opaque, ps, n, lost);
+                if (!lost)
+                        (void)kconsumer_commit(kc);
+                if (coop) {
+                        rd_kafka_error_t *e =
+                                rd_kafka_incremental_unassign(rk, parts);
+                        if (e) {
+                                log_error(&lc, "incremental unassign: %s",
+                                          rd_kafka_error_string(e));
+                                rd_kafka_error_destroy(e);
+                        }
+                } else {
+                        rd_kafka_assign(rk, NULL);
+                }
+                kc->hooks.revoked(kc->hooks.opaque, ps, n);
+        }
+        free(ps);
+}
+
+struct kconsumer *kconsumer_new(const struct config *cfg, const char *topic,
+                                const char *group,
+                                const struct kconsumer_hooks *hooks,
+                                char *errstr, size_t errstr_size)
+{
+        struct kconsumer *kc = calloc(1, sizeof(*kc));
+        rd_kafka_conf_t *conf;
+        rd_kafka_topic_partition_list_t *sub;
+        rd_kafka_resp_err_t err;
+        char rderr[512];
+
+        if (!kc)
+                abort();
+        kc->topic = strdup(topic);
+        kc->hooks = *hooks;
+        if (!(conf = kconf_new(cfg, errstr, errstr_size)))
+                goto fail;
+        /* chargeonce's guarantees depend on these: not overridable */
+        if (kconf_set(conf, "group.id", group, errstr, errstr_size) < 0 ||
+            kconf_set(conf, "enable.auto.offset.store", "false", errstr,
+                      errstr_size) < 0)
+                goto fail_conf;
+        /* defaults a user may override through kafka.* */
+        {
+                static const char *const defaults[][2] = {
+                        { "auto.offset.reset", "earliest" },
+                        { "enable.partition.eof", "false" },
+                        { "client.id", "chargeonce-consumer" },
+                };
+                for (size_t i = 0; i < sizeof(defaults) / sizeof(*defaults);
+                     i++) {
+                        bool set = false;
+                        for (size_t k = 0; k < config_kafka_count(cfg); k++) {
+                                const char *nm, *v;
+                                config_kafka_get(cfg, k, &nm, &v);
+                                if (!strcmp(nm, defaults[i][0]))
+                                        set = true;
+                        }
+                        if (!set && kconf_set(conf, defaults[i][0],
+                                              defaults[i][1], errstr,
+                                              errstr_size) < 0)
+                                goto fail_conf;
+                }
+        }
+        rd_kafka_conf_set_rebalance_cb(conf, rebalance_cb);
+        rd_kafka_conf_set_opaque(conf, kc);
+
+        kc->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, rderr, sizeof(rderr));
+        if (!kc->rk) {
+                snprintf(errstr, errstr_size, "kafka consumer: %s", rderr);
+                goto fail_conf;
+        }
+        conf = NULL; /* owned by rk now */
+        rd_kafka_poll_set_consumer(kc->rk);
+        kc->q = rd_kafka_queue_get_consumer(kc->rk);
+
+        sub = rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(sub, topic, RD_KAFKA_PARTITION_UA);
+        err = rd_kafka_subscribe(kc->rk, sub);
+        rd_kafka_topic_partition_list_destroy(sub);
+        if (err) {
+                snprintf(errstr, errstr_size, "subscribe %s: %s", topic,
+                         rd_kafka_err2str(err));
+                goto fail;
+        }
+        return kc;
+
+fail_conf:
+        if (conf)
+                rd_kafka_conf_destroy(conf);
+fail:
+        if (kc->q)
+                rd_kafka_queue_destroy(kc->q);
+        if (kc->rk)
+                rd_kafka_destroy(kc->rk);
+        free(kc->topic);
+        free(kc);
+        return NULL;
+}
+
+void kconsumer_destroy(struct kconsumer *kc)
+{
+        if (!kc)
+                return;
+        rd_kafka_queue_destroy(kc->q);
+        /* leaves the group: the revoke hook runs and commits */
+        rd_kafka_consumer_close(kc->rk);
+        rd_kafka_destroy(kc->rk);
+        free(kc->topic);
+        free(kc);
+}
+
+size_t kconsumer_poll(struct kconsumer *kc, rd_kafka_message_t **msgs,
+                      size_t max, int timeout_ms, bool *fatal)
+{
+        ssize_t got = rd_kafka_consume_batch_queue(kc->q, timeout_ms, msgs,
+                                                   max);
+        size_t n = 0;
+
+        if (got < 0)
+                return 0;
+        for (ssize_t i = 0; i < got; i++) {
+                rd_kafka_message_t *m = msgs[i];
+                if (!m->err) {
+                        msgs[n++] = m;
+                        continue;
+                }
+                struct log_ctx lc = LOG_CTX_INIT;
+                lc.component      = "kafka";
+                lc.topic          = kc->topic;
+                lc.partition      = m->partition;
+                if (m->err == RD_KAFKA_RESP_ERR__FATAL) {
+                        char why[512];
+                        rd_kafka_fatal_error(kc->rk, why, sizeof(why));
+                        log_error(&lc, "fatal consumer error: %s", why);
+                        *fatal = true;
+                } else if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+                        log_warn(&lc, "consumer: %s",
+                                 rd_kafka_message_errstr(m));
+                }
+                rd_kafka_message_destroy(m);
+        }
+        return n;
+}
+
+void kconsumer_store(struct kconsumer *kc, int32_t p, int64_t offset)
+{
+        rd_kafka_topic_partition_list_t *l =
+                rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(l, kc->topic, p)->offset = offset;
+        rd_kafka_resp_err_t err = rd_kafka_offsets_store(kc->rk, l);
+        if (err || l->elems[0].err) {
+                struct log_ctx lc = LOG_CTX_INIT;
+                lc.component      = "kafka";
+                lc.topic          = kc->topic;
+                lc.partition      = p;
+                lc.offset         = offset;
+                log_debug(&lc, "offset store: %s",
+                          rd_kafka_err2str(err ? err : l->elems[0].err));
+        }
+        rd_kafka_topic_partition_list_destroy(l);
+}
+
+int kconsumer_commit(struct kconsumer *kc)
+{
+        rd_kafka_resp_err_t err = rd_kafka_commit(kc->rk, NULL, 0);
+        if (err && err != RD_KAFKA_RESP_ERR__NO_OFFSET) {
+                struct log_ctx lc = LOG_CTX_INIT;
+                lc.component      = "kafka";
+                log_warn(&lc, "commit: %s", rd_kafka_err2str(err));
+                return -1;
+        }
+        return 0;
+}
+
+static void pause_resume(struct kconsumer *kc, bool pause)
+{
+        rd_kafka_topic_partition_list_t *a = NULL;
+        if (rd_kafka_assignment(kc->rk, &a) == 0 && a) {
+                if (pause)
+                        rd_kafka_pause_partitions(kc->rk, a);
+                else
+                        rd_kafka_resume_partitions(kc->rk, a);
+                rd_kafka_topic_partition_list_destroy(a);
+        }
+        kc->paused = pause;
+}
+
+void kconsumer_pause(struct kconsumer *kc)
+{
+        if (!kc->paused)
+                pause_resume(kc, true);
+}
+
+void kconsumer_resume(struct kconsumer *kc)
+{
+        if (kc->paused)
+                pause_resume(kc, false);
+}
+
+bool kconsumer_paused(const struct kconsumer *kc)
+{
+        return kc->paused;
+}
+
+const char *kconsumer_topic(const struct kconsumer *kc)
+{
+        return kc->topic;
+}
+
+rd_kafka_t *kconsumer_handle(struct kconsumer *kc)
+{
+        return kc->rk;
+}

@@ -1,0 +1,68 @@
+/*
+ * consumer: the intents consumer over librdkafka, at least once.
+ * enable.auto.offset.store=false: an offset is stored only when the
+ * pipeline says every message up to it is durably handled; librdkafka's
+ * auto commit (or kconsumer_commit) commits what was stored. Rebalances of
+ * both protocols (eager and cooperative-sticky) go through hooks so the
+ * pipeline stores and commits what it finished before partitions leave.
+ *
+ * Threads: one owner thread; hooks run on it, from kconsumer_poll().
+ */
+#ifndef CO_KCONSUMER_H
+#define CO_KCONSUMER_H
+
+#include <librdkafka/rdkafka.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct config;
+struct kconsumer;
+
+struct kconsumer_hooks {
+        /* Partitions just assigned (before fetching starts). */
+        void (*assigned)(void *opaque, const int32_t *parts, int n);
+        /*
+         * Partitions about to be revoked: store final offsets now
+         * (kconsumer_store). lost: the assignment was lost (session
+         * timeout); nothing may be committed for them.
+         */
+        void (*revoking)(void *opaque, const int32_t *parts, int n,
+                         bool lost);
+        /* After revocation: forget the partitions. */
+        void (*revoked)(void *opaque, const int32_t *parts, int n);
+        void *opaque;
+};
+
+/* Subscribes to topic in group. NULL with a reason on error. */
+struct kconsumer *kconsumer_new(const struct config *cfg, const char *topic,
+                                const char *group,
+                                const struct kconsumer_hooks *hooks,
+                                char *errstr, size_t errstr_size)
+        __attribute__((warn_unused_result));
+/* Closes the consumer (leaves the group, final commit) and frees it. */
+void kconsumer_destroy(struct kconsumer *kc);
+
+/*
+ * Up to max messages within timeout_ms (rebalance hooks run from here).
+ * Each returned message is owned by the caller (rd_kafka_message_destroy)
+ * and has err == 0; errors are logged; a fatal error sets *fatal.
+ */
+size_t kconsumer_poll(struct kconsumer *kc, rd_kafka_message_t **msgs,
+                      size_t max, int timeout_ms, bool *fatal);
+
+/* Stores offset (the next one to read) of partition p for commit. */
+void kconsumer_store(struct kconsumer *kc, int32_t p, int64_t offset);
+/* Commits stored offsets now, synchronously. 0 or -1 (logged). */
+int kconsumer_commit(struct kconsumer *kc);
+
+/* Stops / restarts fetching for every assigned partition (backpressure,
+ * shutdown). */
+void kconsumer_pause(struct kconsumer *kc);
+void kconsumer_resume(struct kconsumer *kc);
+bool kconsumer_paused(const struct kconsumer *kc);
+
+const char *kconsumer_topic(const struct kconsumer *kc);
+rd_kafka_t *kconsumer_handle(struct kconsumer *kc);
+
+#endif

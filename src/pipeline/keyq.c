@@ -1,0 +1,137 @@
+/* keyq: a chained hash table of FIFO queues (see keyq.h). */
+#include "pipeline/keyq.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct slot {
+        struct slot *next;
+        uint64_t hash;
+        struct keyq_node *head, *tail;
+        size_t key_len;
+        char key[];
+};
+
+struct keyq {
+        struct slot **buckets;
+        size_t n_buckets, n_keys;
+};
+
+static uint64_t fnv1a(const void *key, size_t len)
+{
+        const unsigned char *p = key;
+        uint64_t h             = 1469598103934665603ULL;
+        for (size_t i = 0; i < len; i++) {
+                h ^= p[i];
+                h *= 1099511628211ULL;
+        }
+        return h;
+}
+
+struct keyq *keyq_new(void)
+{
+        struct keyq *kq = calloc(1, sizeof(*kq));
+        if (!kq)
+                abort();
+        kq->n_buckets = 1024;
+        kq->buckets   = calloc(kq->n_buckets, sizeof(*kq->buckets));
+        if (!kq->buckets)
+                abort();
+        return kq;
+}
+
+void keyq_destroy(struct keyq *kq)
+{
+        if (!kq)
+                return;
+        for (size_t i = 0; i < kq->n_buckets; i++) {
+                struct slot *s = kq->buckets[i], *next;
+                for (; s; s = next) {
+                        next = s->next;
+                        free(s);
+                }
+        }
+        free(kq->buckets);
+        free(kq);
+}
+
+static void grow(struct keyq *kq)
+{
+        size_t n = kq->n_buckets * 2;
+        struct slot **b = calloc(n, sizeof(*b));
+        if (!b)
+                abort();
+        for (size_t i = 0; i < kq->n_buckets; i++) {
+                struct slot *s = kq->buckets[i], *next;
+                for (; s; s = next) {
+                        next = s->next;
+                        s->next = b[s->hash & (n - 1)];
+                        b[s->hash & (n - 1)] = s;
+                }
+        }
+        free(kq->buckets);
+        kq->buckets   = b;
+        kq->n_buckets = n;
+}
+
+static struct slot **find(struct keyq *kq, const void *key, size_t len,
+                          uint64_t h)
+{
+        struct slot **sp = &kq->buckets[h & (kq->n_buckets - 1)];
+        for (; *sp; sp = &(*sp)->next)
+                if ((*sp)->hash == h && (*sp)->key_len == len &&
+                    memcmp((*sp)->key, key, len) == 0)
+                        return sp;
+        return sp;
+}
+
+bool keyq_push(struct keyq *kq, const void *key, size_t key_len,
+               struct keyq_node *n)
+{
+        uint64_t h = fnv1a(key, key_len);
+        struct slot **sp = find(kq, key, key_len, h), *s;
+
+        n->next = NULL;
+        if (*sp) {
+                s             = *sp;
+                s->tail->next = n;
+                s->tail       = n;
+                return false;
+        }
+        s = malloc(sizeof(*s) + key_len);
+        if (!s)
+                abort();
+        s->next    = NULL;
+        s->hash    = h;
+        s->head    = s->tail = n;
+        s->key_len = key_len;
+        memcpy(s->key, key, key_len);
+        *sp = s;
+        if (++kq->n_keys > kq->n_buckets)
+                grow(kq);
+        return true;
+}
+
+struct keyq_node *keyq_pop(struct keyq *kq, const void *key, size_t key_len)
+{
+        uint64_t h = fnv1a(key, key_len);
+        struct slot **sp = find(kq, key, key_len, h), *s = *sp;
+        struct keyq_node *next;
+
+        if (!s)
+                return NULL;
+        next    = s->head->next;
+        s->head = next;
+        if (next)
+                return next;
+        *sp = s->next;
+        free(s);
+        kq->n_keys--;
+        return NULL;
+}
+
+size_t keyq_keys(const struct keyq *kq)
+{
+        return kq->n_keys;
+}
