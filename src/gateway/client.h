@@ -1,0 +1,162 @@
+/*
+ * gateway client: charges and queries against the PSP (CONTRACT.md section
+ * 4) over libcurl multi. Many calls in flight on one thread, connections
+ * kept alive and shared, retries and backoff driven by timers inside the
+ * client (it never sleeps).
+ *
+ * Must never:
+ *  - report a timeout, reset, refused connection or 5xx as FAILED; after
+ *    the retry budget such a call ends UNKNOWN and the reconciler takes it;
+ *  - send one payment with another key or other parameters on a retry;
+ *  - POST again to a gateway that ignores keys without first seeing an
+ *    empty list from GET /v1/charges?reference=;
+ *  - log the API key, a full provider key or the payment method;
+ *  - turn TLS verification off unless asked, and then not silently.
+ *
+ * Threads: a struct gateway belongs to one thread; every function but
+ * gateway_opts_default() must be called from it. Callbacks run from
+ * gateway_poll() (and gateway_destroy()) on that thread.
+ */
+#ifndef CO_GATEWAY_CLIENT_H
+#define CO_GATEWAY_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gateway/classify.h"
+#include "gateway/request.h"
+#include "payment/retry.h"
+
+struct gateway; /* opaque */
+
+struct gateway_opts {
+        const char *base_url;       /* e.g. "https://psp.example"; copied */
+        const char *api_key;        /* Authorization: Bearer; copied, never
+                                       logged, wiped on destroy */
+        const char *ca_file;        /* CA bundle; NULL: the system store */
+        bool tls_verify;            /* default true; false is logged loudly */
+        bool idempotency_keys;      /* the gateway honours Idempotency-Key;
+                                       false: query before every re-POST */
+        int64_t connect_timeout_ms; /* default 3000 */
+        int64_t timeout_ms;         /* one attempt, default 10000 */
+        int max_connections;        /* per host and in all, default 16 */
+        /* Gateway that ignores keys: after a POST without a final answer,
+         * wait at least this long before asking whether it charged, so a
+         * request still being worked on can show up. Default 2000. */
+        int64_t query_settle_ms;
+        struct retry_policy retry; /* default RETRY_POLICY_DEFAULT */
+        uint64_t jitter_seed;      /* 0: seeded from crypto_random() */
+};
+
+/* Every attempt of a call, kept for the reconciler and for review. */
+struct gateway_attempt {
+        bool post; /* POST /v1/charges, else GET ?reference= */
+        enum gw_transport transport;
+        int http_status; /* 0 when no answer */
+        enum gw_outcome outcome;
+        bool replayed; /* Idempotent-Replayed: true */
+        int64_t at_ms; /* start, since the call began */
+        int64_t duration_ms;
+};
+
+/* First GATEWAY_EVIDENCE_MAX - 1 attempts and always the last one. */
+#define GATEWAY_EVIDENCE_MAX 16
+
+struct gateway_result {
+        /* gateway_charge: GW_SUCCEEDED, GW_FAILED, GW_DEFECT or GW_UNKNOWN.
+         * gateway_query: those or GW_NOT_FOUND. */
+        enum gw_outcome outcome;
+        int http_status; /* of the last attempt, 0 if none answered */
+        char charge_id[GW_CHARGE_ID_SIZE];
+        char error_code[GW_ERROR_CODE_SIZE];
+        char error_message[GW_ERROR_MESSAGE_SIZE];
+        int64_t retry_after_ms; /* last Retry-After seen, -1 none */
+        const char *reason;     /* static text: why this outcome */
+        int attempts;           /* HTTP attempts made, POSTs and GETs */
+        int posts;              /* POSTs among them */
+        int64_t elapsed_ms;
+        bool coalesced; /* shared the attempts of a call in flight for the
+                           same provider key */
+        int n_evidence;
+        int evidence_dropped; /* attempts not kept in evidence[] */
+        struct gateway_attempt evidence[GATEWAY_EVIDENCE_MAX];
+};
+
+/*
+ * Called exactly once per accepted call, from gateway_poll() (or with
+ * GW_UNKNOWN from gateway_destroy()). res is valid during the call only.
+ * The callback may start new calls; it must not call gateway_poll() or
+ * gateway_destroy().
+ */
+typedef void(gateway_done_cb)(void *opaque, const struct gateway_result *res);
+
+/* Fills o with the defaults (tls_verify and idempotency_keys true). */
+void gateway_opts_default(struct gateway_opts *o);
+
+/*
+ * A new client. Copies everything it needs from o. Returns NULL with a
+ * reason in errstr (which never repeats the API key). The caller owns the
+ * result and frees it with gateway_destroy().
+ */
+struct gateway *gateway_new(const struct gateway_opts *o, char *errstr,
+                            size_t errstr_size)
+    __attribute__((warn_unused_result));
+
+/*
+ * Starts charging req: POST /v1/charges with Idempotency-Key =
+ * req->provider_key, retried under the policy (same key, same bytes), or,
+ * with a gateway that ignores keys, GET ?reference= before every re-POST.
+ * cb gets the final outcome once. Copies what it needs from req.
+ *
+ * A call for a provider key that is already in flight on this client
+ * shares that call's attempts (one network sequence, one result for all);
+ * with other parameters it ends GW_DEFECT ("parameters_mismatch") and
+ * nothing is sent.
+ *
+ * Returns 0, or a negative errno with a reason (never the payment method
+ * or the key) if req is unusable; then cb is never called.
+ */
+int gateway_charge(struct gateway *gw, const struct gateway_charge_req *req,
+                   gateway_done_cb *cb, void *opaque, char *errstr,
+                   size_t errstr_size) __attribute__((warn_unused_result));
+
+/*
+ * GET /v1/charges?reference=<reference>, retried under the policy while
+ * the answer is no evidence. cb gets GW_SUCCEEDED (charge_id), GW_FAILED
+ * (error_code), GW_NOT_FOUND (empty list), GW_DEFECT or GW_UNKNOWN.
+ * amount / currency: what the charge should be, or -1 / NULL to not check.
+ */
+int gateway_query(struct gateway *gw, const char *reference, int64_t amount,
+                  const char *currency, gateway_done_cb *cb, void *opaque,
+                  char *errstr, size_t errstr_size)
+    __attribute__((warn_unused_result));
+
+/*
+ * Drives transfers and retry timers for up to timeout_ms (0: do what is
+ * ready and return). Callbacks run from here. Returns the number of
+ * callbacks run, or a negative errno.
+ */
+int gateway_poll(struct gateway *gw, int timeout_ms)
+    __attribute__((warn_unused_result));
+
+/* Calls accepted whose callback has not run yet. */
+int gateway_in_flight(const struct gateway *gw);
+
+/*
+ * Stops every transfer; calls still in flight get their callback with
+ * GW_UNKNOWN ("client destroyed"): a charge may have been made. NULL is
+ * fine.
+ */
+void gateway_destroy(struct gateway *gw);
+
+/*
+ * The attempts of res as a JSON array, for the reconciler to store:
+ * [{"method":"POST","status":503,"transport":"ok","outcome":"unknown",
+ *   "replayed":false,"at_ms":0,"duration_ms":12},...]
+ * Returns the length written, or -1 if it does not fit in outsz.
+ */
+int gateway_evidence_json(const struct gateway_result *res, char *out,
+                          size_t outsz) __attribute__((warn_unused_result));
+
+#endif
