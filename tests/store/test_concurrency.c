@@ -1,0 +1,282 @@
+/*
+ * store_concurrency: several connections claiming the same keys at the
+ * same moment (released through a barrier). Exactly one CLAIM_NEW per
+ * key, never an error; the same event id claimed twice at once answered
+ * once; a forced deadlock retried by the store without the caller seeing
+ * it.
+ */
+#include "storetest.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define THREADS 4
+#define NKEYS   100
+#define ROUNDS  10
+
+static pthread_barrier_t barrier;
+
+struct worker {
+        int id;
+        int round;
+        struct store *st;
+        struct st_intent in[NKEYS];
+        struct claim_item c[NKEYS];
+        int key_of[NKEYS]; /* c[i] is key key_of[i] */
+        int rc;
+        char err[512];
+};
+
+static struct worker workers[THREADS];
+
+static void *claim_thread(void *arg)
+{
+        struct worker *w = arg;
+
+        pthread_barrier_wait(&barrier);
+        w->rc =
+            store_claim_batch(w->st, w->c, NKEYS, "owner", ST_LEASE_MS,
+                              ST_SECRET, ST_SECRET_LEN, w->err, sizeof(w->err));
+        return NULL;
+}
+
+/* Thread t's batch: every key, in its own shuffled order; thread 3 sends
+ * another request hash for the even keys. */
+static void build_batch(struct worker *w, int round)
+{
+        unsigned int seed = (unsigned int)(round * 131 + w->id * 7 + 1);
+
+        for (int i = 0; i < NKEYS; i++)
+                w->key_of[i] = i;
+        for (int i = NKEYS - 1; i > 0; i--) {
+                int j        = rand_r(&seed) % (i + 1);
+                int t        = w->key_of[i];
+                w->key_of[i] = w->key_of[j];
+                w->key_of[j] = t;
+        }
+        for (int i = 0; i < NKEYS; i++) {
+                char key[64];
+                int k       = w->key_of[i];
+                int variant = (w->id == 3 && k % 2 == 0) ? 1 : 0;
+
+                snprintf(key, sizeof(key), "r%d-key-%d", round, k);
+                st_intent(&w->in[i], "tenant-c", key, 100 + k, variant);
+                st_item(&w->c[i], &w->in[i]);
+        }
+}
+
+static void test_same_keys(PGconn *pg)
+{
+        pthread_t th[THREADS];
+
+        for (int round = 0; round < ROUNDS; round++) {
+                int new_by[NKEYS];
+                int hash_of_winner[NKEYS];
+
+                for (int t = 0; t < THREADS; t++)
+                        build_batch(&workers[t], round);
+                for (int t = 0; t < THREADS; t++)
+                        pthread_create(&th[t], NULL, claim_thread, &workers[t]);
+                for (int t = 0; t < THREADS; t++)
+                        pthread_join(th[t], NULL);
+                for (int k = 0; k < NKEYS; k++)
+                        new_by[k] = 0;
+                for (int t = 0; t < THREADS; t++) {
+                        struct worker *w = &workers[t];
+
+                        if (w->rc != STORE_OK)
+                                fprintf(stderr, "thread %d: %s\n", t, w->err);
+                        CHECK_EQ_I(w->rc, STORE_OK);
+                        for (int i = 0; i < NKEYS; i++) {
+                                int k = w->key_of[i];
+                                if (w->c[i].outcome == CLAIM_NEW) {
+                                        new_by[k]++;
+                                        hash_of_winner[k] = w->in[i].variant;
+                                }
+                        }
+                }
+                for (int k = 0; k < NKEYS; k++)
+                        CHECK_EQ_I(new_by[k], 1);
+                /* the losers: in progress with the winner's hash, else
+                 * conflict */
+                for (int t = 0; t < THREADS; t++) {
+                        struct worker *w = &workers[t];
+                        for (int i = 0; i < NKEYS; i++) {
+                                int k = w->key_of[i];
+                                if (w->c[i].outcome == CLAIM_NEW)
+                                        continue;
+                                CHECK_EQ_I(w->c[i].outcome,
+                                           w->in[i].variant == hash_of_winner[k]
+                                               ? CLAIM_IN_PROGRESS
+                                               : CLAIM_CONFLICT);
+                        }
+                        for (int i = 0; i < NKEYS; i++)
+                                claim_item_clear(&w->c[i]);
+                }
+                CHECK_EQ_I(st_count(pg,
+                                    "SELECT count(*) FROM payments WHERE "
+                                    "idem_key LIKE 'r%d-key-%%'",
+                                    round),
+                           NKEYS);
+        }
+}
+
+/* One event delivered to two consumers at once: answered once. */
+static void test_same_event(PGconn *pg)
+{
+        pthread_t th[2];
+        struct st_intent in;
+        int nnew = 0, ndup = 0;
+
+        st_intent(&in, "tenant-c", "same-event", 5, 0);
+        for (int t = 0; t < 2; t++) {
+                workers[t].in[0] = in;
+                st_item(&workers[t].c[0], &workers[t].in[0]);
+        }
+        /* claim_thread claims NKEYS items: pad with keys of their own */
+        for (int t = 0; t < 2; t++)
+                for (int i = 1; i < NKEYS; i++) {
+                        char key[64];
+                        snprintf(key, sizeof(key), "same-event-pad-%d-%d", t,
+                                 i);
+                        st_intent(&workers[t].in[i], "tenant-c", key, 5, 0);
+                        st_item(&workers[t].c[i], &workers[t].in[i]);
+                }
+        pthread_barrier_destroy(&barrier);
+        pthread_barrier_init(&barrier, NULL, 2);
+        for (int t = 0; t < 2; t++)
+                pthread_create(&th[t], NULL, claim_thread, &workers[t]);
+        for (int t = 0; t < 2; t++)
+                pthread_join(th[t], NULL);
+        for (int t = 0; t < 2; t++) {
+                CHECK_EQ_I(workers[t].rc, STORE_OK);
+                if (workers[t].c[0].outcome == CLAIM_NEW)
+                        nnew++;
+                else if (workers[t].c[0].outcome == CLAIM_DUP_EVENT)
+                        ndup++;
+                for (int i = 0; i < NKEYS; i++)
+                        claim_item_clear(&workers[t].c[i]);
+        }
+        CHECK_EQ_I(nnew, 1);
+        CHECK_EQ_I(ndup, 1);
+        CHECK_EQ_I(st_count(pg,
+                            "SELECT count(*) FROM inbox WHERE event_id "
+                            "= '%s'",
+                            in.event_id),
+                   1);
+        pthread_barrier_destroy(&barrier);
+        pthread_barrier_init(&barrier, NULL, THREADS);
+}
+
+/*
+ * A deadlock the store must absorb: another session holds key B and then
+ * asks for key A while the store's claim holds A (locked first, keys go
+ * in order) and waits for B. The store's backend detects the deadlock
+ * (the other session's deadlock_timeout is long), its statement is rolled
+ * back, and the store runs it again once B is free.
+ */
+struct dl_arg {
+        struct store *st;
+        struct claim_item c[2];
+        int rc;
+        char err[512];
+};
+
+static void *deadlock_thread(void *arg)
+{
+        struct dl_arg *a = arg;
+
+        a->rc =
+            store_claim_batch(a->st, a->c, 2, "owner", ST_LEASE_MS, ST_SECRET,
+                              ST_SECRET_LEN, a->err, sizeof(a->err));
+        return NULL;
+}
+
+static void test_deadlock_retry(PGconn *pg)
+{
+        struct store *st = st_store();
+        struct st_intent in[2], again[2];
+        struct claim_item c[2];
+        struct dl_arg a;
+        struct store_stats stats;
+        pthread_t th;
+        char err[512];
+
+        st_intent(&in[0], "tenant-d", "dl-a", 10, 0);
+        st_intent(&in[1], "tenant-d", "dl-b", 10, 0);
+        st_item(&c[0], &in[0]);
+        st_item(&c[1], &in[1]);
+        REQUIRE(store_claim_batch(st, c, 2, "owner", ST_LEASE_MS, ST_SECRET,
+                                  ST_SECRET_LEN, err, sizeof(err)) == STORE_OK);
+
+        REQUIRE(st_exec(pg, true, "BEGIN"));
+        REQUIRE(st_exec(pg, true, "SET LOCAL deadlock_timeout = '60s'"));
+        REQUIRE(st_exec(pg, true,
+                        "SELECT 1 FROM idempotency_keys WHERE tenant_id = "
+                        "'tenant-d' AND idem_key = 'dl-b' FOR UPDATE"));
+
+        memset(&a, 0, sizeof(a));
+        a.st = st;
+        st_intent(&again[0], "tenant-d", "dl-a", 10, 0);
+        st_intent(&again[1], "tenant-d", "dl-b", 10, 0);
+        st_item(&a.c[0], &again[0]);
+        st_item(&a.c[1], &again[1]);
+        pthread_create(&th, NULL, deadlock_thread, &a);
+        /* wait until the claim waits for our lock on dl-b */
+        for (int i = 0; i < 500; i++) {
+                if (st_count(pg, "SELECT count(*) FROM pg_stat_activity "
+                                 "WHERE wait_event_type = 'Lock' AND "
+                                 "query LIKE '%%idempotency_keys%%' AND "
+                                 "pid <> pg_backend_pid()") > 0)
+                        break;
+                usleep(10000);
+        }
+        /* now ask for dl-a, held by the claim: a deadlock */
+        CHECK(st_exec(pg, true,
+                      "SELECT 1 FROM idempotency_keys WHERE tenant_id = "
+                      "'tenant-d' AND idem_key = 'dl-a' FOR UPDATE"));
+        REQUIRE(st_exec(pg, true, "COMMIT"));
+        pthread_join(th, NULL);
+        if (a.rc != STORE_OK)
+                fprintf(stderr, "deadlock claim: %s\n", a.err);
+        CHECK_EQ_I(a.rc, STORE_OK);
+        CHECK_EQ_I(a.c[0].outcome, CLAIM_IN_PROGRESS);
+        CHECK_EQ_I(a.c[1].outcome, CLAIM_IN_PROGRESS);
+        store_get_stats(st, &stats);
+        CHECK(stats.retries >= 1);
+        printf("deadlock retry: %llu retries, %llu statements\n",
+               (unsigned long long)stats.retries,
+               (unsigned long long)stats.statements);
+        for (int i = 0; i < 2; i++) {
+                claim_item_clear(&c[i]);
+                claim_item_clear(&a.c[i]);
+        }
+        store_destroy(st);
+}
+
+int main(void)
+{
+        PGconn *pg;
+        int rc = st_begin("store_conc");
+
+        if (rc)
+                return rc;
+        pg = st_pg();
+        pthread_barrier_init(&barrier, NULL, THREADS);
+        for (int t = 0; t < THREADS; t++) {
+                workers[t].id = t;
+                workers[t].st = st_store();
+        }
+        test_same_keys(pg);
+        test_same_event(pg);
+        test_deadlock_retry(pg);
+        CHECK_EQ_I(st_count(pg, "SELECT count(*) FROM invariant_violations"),
+                   0);
+        for (int t = 0; t < THREADS; t++)
+                store_destroy(workers[t].st);
+        pthread_barrier_destroy(&barrier);
+        PQfinish(pg);
+        return st_result("store_concurrency");
+}

@@ -1,0 +1,236 @@
+/*
+ * store_ledger_invariants: the database refuses an unbalanced ledger
+ * posting at commit, whoever writes it; invariant_violations is empty
+ * after a normal flow and shows a planted violation of every kind.
+ */
+#include "storetest.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define NPAY 14
+
+static struct store *st;
+static PGconn *pg;
+static struct st_intent in[NPAY];
+static struct claim_item c[NPAY];
+
+/* Claims NPAY payments; settles those with a status in want[]. */
+static void normal_flow(const enum settle_status *want)
+{
+        struct settle_item s[NPAY];
+        char ev[NPAY][UUID_STR_LEN], buf[NPAY][1024];
+        char err[512];
+        size_t ns = 0;
+
+        for (int i = 0; i < NPAY; i++) {
+                char key[32];
+                snprintf(key, sizeof(key), "inv-%d", i);
+                st_intent(&in[i], "tenant-i", key, 1000 + i, 0);
+                st_item(&c[i], &in[i]);
+        }
+        REQUIRE(store_claim_batch(st, c, NPAY, "owner", ST_LEASE_MS, ST_SECRET,
+                                  ST_SECRET_LEN, err, sizeof(err)) == STORE_OK);
+        for (int i = 0; i < NPAY; i++) {
+                REQUIRE(c[i].outcome == CLAIM_NEW);
+                if (want[i])
+                        st_settle_item(&s[ns++], &c[i], want[i], ev[i], buf[i],
+                                       sizeof(buf[i]));
+        }
+        REQUIRE(store_settle_batch(st, s, ns, err, sizeof(err)) == STORE_OK);
+        for (size_t i = 0; i < ns; i++)
+                REQUIRE(s[i].outcome == SETTLE_OK);
+}
+
+/* Runs the statements as one transaction; true if COMMIT succeeded. */
+static bool txn(const char *sql)
+{
+        bool ok;
+
+        REQUIRE(st_exec(pg, true, "BEGIN"));
+        if (!st_exec(pg, false, "%s", sql)) {
+                (void)st_exec(pg, true, "ROLLBACK");
+                return false;
+        }
+        ok = st_exec(pg, false, "COMMIT");
+        return ok;
+}
+
+static void test_balance_trigger(void)
+{
+        const char *pid = c[1].payment_id; /* failed: has no posting */
+        char sql[2048];
+        long long before = st_count(pg, "SELECT count(*) FROM ledger_entries");
+
+        /* a debit without its credit */
+        snprintf(sql, sizeof(sql),
+                 "WITH t AS (INSERT INTO ledger_transactions (payment_id, "
+                 "tenant_id, amount, currency) VALUES ('%s', 'tenant-i', "
+                 "100, 'VND') RETURNING id) "
+                 "INSERT INTO ledger_entries (txn_id, account, direction, "
+                 "amount) SELECT id, 'customer_funds:tenant-i', 'debit', 100 "
+                 "FROM t",
+                 pid);
+        CHECK(!txn(sql));
+        /* unequal sums, in two statements */
+        snprintf(sql, sizeof(sql),
+                 "INSERT INTO ledger_transactions (payment_id, tenant_id, "
+                 "amount, currency) VALUES ('%s', 'tenant-i', 100, 'VND'); "
+                 "INSERT INTO ledger_entries (txn_id, account, direction, "
+                 "amount) SELECT id, 'customer_funds:tenant-i', 'debit', 100 "
+                 "FROM ledger_transactions WHERE payment_id = '%s'; "
+                 "INSERT INTO ledger_entries (txn_id, account, direction, "
+                 "amount) SELECT id, 'merchant_payable:tenant-i', 'credit', "
+                 "99 FROM ledger_transactions WHERE payment_id = '%s'",
+                 pid, pid, pid);
+        CHECK(!txn(sql));
+        /* a posting with no entries at all */
+        snprintf(sql, sizeof(sql),
+                 "INSERT INTO ledger_transactions (payment_id, tenant_id, "
+                 "amount, currency) VALUES ('%s', 'tenant-i', 100, 'VND')",
+                 pid);
+        CHECK(!txn(sql));
+        /* breaking a committed posting afterwards */
+        snprintf(sql, sizeof(sql),
+                 "UPDATE ledger_entries SET amount = amount + 1 WHERE "
+                 "direction = 'debit' AND txn_id = (SELECT id FROM "
+                 "ledger_transactions WHERE payment_id = '%s')",
+                 c[0].payment_id);
+        CHECK(!txn(sql));
+        snprintf(sql, sizeof(sql),
+                 "DELETE FROM ledger_entries WHERE direction = 'credit' AND "
+                 "txn_id = (SELECT id FROM ledger_transactions WHERE "
+                 "payment_id = '%s')",
+                 c[0].payment_id);
+        CHECK(!txn(sql));
+        CHECK_EQ_I(st_count(pg, "SELECT count(*) FROM ledger_entries"), before);
+        CHECK_EQ_I(st_count(pg,
+                            "SELECT count(*) FROM ledger_transactions "
+                            "WHERE payment_id = '%s'",
+                            pid),
+                   0);
+        /* a balanced posting does commit (the trigger is not a blanket
+         * refusal); it is planted below as posting_not_succeeded */
+        snprintf(sql, sizeof(sql),
+                 "WITH t AS (INSERT INTO ledger_transactions (payment_id, "
+                 "tenant_id, amount, currency) VALUES ('%s', 'tenant-i', "
+                 "1001, 'VND') RETURNING id) "
+                 "INSERT INTO ledger_entries (txn_id, account, direction, "
+                 "amount) SELECT id, 'customer_funds:tenant-i', 'debit', "
+                 "1001 FROM t UNION ALL SELECT id, "
+                 "'merchant_payable:tenant-i', 'credit', 1001 FROM t",
+                 pid);
+        CHECK(txn(sql));
+}
+
+static bool has(const struct store_violation *v, size_t n, const char *kind,
+                const char *pid)
+{
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(v[i].kind, kind) == 0 &&
+                    (!pid || strcmp(v[i].payment_id, pid) == 0))
+                        return true;
+        return false;
+}
+
+int main(void)
+{
+        /* index: what the payment is used for */
+        static const enum settle_status want[NPAY] = {
+                [0]  = SETTLE_SUCCEEDED, /* trigger target */
+                [1]  = SETTLE_FAILED,    /* posting_not_succeeded */
+                [2]  = SETTLE_FAILED,    /* succeeded_without_posting */
+                [3]  = SETTLE_SUCCEEDED, /* unbalanced_posting */
+                [4]  = SETTLE_SUCCEEDED, /* posting_amount_mismatch */
+                [5]  = 0,                /* key_final_payment_open */
+                [6]  = 0,                /* payment_final_key_open */
+                [7]  = SETTLE_FAILED,    /* key_status_mismatch */
+                [8]  = SETTLE_FAILED,    /* payment_without_key */
+                [9]  = SETTLE_FAILED,    /* final_without_result */
+                [10] = SETTLE_FAILED,    /* result_status_mismatch */
+                [11] = SETTLE_REVIEW,    /* duplicate_final_result */
+                [12] = SETTLE_SUCCEEDED, /* stays healthy */
+                [13] = 0,                /* stays processing */
+        };
+        struct store_violation *v = NULL;
+        size_t nv                 = 0;
+        char err[512];
+        int rc = st_begin("store_inv");
+
+        if (rc)
+                return rc;
+        st = st_store();
+        pg = st_pg();
+
+        normal_flow(want);
+        REQUIRE(store_invariant_violations(st, &v, &nv, err, sizeof(err)) ==
+                STORE_OK);
+        CHECK_EQ_I(nv, 0);
+        store_violations_free(v, nv);
+
+        test_balance_trigger();
+
+#define PLANT(...) CHECK(st_exec(pg, true, __VA_ARGS__))
+        PLANT("UPDATE payments SET status = 'succeeded', provider_charge_id "
+              "= 'ch_x' WHERE payment_id = '%s'",
+              c[2].payment_id);
+        PLANT("SET session_replication_role = replica");
+        PLANT("DELETE FROM ledger_entries WHERE direction = 'credit' AND "
+              "txn_id = (SELECT id FROM ledger_transactions WHERE "
+              "payment_id = '%s')",
+              c[3].payment_id);
+        PLANT("SET session_replication_role = origin");
+        PLANT("UPDATE ledger_transactions SET amount = amount + 5 WHERE "
+              "payment_id = '%s'",
+              c[4].payment_id);
+        PLANT("UPDATE idempotency_keys SET state = 'final', status = "
+              "'failed', finished_at = now() WHERE payment_id = '%s'",
+              c[5].payment_id);
+        PLANT("UPDATE payments SET status = 'failed', lease_owner = NULL, "
+              "lease_expires_at = NULL, finished_at = now() WHERE "
+              "payment_id = '%s'",
+              c[6].payment_id);
+        PLANT("UPDATE idempotency_keys SET status = 'review' WHERE "
+              "payment_id = '%s'",
+              c[7].payment_id);
+        PLANT("DELETE FROM idempotency_keys WHERE payment_id = '%s'",
+              c[8].payment_id);
+        PLANT("DELETE FROM outbox WHERE payment_id = '%s'", c[9].payment_id);
+        PLANT("UPDATE outbox SET status = 'review' WHERE payment_id = '%s'",
+              c[10].payment_id);
+        PLANT("INSERT INTO outbox (event_id, message_key, tenant_id, "
+              "idem_key, payment_id, intent_event_id, status, payload) "
+              "SELECT gen_random_uuid(), message_key, tenant_id, idem_key, "
+              "NULL, intent_event_id, status, payload FROM outbox WHERE "
+              "payment_id = '%s'",
+              c[11].payment_id);
+
+        REQUIRE(store_invariant_violations(st, &v, &nv, err, sizeof(err)) ==
+                STORE_OK);
+        for (size_t i = 0; i < nv; i++)
+                printf("violation: %-26s %s %s\n", v[i].kind, v[i].payment_id,
+                       v[i].detail ? v[i].detail : "");
+        CHECK(has(v, nv, "succeeded_without_posting", c[2].payment_id));
+        CHECK(has(v, nv, "posting_not_succeeded", c[1].payment_id));
+        CHECK(has(v, nv, "unbalanced_posting", c[3].payment_id));
+        CHECK(has(v, nv, "posting_amount_mismatch", c[4].payment_id));
+        CHECK(has(v, nv, "key_final_payment_open", c[5].payment_id));
+        CHECK(has(v, nv, "payment_final_key_open", c[6].payment_id));
+        CHECK(has(v, nv, "key_status_mismatch", c[7].payment_id));
+        CHECK(has(v, nv, "payment_without_key", c[8].payment_id));
+        CHECK(has(v, nv, "final_without_result", c[9].payment_id));
+        CHECK(has(v, nv, "result_status_mismatch", c[10].payment_id));
+        CHECK(has(v, nv, "duplicate_final_result", NULL));
+        for (size_t i = 0; i < nv; i++) {
+                CHECK(strcmp(v[i].payment_id, c[0].payment_id) != 0);
+                CHECK(strcmp(v[i].payment_id, c[12].payment_id) != 0);
+                CHECK(strcmp(v[i].payment_id, c[13].payment_id) != 0);
+        }
+        store_violations_free(v, nv);
+
+        for (int i = 0; i < NPAY; i++)
+                claim_item_clear(&c[i]);
+        PQfinish(pg);
+        store_destroy(st);
+        return st_result("store_ledger_invariants");
+}
