@@ -1034,8 +1034,8 @@ int gateway_poll(struct gateway *gw, int timeout_ms)
         if (mc == CURLM_OK)
                 mc = curl_multi_perform(gw->multi, &running);
         collect_finished(gw);
+        n           = run_callbacks(gw); /* still in_poll: no nesting */
         gw->in_poll = false;
-        n           = run_callbacks(gw);
         if (mc != CURLM_OK) {
                 struct log_ctx ctx = LOG_CTX_INIT;
                 ctx.component      = "gateway";
