@@ -74,6 +74,21 @@ SELECT 'payment_without_key', p.payment_id, p.tenant_id, p.idem_key,
  WHERE NOT EXISTS (SELECT 1 FROM idempotency_keys k
                     WHERE k.payment_id = p.payment_id)
 UNION ALL
+-- a key whose payment does not exist
+SELECT 'key_without_payment', k.payment_id, k.tenant_id, k.idem_key,
+       NULL, NULL, 'key names a missing payment'
+  FROM idempotency_keys k
+ WHERE NOT EXISTS (SELECT 1 FROM payments p
+                    WHERE p.payment_id = k.payment_id)
+UNION ALL
+-- a result that names a payment that does not exist
+SELECT 'result_for_unknown_payment', o.payment_id, o.tenant_id, o.idem_key,
+       NULL, o.id, 'result names a missing payment'
+  FROM outbox o
+ WHERE o.payment_id IS NOT NULL
+   AND NOT EXISTS (SELECT 1 FROM payments p
+                    WHERE p.payment_id = o.payment_id)
+UNION ALL
 -- a final payment has its (non-replayed) result in the outbox
 SELECT 'final_without_result', p.payment_id, p.tenant_id, p.idem_key,
        NULL, NULL, 'payment ' || p.status || ' has no result row'

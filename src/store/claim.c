@@ -41,13 +41,10 @@
 static const struct store_stmt claim_stmt = {
         STORE_STMT_CLAIM, "co_claim_batch",
         "WITH input AS ("
-        " SELECT * FROM unnest($1::text[], $2::text[], $3::text[],"
-        "  $4::text[], $5::uuid[], $6::text[], $7::text[], $8::text[],"
-        "  $9::bigint[], $10::text[], $11::text[], $12::text[],"
-        "  $13::int[], $14::bigint[]) WITH ORDINALITY"
-        "  AS i(event_id, tenant_id, idem_key, hash_hex, payment_id,"
-        "   provider_key, order_id, customer_id, amount, currency,"
-        "   payment_method, topic, kafka_partition, kafka_offset, ord)"
+        " SELECT * FROM co_claim_input($1::text[], $2::text[],"
+        "  $3::text[], $4::text[], $5::uuid[], $6::text[], $7::text[],"
+        "  $8::text[], $9::bigint[], $10::text[], $11::text[],"
+        "  $12::text[], $13::int[], $14::bigint[]) i"
         "), fresh AS ("
         " SELECT i.*, decode(i.hash_hex, 'hex') AS request_hash FROM input i"
         "  WHERE NOT EXISTS (SELECT 1 FROM inbox b"

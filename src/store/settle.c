@@ -27,12 +27,9 @@
 static const struct store_stmt settle_stmt = {
         STORE_STMT_SETTLE, "co_settle_batch",
         "WITH input AS ("
-        " SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::text[],"
-        "  $4::text[], $5::text[], $6::text[], $7::int[], $8::uuid[],"
-        "  $9::text[]) WITH ORDINALITY"
-        "  AS i(payment_id, lease_epoch, status, provider_charge_id,"
-        "   error_code, error_message, attempts, result_event_id,"
-        "   result_json, ord)"
+        " SELECT * FROM co_settle_input($1::uuid[], $2::bigint[],"
+        "  $3::text[], $4::text[], $5::text[], $6::text[], $7::int[],"
+        "  $8::uuid[], $9::text[]) i"
         "), up AS ("
         " UPDATE payments p SET status = i.status,"
         "   provider_charge_id = coalesce(i.provider_charge_id,"
@@ -111,12 +108,9 @@ static const struct store_stmt settle_stmt = {
 static const struct store_stmt outbox_stmt = {
         STORE_STMT_OUTBOX, "co_outbox_batch",
         "WITH input AS ("
-        " SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[],"
-        "  $4::text[], $5::uuid[], $6::text[], $7::text[], $8::text[],"
-        "  $9::text[], $10::int[], $11::bigint[]) WITH ORDINALITY"
-        "  AS i(result_event_id, intent_event_id, tenant_id, idem_key,"
-        "   payment_id, disposition, status, result_json, topic,"
-        "   kafka_partition, kafka_offset, ord)"
+        " SELECT * FROM co_outbox_input($1::uuid[], $2::text[],"
+        "  $3::text[], $4::text[], $5::uuid[], $6::text[], $7::text[],"
+        "  $8::text[], $9::text[], $10::int[], $11::bigint[]) i"
         "), ib AS ("
         " INSERT INTO inbox (event_id, tenant_id, idem_key, disposition,"
         "   topic, kafka_partition, kafka_offset)"

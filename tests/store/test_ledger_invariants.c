@@ -1,6 +1,7 @@
 /*
  * store_ledger_invariants: the database refuses an unbalanced ledger
- * posting at commit, whoever writes it; invariant_violations is empty
+ * posting at commit, whoever writes it, and any change to a committed
+ * posting; invariant_violations is empty
  * after a normal flow and shows a planted violation of every kind.
  */
 #include "storetest.h"
@@ -8,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NPAY 14
+#define NPAY 16
 
 static struct store *st;
 static PGconn *pg;
@@ -151,6 +152,8 @@ int main(void)
                 [11] = SETTLE_REVIEW,    /* duplicate_final_result */
                 [12] = SETTLE_SUCCEEDED, /* stays healthy */
                 [13] = 0,                /* stays processing */
+                [14] = 0,                /* key_without_payment */
+                [15] = SETTLE_FAILED,    /* result_for_unknown_payment */
         };
         struct store_violation *v = NULL;
         size_t nv                 = 0;
@@ -179,10 +182,10 @@ int main(void)
               "txn_id = (SELECT id FROM ledger_transactions WHERE "
               "payment_id = '%s')",
               c[3].payment_id);
-        PLANT("SET session_replication_role = origin");
         PLANT("UPDATE ledger_transactions SET amount = amount + 5 WHERE "
               "payment_id = '%s'",
               c[4].payment_id);
+        PLANT("SET session_replication_role = origin");
         PLANT("UPDATE idempotency_keys SET state = 'final', status = "
               "'failed', finished_at = now() WHERE payment_id = '%s'",
               c[5].payment_id);
@@ -205,6 +208,13 @@ int main(void)
               "payment_id = '%s'",
               c[11].payment_id);
 
+        PLANT("UPDATE idempotency_keys SET payment_id = gen_random_uuid() "
+              "WHERE payment_id = '%s'",
+              c[14].payment_id);
+        PLANT("UPDATE outbox SET payment_id = gen_random_uuid() WHERE "
+              "payment_id = '%s'",
+              c[15].payment_id);
+
         REQUIRE(store_invariant_violations(st, &v, &nv, err, sizeof(err)) ==
                 STORE_OK);
         for (size_t i = 0; i < nv; i++)
@@ -221,6 +231,10 @@ int main(void)
         CHECK(has(v, nv, "final_without_result", c[9].payment_id));
         CHECK(has(v, nv, "result_status_mismatch", c[10].payment_id));
         CHECK(has(v, nv, "duplicate_final_result", NULL));
+        CHECK(has(v, nv, "key_without_payment", NULL));
+        CHECK(has(v, nv, "payment_without_key", c[14].payment_id));
+        CHECK(has(v, nv, "result_for_unknown_payment", NULL));
+        CHECK(has(v, nv, "final_without_result", c[15].payment_id));
         for (size_t i = 0; i < nv; i++) {
                 CHECK(strcmp(v[i].payment_id, c[0].payment_id) != 0);
                 CHECK(strcmp(v[i].payment_id, c[12].payment_id) != 0);
