@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -65,6 +66,12 @@ void simtest_start(struct simtest_sim *sim, const char *const *args)
         sim->pid = fork();
         assert_true(sim->pid >= 0);
         if (sim->pid == 0) {
+                int devnull = open("/dev/null", O_WRONLY);
+
+                /* never outlive the test, never hold its stdout pipe */
+                prctl(PR_SET_PDEATHSIG, SIGTERM);
+                if (devnull >= 0)
+                        dup2(devnull, 1);
                 execv(bin, (char **)argv);
                 _exit(127);
         }
@@ -93,16 +100,22 @@ int simtest_stop(struct simtest_sim *sim)
 {
         int status, i;
 
+        if (sim->pid <= 0)
+                return -1;
+
         kill(sim->pid, SIGTERM);
         for (i = 0; i < 500; i++) { /* at most 5 s */
                 pid_t r = waitpid(sim->pid, &status, WNOHANG);
 
-                if (r == sim->pid)
+                if (r == sim->pid) {
+                        sim->pid = 0;
                         return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+                }
                 simtest_sleep_ms(10);
         }
         kill(sim->pid, SIGKILL);
         waitpid(sim->pid, &status, 0);
+        sim->pid = 0;
         return -1;
 }
 

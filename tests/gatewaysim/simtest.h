@@ -31,8 +31,9 @@ struct simtest_resp {
 /* Starts the simulator with extra args (NULL-terminated). Aborts the test
  * on failure. */
 void simtest_start(struct simtest_sim *sim, const char *const *args);
-/* SIGTERM, waits (bounded) and returns the exit status (-1: signal or hung
- * and killed). */
+/* SIGTERM, waits (bounded) and returns the exit status (-1: signal, hung
+ * and killed, or not running). The child also gets SIGTERM if the test
+ * process dies first. */
 int simtest_stop(struct simtest_sim *sim);
 
 /* One request. headers: NULL-terminated "Name: value" list or NULL. */

@@ -22,6 +22,7 @@
 #include "simtest.h"
 
 static struct simtest_sim sim;
+static struct simtest_sim sim2; /* a second one, for auth_and_cli */
 
 static int group_setup(void **state)
 {
@@ -43,6 +44,15 @@ static int test_setup(void **state)
 {
         (void)state;
         simtest_reset(sim.port);
+        return 0;
+}
+
+/* Stops the second simulator even when the test failed half-way. */
+static int test_teardown(void **state)
+{
+        (void)state;
+        if (sim2.pid > 0)
+                simtest_stop(&sim2);
         return 0;
 }
 
@@ -478,28 +488,28 @@ static void auth_and_cli(void **state)
         const char *ok[]  = { "Authorization: Bearer sk_test", NULL };
         const char *bad[] = { "Authorization: Bearer nope", NULL };
         const char *body  = simtest_charge_body("ref-c", "oc", "pm_tok", 1);
-        struct simtest_sim s2;
         struct simtest_resp r;
         int status;
         pid_t pid;
 
         (void)state;
-        simtest_start(&s2, args);
-        simtest_http(s2.port, "POST", "/v1/charges", NULL, body, &r);
+        simtest_start(&sim2, args);
+        simtest_http(sim2.port, "POST", "/v1/charges", NULL, body, &r);
         assert_int_equal(r.status, 401);
         simtest_resp_free(&r);
-        simtest_http(s2.port, "POST", "/v1/charges", bad, body, &r);
+        simtest_http(sim2.port, "POST", "/v1/charges", bad, body, &r);
         assert_int_equal(r.status, 401);
         simtest_resp_free(&r);
-        simtest_http(s2.port, "POST", "/v1/charges", ok, body, &r);
+        simtest_http(sim2.port, "POST", "/v1/charges", ok, body, &r);
         assert_int_equal(r.status, 200);
         simtest_resp_free(&r);
-        simtest_http(s2.port, "GET", "/v1/charges?reference=ref-c", NULL, NULL,
-                     &r);
+        simtest_http(sim2.port, "GET", "/v1/charges?reference=ref-c", NULL,
+                     NULL, &r);
         assert_int_equal(r.status, 401);
         simtest_resp_free(&r);
-        assert_int_equal(simtest_stat(s2.port, "answers.unauthorized_401"), 3);
-        assert_int_equal(simtest_stop(&s2), 0);
+        assert_int_equal(simtest_stat(sim2.port, "answers.unauthorized_401"),
+                         3);
+        assert_int_equal(simtest_stop(&sim2), 0);
 
         /* a bad option: exit 2, and the message names it */
         pid = fork();
@@ -542,7 +552,8 @@ int main(void)
                                        test_setup),
                 cmocka_unit_test_setup(reset_clears_everything, test_setup),
                 cmocka_unit_test_setup(same_seed_same_faults, test_setup),
-                cmocka_unit_test_setup(auth_and_cli, test_setup),
+                cmocka_unit_test_setup_teardown(auth_and_cli, test_setup,
+                                                test_teardown),
         };
         int rc;
 
