@@ -85,6 +85,18 @@ static const struct cfg_def cfg_defs[] = {
   "outbox poll fallback when no NOTIFY arrives" },
 { "relay.retention", CFG_DURATION, "7d", false, 0, I64MAX, NULL,
   "how long published outbox rows are kept" },
+{ "relay.shards", CFG_INT, "16", false, 1, 1024, NULL,
+  "outbox shards (by message key) shared out between relays; same everywhere" },
+{ "relay.rebalance_interval", CFG_DURATION, "1s", false, 10, 3600000, NULL,
+  "how often a relay re-checks its share of the shards" },
+{ "relay.drain_timeout", CFG_DURATION, "10s", false, 0, 3600000, NULL,
+  "on stop, how long in-flight deliveries are awaited before giving up" },
+{ "relay.cleanup_interval", CFG_DURATION, "10s", false, 10, I64MAX, NULL,
+  "how often published rows older than relay.retention are deleted" },
+{ "relay.cleanup_batch", CFG_INT, "1000", false, 1, 100000, NULL,
+  "rows per DELETE of the retention cleanup" },
+{ "relay.stats_interval", CFG_DURATION, "60s", false, 100, I64MAX, NULL,
+  "how often the relay logs its counters" },
 { "reconcile.enabled", CFG_BOOL, "true", false, 0, 0, NULL,
   "run the reconciler inside consume" },
 { "reconcile.interval", CFG_DURATION, "1s", false, 1, 3600000, NULL,
@@ -232,7 +244,7 @@ static int cfg_check(const struct cfg_def *d, const char *v, char *errstr,
                      size_t errstr_size)
 {
         const char *shown = d->secret ? "<hidden>" : v;
-        int64_t n;
+        int64_t n          = 0;
         bool b;
 
         switch (d->type) {

@@ -293,12 +293,6 @@ static void test_slow_past_timeout(void **state)
         struct gateway_opts o;
         char url[64];
 
-        if (mode_of(state) && !getenv("CHARGEONCE_SIM_KEEPS_ABANDONED_KEYS"))
-                /* gatewaysim releases the key of a request whose client
-                 * went away after the charge was made (on_completed), so a
-                 * retry with the same key charges again: a simulator bug,
-                 * not the client's. Set the variable once it is fixed. */
-                skip();
         test_opts(&o, mode_of(state), url, sizeof(url));
         o.timeout_ms = 300;
         run_payments(mode_of(state), "{\"p_slow\":0.5,\"slow_ms\":700}", 20,

@@ -712,8 +712,17 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         (void)toe;
         if (!cx)
                 return;
-        if (cx->key) /* never answered (shutdown): nothing to store */
-                sim_store_key_release(srv->st, cx->key, cx->gen);
+        /* cx->key is set only once the charge was made (see the POST
+         * handler). A connection that ends before its answer went out (the
+         * client gave up on a slow answer, or shutdown) must still store
+         * that answer for the key: releasing it would let the client's
+         * retry with the same key charge a second time. */
+        if (cx->key)
+                sim_store_key_finish(srv->st, cx->key, cx->gen,
+                                     cx->store_status,
+                                     cx->store_body ? cx->store_body
+                                                    : cx->answer,
+                                     time_mono_ms());
         free(cx->key);
         free(cx->body);
         free(cx->answer);
