@@ -52,7 +52,7 @@ void sc_fail_dump(void)
         for (int i = 0; i < n_logs; i++) {
                 char cmd[400];
                 fprintf(stderr, "----- last lines of %s -----\n", logs[i]);
-                snprintf(cmd, sizeof(cmd), "tail -n 40 '%s' >&2", logs[i]);
+                snprintf(cmd, sizeof(cmd), "tail -n 40 '%.300s' >&2", logs[i]);
                 if (system(cmd) != 0)
                         fprintf(stderr, "(unreadable)\n");
         }
