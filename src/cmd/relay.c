@@ -1,0 +1,125 @@
+/*
+ * cmd/relay: `chargeonce relay`. Wiring only: arguments, signals and the
+ * relay (src/relay). The first SIGTERM/SIGINT drains (in-flight
+ * deliveries finish and are marked, exit 0); a second one exits at once,
+ * which is safe: unmarked rows are published again by the next relay.
+ *
+ *   chargeonce relay                                  relay until stopped
+ *   chargeonce relay --republish-since TIME [--until TIME]
+ *   chargeonce relay --republish-intent EVENT_ID
+ *   chargeonce relay --republish-key TENANT/KEY
+ *
+ * The --republish-* forms reset published_at of the matching retained
+ * rows (running relays publish them again, same event ids) and exit. TIME
+ * is RFC 3339 or a duration meaning that long ago ("2h").
+ */
+#include "cmd/cmd.h"
+#include "relay/relay.h"
+#include "util/config.h"
+#include "util/failpoint.h"
+#include "util/log.h"
+#include "util/timeutil.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+static void usage(const struct config *cfg)
+{
+        printf("usage: chargeonce relay\n"
+               "       chargeonce relay --republish-since TIME "
+               "[--until TIME]\n"
+               "       chargeonce relay --republish-intent EVENT_ID\n"
+               "       chargeonce relay --republish-key TENANT/KEY\n"
+               "Publishes the outbox to %s. SIGTERM drains and exits 0; a "
+               "second SIGTERM exits at once.\n"
+               "--republish-*: mark the matching published rows that are "
+               "still retained\n(relay.retention) unpublished, so that the "
+               "running relays publish them again\nwith the same event ids; "
+               "then exit. The time range applies to when the rows\nwere "
+               "published. TIME: RFC 3339 (2026-11-29T10:00:00Z) or a "
+               "duration ago (2h).\n",
+               config_str(cfg, "topic.results"));
+}
+
+/* RFC 3339 as given, or "<duration> ago" formatted into buf. */
+static const char *parse_time(const char *arg, char *buf, size_t bufsz)
+{
+        int64_t ms;
+
+        if (rfc3339_valid(arg, strlen(arg)))
+                return arg;
+        if (duration_parse(arg, &ms)) {
+                rfc3339_format(time_wall_ms() - ms, buf, bufsz);
+                return buf;
+        }
+        return NULL;
+}
+
+int cmd_relay(struct config *cfg, int argc, char **argv)
+{
+        struct relay_republish sel = { NULL, NULL, NULL, NULL };
+        char since[40], until[40], err[1024];
+        bool republish = false;
+        volatile sig_atomic_t *flag;
+        int64_t n = 0;
+
+        for (int i = 1; i < argc; i++) {
+                const char *a = argv[i];
+                const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+                if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+                        usage(cfg);
+                        return 0;
+                }
+                if (strcmp(a, "--republish-since") && strcmp(a, "--until") &&
+                    strcmp(a, "--republish-intent") &&
+                    strcmp(a, "--republish-key"))
+                        return cmd_usage_error("relay",
+                                               "unexpected argument %s", a);
+                if (!v || !*v)
+                        return cmd_usage_error("relay", "%s needs a value", a);
+                i++;
+                republish = true;
+                if (!strcmp(a, "--republish-since")) {
+                        if (!(sel.since = parse_time(v, since, sizeof(since))))
+                                return cmd_usage_error(
+                                    "relay",
+                                    "--republish-since: \"%s\" is "
+                                    "not RFC 3339 or a duration",
+                                    v);
+                } else if (!strcmp(a, "--until")) {
+                        if (!(sel.until = parse_time(v, until, sizeof(until))))
+                                return cmd_usage_error(
+                                    "relay",
+                                    "--until: \"%s\" is not RFC "
+                                    "3339 or a duration",
+                                    v);
+                } else if (!strcmp(a, "--republish-intent")) {
+                        sel.event_id = v;
+                } else {
+                        if (!strchr(v, '/'))
+                                return cmd_usage_error("relay",
+                                                       "--republish-key needs "
+                                                       "TENANT/KEY");
+                        sel.message_key = v;
+                }
+        }
+        if (republish) {
+                if (!sel.since && !sel.event_id && !sel.message_key)
+                        return cmd_usage_error(
+                            "relay", "--until needs --republish-since");
+                if (relay_republish(cfg, &sel, &n, err, sizeof(err)) < 0) {
+                        fprintf(stderr, "chargeonce relay: %s\n", err);
+                        return 1;
+                }
+                printf("republish: %" PRId64 " row(s) marked unpublished; "
+                       "running relays publish them again\n",
+                       n);
+                return 0;
+        }
+        if (failpoint_init() < 0)
+                return 2;
+        cmd_install_signals(&flag);
+        return relay_run(cfg, flag);
+}

@@ -1,0 +1,576 @@
+/*
+ * relay_sql: the outbox relay's statements (see relay_sql.h). Every call
+ * is one short statement outside BEGIN (its own transaction); nothing here
+ * holds a row lock across a network wait of the relay.
+ *
+ * Never marks a row that the caller did not name, never selects by a
+ * high-water mark, never puts a message key or a payload into errstr.
+ */
+#include "store/relay_sql.h"
+
+#include "util/log.h"
+
+#include <libpq-fe.h>
+
+#include <inttypes.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define STR_(x) #x
+#define STR(x)  STR_(x)
+
+struct store_relay {
+        char *conninfo; /* owned */
+        PGconn *work;   /* owned: fetch, mark, cleanup */
+        PGconn *sess;   /* owned: advisory locks and LISTEN */
+        int nshards;
+        bool held[STORE_RELAY_MAX_SHARDS];
+        int nheld;
+        unsigned cursor; /* where the next search for free shards starts */
+};
+
+/* SQLSTATE and primary message only: DETAIL may hold row values. */
+static void format_error(const PGresult *res, PGconn *conn, const char *what,
+                         char *errstr, size_t errstr_size)
+{
+        const char *state =
+            res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+        const char *msg =
+            res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+        size_t len;
+
+        if (!msg)
+                msg = PQerrorMessage(conn);
+        snprintf(errstr, errstr_size, "%s: %s%s%s", what, state ? state : "",
+                 state ? " " : "", msg ? msg : "unknown error");
+        len = strlen(errstr);
+        while (len > 0 && (errstr[len - 1] == '\n' || errstr[len - 1] == ' '))
+                errstr[--len] = '\0';
+}
+
+/*
+ * Runs sql with text parameters. Returns the result (owned by the caller)
+ * or NULL with *rc set to STORE_ERR or STORE_ERR_CONN.
+ */
+static PGresult *run(PGconn *conn, const char *what, const char *sql,
+                     int nparams, const char *const *values, int *rc,
+                     char *errstr, size_t errstr_size)
+{
+        PGresult *res;
+        ExecStatusType st;
+
+        if (!conn || PQstatus(conn) != CONNECTION_OK) {
+                snprintf(errstr, errstr_size, "%s: no database connection",
+                         what);
+                *rc = STORE_ERR_CONN;
+                return NULL;
+        }
+        res = PQexecParams(conn, sql, nparams, NULL, values, NULL, NULL, 0);
+        st  = PQresultStatus(res);
+        if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) {
+                *rc = STORE_OK;
+                return res;
+        }
+        format_error(res, conn, what, errstr, errstr_size);
+        PQclear(res);
+        *rc = PQstatus(conn) == CONNECTION_OK ? STORE_ERR : STORE_ERR_CONN;
+        return NULL;
+}
+
+static int run_ok(PGconn *conn, const char *what, const char *sql, char *errstr,
+                  size_t errstr_size)
+{
+        int rc;
+        PGresult *res = run(conn, what, sql, 0, NULL, &rc, errstr, errstr_size);
+        PQclear(res);
+        return rc;
+}
+
+/* "{a,b,c}" of n int64 values; owned by the caller (free). */
+static char *i64_array(const int64_t *v, size_t n)
+{
+        size_t cap = 3 + n * 21, len = 0;
+        char *s = malloc(cap);
+
+        if (!s)
+                abort();
+        s[len++] = '{';
+        for (size_t i = 0; i < n; i++)
+                len += (size_t)snprintf(s + len, cap - len, "%s%" PRId64,
+                                        i ? "," : "", v[i]);
+        s[len++] = '}';
+        s[len]   = '\0';
+        return s;
+}
+
+static PGconn *connect_one(const char *conninfo, const char *app, char *errstr,
+                           size_t errstr_size)
+{
+        PGconn *conn = PQconnectdb(conninfo);
+        char sql[128];
+
+        if (!conn || PQstatus(conn) != CONNECTION_OK) {
+                snprintf(errstr, errstr_size, "database connection: %s",
+                         conn ? PQerrorMessage(conn) : "out of memory");
+                PQfinish(conn);
+                return NULL;
+        }
+        snprintf(sql, sizeof(sql),
+                 "SET default_transaction_isolation = 'read committed'; "
+                 "SET application_name = '%s'",
+                 app);
+        if (run_ok(conn, "database setup", sql, errstr, errstr_size) !=
+            STORE_OK) {
+                PQfinish(conn);
+                return NULL;
+        }
+        return conn;
+}
+
+/* A new session: the member lock (released when the session ends) and
+ * the LISTEN. Holds no shard. */
+static int session_open(struct store_relay *sr, char *errstr,
+                        size_t errstr_size)
+{
+        PQfinish(sr->sess);
+        memset(sr->held, 0, sizeof(sr->held));
+        sr->nheld = 0;
+        sr->sess = connect_one(sr->conninfo, "chargeonce relay session", errstr,
+                               errstr_size);
+        if (!sr->sess)
+                return STORE_ERR_CONN;
+        if (run_ok(sr->sess, "relay member lock",
+                   "SELECT pg_advisory_lock(" STR(
+                       STORE_RELAY_LOCK_MEMBER) ", pg_backend_pid())",
+                   errstr, errstr_size) != STORE_OK ||
+            run_ok(sr->sess, "listen", "LISTEN " STORE_RELAY_CHANNEL, errstr,
+                   errstr_size) != STORE_OK) {
+                PQfinish(sr->sess);
+                sr->sess = NULL;
+                return STORE_ERR_CONN;
+        }
+        return STORE_OK;
+}
+
+struct store_relay *store_relay_connect(const char *conninfo, int nshards,
+                                        char *errstr, size_t errstr_size)
+{
+        struct store_relay *sr = calloc(1, sizeof(*sr));
+
+        if (!sr)
+                abort();
+        if (nshards < 1 || nshards > STORE_RELAY_MAX_SHARDS) {
+                snprintf(errstr, errstr_size, "relay.shards: out of range");
+                free(sr);
+                return NULL;
+        }
+        sr->nshards  = nshards;
+        sr->conninfo = strdup(conninfo ? conninfo : "");
+        if (!sr->conninfo)
+                abort();
+        sr->cursor = (unsigned)rand();
+        sr->work =
+            connect_one(sr->conninfo, "chargeonce relay", errstr, errstr_size);
+        if (!sr->work || session_open(sr, errstr, errstr_size) != STORE_OK) {
+                store_relay_destroy(sr);
+                return NULL;
+        }
+        return sr;
+}
+
+void store_relay_destroy(struct store_relay *sr)
+{
+        if (!sr)
+                return;
+        PQfinish(sr->work);
+        PQfinish(sr->sess);
+        free(sr->conninfo);
+        free(sr);
+}
+
+int store_relay_ensure(struct store_relay *sr, char *errstr, size_t errstr_size)
+{
+        struct log_ctx lc = LOG_CTX_INIT;
+
+        lc.component = "relay";
+        if (!sr->work || PQstatus(sr->work) != CONNECTION_OK) {
+                PQfinish(sr->work);
+                sr->work = connect_one(sr->conninfo, "chargeonce relay", errstr,
+                                       errstr_size);
+                if (!sr->work)
+                        return STORE_ERR_CONN;
+                log_warn(&lc, "database work connection re-established");
+        }
+        if (!sr->sess || PQstatus(sr->sess) != CONNECTION_OK) {
+                if (session_open(sr, errstr, errstr_size) != STORE_OK)
+                        return STORE_ERR_CONN;
+                log_warn(&lc, "database session re-established; shards are "
+                              "taken again");
+        }
+        return STORE_OK;
+}
+
+int store_relay_held(const struct store_relay *sr)
+{
+        return sr->nheld;
+}
+
+static int lock_call(struct store_relay *sr, const char *fn, int shard,
+                     bool *got, char *errstr, size_t errstr_size)
+{
+        char sql[128], num[16];
+        const char *v[1] = { num };
+        PGresult *res;
+        int rc;
+
+        snprintf(num, sizeof(num), "%d", shard);
+        snprintf(sql, sizeof(sql),
+                 "SELECT %s(" STR(STORE_RELAY_LOCK_SHARD) ", $1::int)", fn);
+        res = run(sr->sess, fn, sql, 1, v, &rc, errstr, errstr_size);
+        if (!res)
+                return rc;
+        *got = PQntuples(res) == 1 && !strcmp(PQgetvalue(res, 0, 0), "t");
+        PQclear(res);
+        return STORE_OK;
+}
+
+int store_relay_rebalance(struct store_relay *sr, int *held, int *members,
+                          char *errstr, size_t errstr_size)
+{
+        PGresult *res = NULL;
+        bool taken[STORE_RELAY_MAX_SHARDS];
+        int rc, nmem, target;
+
+        /* live relays (member locks) and shards held by anyone */
+        res = run(sr->sess, "relay members",
+                  "SELECT classid::bigint, objid::bigint FROM pg_locks"
+                  " WHERE locktype = 'advisory' AND granted AND objsubid = 2"
+                  "   AND database = (SELECT oid FROM pg_database"
+                  "                    WHERE datname = current_database())"
+                  "   AND classid IN (" STR(STORE_RELAY_LOCK_MEMBER) ", " STR(
+                      STORE_RELAY_LOCK_SHARD) ")",
+                  0, NULL, &rc, errstr, errstr_size);
+        if (!res)
+                return rc;
+        memset(taken, 0, sizeof(taken));
+        nmem = 0;
+        for (int r = 0; r < PQntuples(res); r++) {
+                long long cls = atoll(PQgetvalue(res, r, 0));
+                long long obj = atoll(PQgetvalue(res, r, 1));
+                if (cls == STORE_RELAY_LOCK_MEMBER)
+                        nmem++;
+                else if (obj >= 0 && obj < sr->nshards)
+                        taken[obj] = true;
+        }
+        PQclear(res);
+        if (nmem < 1)
+                nmem = 1;
+        target = (sr->nshards + nmem - 1) / nmem;
+
+        /* above the share: give back the highest shards */
+        for (int s = sr->nshards - 1; s >= 0 && sr->nheld > target; s--) {
+                bool ok = false;
+                if (!sr->held[s])
+                        continue;
+                rc = lock_call(sr, "pg_advisory_unlock", s, &ok, errstr,
+                               errstr_size);
+                if (rc != STORE_OK)
+                        return rc;
+                sr->held[s] = false;
+                sr->nheld--;
+        }
+        /* below it: try the free ones, from a moving start */
+        for (int i = 0; i < sr->nshards && sr->nheld < target; i++) {
+                int s =
+                    (int)((sr->cursor + (unsigned)i) % (unsigned)sr->nshards);
+                bool ok = false;
+                if (sr->held[s] || taken[s])
+                        continue;
+                rc = lock_call(sr, "pg_try_advisory_lock", s, &ok, errstr,
+                               errstr_size);
+                if (rc != STORE_OK)
+                        return rc;
+                if (ok) {
+                        sr->held[s] = true;
+                        sr->nheld++;
+                }
+        }
+        sr->cursor++;
+        *held    = sr->nheld;
+        *members = nmem;
+        return STORE_OK;
+}
+
+void store_relay_batch_clear(struct store_relay_batch *b)
+{
+        PQclear(b->res_);
+        free(b->rows);
+        memset(b, 0, sizeof(*b));
+}
+
+int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
+                      struct store_relay_batch *b, char *errstr,
+                      size_t errstr_size)
+{
+        char nsh[16], lim[24], win[24];
+        char *shards = NULL;
+        const char *v[4];
+        int64_t list[STORE_RELAY_MAX_SHARDS];
+        size_t nl = 0;
+        PGresult *res;
+        int rc = STORE_OK, n;
+
+        store_relay_batch_clear(b);
+        if (sr->nheld == 0)
+                return STORE_OK;
+        for (int s = 0; s < sr->nshards; s++)
+                if (sr->held[s])
+                        list[nl++] = s;
+        shards = i64_array(list, nl);
+        snprintf(nsh, sizeof(nsh), "%d", sr->nshards);
+        snprintf(lim, sizeof(lim), "%zu", max);
+        snprintf(win, sizeof(win), "%zu", window < max ? max : window);
+        v[0] = nsh;
+        v[1] = shards;
+        v[2] = win;
+        v[3] = lim;
+        /*
+         * w: the window, a prefix in id order of the unpublished rows of
+         * the held shards (all rows of a key are in one shard, so a key's
+         * first row in w is its first unpublished row). f: that first row
+         * of each key. A row whose key has an earlier unpublished row is
+         * never offered, whatever ids commit later.
+         */
+        res = run(sr->work, "relay fetch",
+                  "WITH w AS ("
+                  "  SELECT id, message_key FROM outbox"
+                  "   WHERE published_at IS NULL"
+                  "     AND (hashtext(message_key) & 2147483647) % $1::int"
+                  "         = ANY ($2::int[])"
+                  "   ORDER BY id LIMIT $3::int),"
+                  " f AS (SELECT DISTINCT ON (message_key) id FROM w"
+                  "        ORDER BY message_key, id)"
+                  " SELECT o.id, o.event_id, o.message_key, o.intent_event_id,"
+                  "        o.status, o.payload,"
+                  "        (extract(epoch FROM o.created_at) * 1000)::bigint"
+                  "   FROM outbox o JOIN f ON f.id = o.id"
+                  "  ORDER BY o.id LIMIT $4::int",
+                  4, v, &rc, errstr, errstr_size);
+        free(shards);
+        if (!res)
+                return rc;
+        n = PQntuples(res);
+        if (n == 0) {
+                PQclear(res);
+                return STORE_OK;
+        }
+        b->rows = calloc((size_t)n, sizeof(*b->rows));
+        if (!b->rows)
+                abort();
+        b->res_ = res;
+        for (int r = 0; r < n; r++) {
+                struct store_relay_row *row = &b->rows[r];
+                row->id              = strtoll(PQgetvalue(res, r, 0), NULL, 10);
+                row->event_id        = PQgetvalue(res, r, 1);
+                row->message_key     = PQgetvalue(res, r, 2);
+                row->message_key_len = (size_t)PQgetlength(res, r, 2);
+                row->intent_event_id = PQgetvalue(res, r, 3);
+                row->status          = PQgetvalue(res, r, 4);
+                row->payload         = PQgetvalue(res, r, 5);
+                row->payload_len     = (size_t)PQgetlength(res, r, 5);
+                row->created_ms      = strtoll(PQgetvalue(res, r, 6), NULL, 10);
+        }
+        b->n = (size_t)n;
+        return STORE_OK;
+}
+
+static int update_ids(struct store_relay *sr, const char *what, const char *sql,
+                      const int64_t *ids, size_t n, int64_t *changed,
+                      char *errstr, size_t errstr_size)
+{
+        char *arr;
+        const char *v[1];
+        PGresult *res;
+        int rc;
+
+        if (changed)
+                *changed = 0;
+        if (n == 0)
+                return STORE_OK;
+        arr  = i64_array(ids, n);
+        v[0] = arr;
+        res  = run(sr->work, what, sql, 1, v, &rc, errstr, errstr_size);
+        free(arr);
+        if (!res)
+                return rc;
+        if (changed)
+                *changed = strtoll(PQcmdTuples(res), NULL, 10);
+        PQclear(res);
+        return STORE_OK;
+}
+
+int store_relay_mark(struct store_relay *sr, const int64_t *ids, size_t n,
+                     int64_t *marked, char *errstr, size_t errstr_size)
+{
+        return update_ids(sr, "relay mark",
+                          "UPDATE outbox SET published_at = now(),"
+                          "       publish_attempts = publish_attempts + 1"
+                          " WHERE id = ANY ($1::bigint[])"
+                          "   AND published_at IS NULL",
+                          ids, n, marked, errstr, errstr_size);
+}
+
+int store_relay_note_failed(struct store_relay *sr, const int64_t *ids,
+                            size_t n, char *errstr, size_t errstr_size)
+{
+        return update_ids(sr, "relay note failed",
+                          "UPDATE outbox"
+                          "   SET publish_attempts = publish_attempts + 1"
+                          " WHERE id = ANY ($1::bigint[])"
+                          "   AND published_at IS NULL",
+                          ids, n, NULL, errstr, errstr_size);
+}
+
+/* Consumes what arrived; true if a notification was among it. */
+static bool drain_notifies(PGconn *conn)
+{
+        PGnotify *nf;
+        bool any = false;
+
+        if (!PQconsumeInput(conn))
+                return false;
+        while ((nf = PQnotifies(conn)) != NULL) {
+                any = true;
+                PQfreemem(nf);
+        }
+        return any;
+}
+
+int store_relay_wait(struct store_relay *sr, int timeout_ms)
+{
+        struct pollfd pfd;
+        int r;
+
+        if (!sr->sess || PQstatus(sr->sess) != CONNECTION_OK)
+                return STORE_ERR_CONN;
+        if (drain_notifies(sr->sess))
+                return 1;
+        pfd.fd     = PQsocket(sr->sess);
+        pfd.events = POLLIN;
+        if (pfd.fd < 0)
+                return STORE_ERR_CONN;
+        r = poll(&pfd, 1, timeout_ms);
+        if (r <= 0)
+                return 0; /* timeout, or EINTR: the caller loops */
+        if (drain_notifies(sr->sess))
+                return 1;
+        return PQstatus(sr->sess) == CONNECTION_OK ? 0 : STORE_ERR_CONN;
+}
+
+int store_relay_cleanup(struct store_relay *sr, int64_t retention_ms, int limit,
+                        int64_t *deleted, char *errstr, size_t errstr_size)
+{
+        char ret[24], lim[16];
+        const char *v[2] = { ret, lim };
+        PGresult *res;
+        int rc;
+
+        *deleted = 0;
+        snprintf(ret, sizeof(ret), "%" PRId64, retention_ms);
+        snprintf(lim, sizeof(lim), "%d", limit);
+        /*
+         * Oldest ids first through the primary key; rows locked by a mark
+         * or a republish are skipped, so the DELETE never waits and holds
+         * its row locks for one short statement only.
+         */
+        res = run(sr->work, "relay cleanup",
+                  "DELETE FROM outbox WHERE id IN ("
+                  "  SELECT id FROM outbox"
+                  "   WHERE published_at < now() - $1::bigint"
+                  "                                * interval '1 millisecond'"
+                  "   ORDER BY id LIMIT $2::int FOR UPDATE SKIP LOCKED)",
+                  2, v, &rc, errstr, errstr_size);
+        if (!res)
+                return rc;
+        *deleted = strtoll(PQcmdTuples(res), NULL, 10);
+        PQclear(res);
+        return STORE_OK;
+}
+
+int store_relay_oldest_age(struct store_relay *sr, int64_t *age_ms,
+                           char *errstr, size_t errstr_size)
+{
+        PGresult *res;
+        int rc;
+
+        *age_ms = 0;
+        res     = run(sr->work, "relay backlog",
+                      "SELECT greatest(0, (extract(epoch FROM"
+                          "        now() - created_at) * 1000)::bigint)"
+                          "  FROM outbox WHERE published_at IS NULL"
+                          " ORDER BY id LIMIT 1",
+                      0, NULL, &rc, errstr, errstr_size);
+        if (!res)
+                return rc;
+        if (PQntuples(res) == 1)
+                *age_ms = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+        PQclear(res);
+        return STORE_OK;
+}
+
+int store_relay_republish(const char *conninfo,
+                          const struct store_republish *sel, int64_t *reset,
+                          char *errstr, size_t errstr_size)
+{
+        PGconn *conn;
+        const char *v[5];
+        char after[24] = "0";
+        int rc         = STORE_OK;
+
+        *reset = 0;
+        conn   = connect_one(conninfo ? conninfo : "", "chargeonce republish",
+                           errstr, errstr_size);
+        if (!conn)
+                return STORE_ERR_CONN;
+        v[0] = sel->since;
+        v[1] = sel->until;
+        v[2] = sel->event_id;
+        v[3] = sel->message_key;
+        v[4] = after;
+        /*
+         * Walks the ids upwards, so a row that a running relay publishes
+         * again meanwhile is not reset twice; bounded: each round resets
+         * up to 1000 rows above the last one or ends the loop.
+         */
+        for (long round = 0; round < 100000000L; round++) {
+                PGresult *res = run(
+                    conn, "republish",
+                    "WITH c AS ("
+                    "  SELECT id FROM outbox"
+                    "   WHERE published_at IS NOT NULL AND id > $5::bigint"
+                    "     AND ($1::timestamptz IS NULL OR published_at >= $1)"
+                    "     AND ($2::timestamptz IS NULL OR published_at < $2)"
+                    "     AND ($3::text IS NULL OR intent_event_id = $3"
+                    "          OR event_id::text = lower($3))"
+                    "     AND ($4::text IS NULL OR message_key = $4)"
+                    "   ORDER BY id LIMIT 1000),"
+                    " u AS (UPDATE outbox o SET published_at = NULL FROM c"
+                    "        WHERE o.id = c.id AND o.published_at IS NOT NULL"
+                    "       RETURNING o.id)"
+                    " SELECT (SELECT max(id) FROM c), (SELECT count(*) FROM u)",
+                    5, v, &rc, errstr, errstr_size);
+                if (!res)
+                        break;
+                if (PQgetisnull(res, 0, 0)) {
+                        PQclear(res);
+                        break;
+                }
+                snprintf(after, sizeof(after), "%s", PQgetvalue(res, 0, 0));
+                *reset += strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+                PQclear(res);
+        }
+        PQfinish(conn);
+        return rc;
+}

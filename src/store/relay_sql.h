@@ -1,0 +1,154 @@
+/*
+ * relay_sql: the outbox relay's PostgreSQL side (src/relay/ drives it).
+ * Two connections per relay: a work connection (fetch, mark, cleanup) and
+ * a session connection that holds the relay's advisory locks (one member
+ * lock, one lock per shard held) and LISTENs on STORE_RELAY_CHANNEL. A
+ * crash of the relay closes both, which releases its shards at once.
+ *
+ * A shard is (hashtext(message_key) & 0x7fffffff) % nshards, computed by
+ * the server, so every relay connected to one database agrees on it.
+ *
+ * It must never: mark a row published that the caller did not name (the
+ * caller names only rows whose delivery report succeeded); select rows by
+ * a "last id" high-water mark (ids are not commit order); put a message
+ * key or a payload into an error message.
+ *
+ * Threads: a struct store_relay is used by one thread at a time.
+ */
+#ifndef CO_STORE_RELAY_SQL_H
+#define CO_STORE_RELAY_SQL_H
+
+#include "store/store.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* NOTIFY channel of sql/0003_outbox_notify.sql. */
+#define STORE_RELAY_CHANNEL "chargeonce_outbox"
+/* Advisory lock name spaces (first int4 key; pg_locks.classid). */
+#define STORE_RELAY_LOCK_MEMBER 746129101 /* second key: backend pid */
+#define STORE_RELAY_LOCK_SHARD  746129102 /* second key: shard number */
+#define STORE_RELAY_MAX_SHARDS  1024
+
+struct store_relay;
+
+/* One outbox row to publish. Strings point into the batch's result. */
+struct store_relay_row {
+        int64_t id;
+        const char *event_id;
+        const char *message_key; /* <tenant_id>/<idem_key>: never logged */
+        size_t message_key_len;
+        const char *intent_event_id;
+        const char *status;
+        const char *payload; /* the exact bytes to publish: never logged */
+        size_t payload_len;
+        int64_t created_ms; /* Unix ms */
+};
+
+/* A fetched batch; owns the rows (store_relay_batch_clear). */
+struct store_relay_batch {
+        struct store_relay_row *rows;
+        size_t n;
+        void *res_; /* the PGresult the rows point into */
+};
+
+void store_relay_batch_clear(struct store_relay_batch *b);
+
+/*
+ * Connects both connections (conninfo; the PG* variables apply), takes
+ * the member lock and LISTENs. Owned by the caller (store_relay_destroy).
+ * NULL with the reason in errstr.
+ */
+struct store_relay *store_relay_connect(const char *conninfo, int nshards,
+                                        char *errstr, size_t errstr_size)
+    __attribute__((warn_unused_result));
+/* Closes both connections (which releases every lock). NULL is ignored. */
+void store_relay_destroy(struct store_relay *sr);
+
+/*
+ * Re-establishes a broken connection. A new session connection holds no
+ * shard (the old session's locks went with it). STORE_OK when both are up.
+ */
+int store_relay_ensure(struct store_relay *sr, char *errstr, size_t errstr_size)
+    __attribute__((warn_unused_result));
+
+/*
+ * Takes this relay's fair share of the shards: ceil(nshards / live
+ * relays), counted from the member locks of this database. Releases the
+ * shards above the share, tries free ones below it (pg_try_advisory_lock:
+ * never waits). Call only between batches: a released shard may be
+ * published by another relay at once. *held gets the number held.
+ */
+int store_relay_rebalance(struct store_relay *sr, int *held, int *members,
+                          char *errstr, size_t errstr_size)
+    __attribute__((warn_unused_result));
+/* Shards held now. */
+int store_relay_held(const struct store_relay *sr);
+
+/*
+ * The next rows to publish of the held shards: among the first `window`
+ * unpublished rows in id order, the FIRST unpublished row of each message
+ * key, at most max of them, in id order. So a row is offered only when
+ * every earlier row of its key is marked published, i.e. was delivered.
+ * b is cleared first; b->n == 0 when there is nothing to do.
+ */
+int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
+                      struct store_relay_batch *b, char *errstr,
+                      size_t errstr_size) __attribute__((warn_unused_result));
+
+/*
+ * Marks ids[0..n) published (published_at = now(), publish_attempts + 1)
+ * in one statement. The caller passes only rows whose delivery report
+ * succeeded. *marked gets the rows changed (a row marked by another
+ * relay meanwhile is not counted).
+ */
+int store_relay_mark(struct store_relay *sr, const int64_t *ids, size_t n,
+                     int64_t *marked, char *errstr, size_t errstr_size)
+    __attribute__((warn_unused_result));
+/* Counts one failed attempt on ids[0..n) (publish_attempts + 1). */
+int store_relay_note_failed(struct store_relay *sr, const int64_t *ids,
+                            size_t n, char *errstr, size_t errstr_size)
+    __attribute__((warn_unused_result));
+
+/*
+ * Waits up to timeout_ms for a notification on the channel. Returns 1
+ * (notified: rows may be there), 0 (timeout) or STORE_ERR_CONN.
+ */
+int store_relay_wait(struct store_relay *sr, int timeout_ms);
+
+/*
+ * Deletes up to limit published rows whose published_at is older than
+ * retention_ms, oldest ids first, skipping locked rows: one short
+ * statement. *deleted gets the number (less than limit: caught up).
+ */
+int store_relay_cleanup(struct store_relay *sr, int64_t retention_ms, int limit,
+                        int64_t *deleted, char *errstr, size_t errstr_size)
+    __attribute__((warn_unused_result));
+
+/* Age of the oldest unpublished row in ms (0: none). */
+int store_relay_oldest_age(struct store_relay *sr, int64_t *age_ms,
+                           char *errstr, size_t errstr_size)
+    __attribute__((warn_unused_result));
+
+/* Which published rows an operator wants published again; NULL: any. */
+struct store_republish {
+        const char *since;       /* published_at >= since (timestamptz) */
+        const char *until;       /* published_at < until (timestamptz) */
+        const char *event_id;    /* the intent's event id, or the result's */
+        const char *message_key; /* <tenant_id>/<idem_key> */
+};
+
+/*
+ * Sets published_at = NULL on the matching rows that are still retained,
+ * in batches of 1000 (short statements, no long lock), on its own
+ * connection. The relay then publishes them again with their stored
+ * event ids and payloads, in id order per key. *reset gets the number.
+ * A bad time value is STORE_ERR with PostgreSQL's message.
+ */
+int store_relay_republish(const char *conninfo,
+                          const struct store_republish *sel, int64_t *reset,
+                          char *errstr, size_t errstr_size)
+    __attribute__((warn_unused_result));
+
+#endif
