@@ -31,8 +31,7 @@ static const struct cmd commands[] = {
           "rewind the consumer group of a partition (not built yet)" },
         { "inspect", cmd_not_built,
           "show one intent: payment, evidence, results (not built yet)" },
-        { "audit", cmd_not_built,
-          "list invariant violations (not built yet)" },
+        { "audit", cmd_not_built, "list invariant violations (not built yet)" },
         { "gc", cmd_not_built,
           "reduce expired keys to tombstones (not built yet)" },
 };
@@ -70,9 +69,9 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
-        struct config *cfg = config_new();
+        struct config *cfg      = config_new();
         const char *config_file = NULL;
-        const char **xargs = calloc((size_t)argc + 1, sizeof(*xargs));
+        const char **xargs      = calloc((size_t)argc + 1, sizeof(*xargs));
         int nx = 0, i, rc = 2;
         int dump = 0;
         char err[1024];
@@ -95,8 +94,8 @@ int main(int argc, char **argv)
                         dump = 1;
                 } else if (!strcmp(a, "--config") || !strcmp(a, "-c")) {
                         if (++i == argc) {
-                                fprintf(stderr,
-                                        "chargeonce: %s needs a file\n", a);
+                                fprintf(stderr, "chargeonce: %s needs a file\n",
+                                        a);
                                 goto done;
                         }
                         config_file = argv[i];

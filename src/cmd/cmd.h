@@ -27,6 +27,6 @@ int cmd_not_built(struct config *cfg, int argc, char **argv);
 
 /* Prints "chargeonce CMD: <message>" to stderr and returns 2. */
 int cmd_usage_error(const char *cmd, const char *fmt, ...)
-        __attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 
 #endif

@@ -34,7 +34,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         struct kconsumer *kc = opaque;
         bool coop = !strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE");
         struct log_ctx lc = LOG_CTX_INIT;
-        int32_t *ps = calloc((size_t)parts->cnt + 1, sizeof(*ps));
+        int32_t *ps       = calloc((size_t)parts->cnt + 1, sizeof(*ps));
         int n;
 
         if (!ps)
@@ -49,7 +49,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                 kc->hooks.assigned(kc->hooks.opaque, ps, n);
                 if (coop) {
                         rd_kafka_error_t *e =
-                                rd_kafka_incremental_assign(rk, parts);
+                            rd_kafka_incremental_assign(rk, parts);
                         if (e) {
                                 log_error(&lc, "incremental assign: %s",
                                           rd_kafka_error_string(e));
@@ -70,7 +70,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                         (void)kconsumer_commit(kc);
                 if (coop) {
                         rd_kafka_error_t *e =
-                                rd_kafka_incremental_unassign(rk, parts);
+                            rd_kafka_incremental_unassign(rk, parts);
                         if (e) {
                                 log_error(&lc, "incremental unassign: %s",
                                           rd_kafka_error_string(e));
@@ -122,9 +122,9 @@ struct kconsumer *kconsumer_new(const struct config *cfg, const char *topic,
                                 if (!strcmp(nm, defaults[i][0]))
                                         set = true;
                         }
-                        if (!set && kconf_set(conf, defaults[i][0],
-                                              defaults[i][1], errstr,
-                                              errstr_size) < 0)
+                        if (!set &&
+                            kconf_set(conf, defaults[i][0], defaults[i][1],
+                                      errstr, errstr_size) < 0)
                                 goto fail_conf;
                 }
         }
@@ -179,8 +179,8 @@ void kconsumer_destroy(struct kconsumer *kc)
 size_t kconsumer_poll(struct kconsumer *kc, rd_kafka_message_t **msgs,
                       size_t max, int timeout_ms, bool *fatal)
 {
-        ssize_t got = rd_kafka_consume_batch_queue(kc->q, timeout_ms, msgs,
-                                                   max);
+        ssize_t got =
+            rd_kafka_consume_batch_queue(kc->q, timeout_ms, msgs, max);
         size_t n = 0;
 
         if (got < 0)
@@ -212,7 +212,7 @@ size_t kconsumer_poll(struct kconsumer *kc, rd_kafka_message_t **msgs,
 void kconsumer_store(struct kconsumer *kc, int32_t p, int64_t offset)
 {
         rd_kafka_topic_partition_list_t *l =
-                rd_kafka_topic_partition_list_new(1);
+            rd_kafka_topic_partition_list_new(1);
         rd_kafka_topic_partition_list_add(l, kc->topic, p)->offset = offset;
         rd_kafka_resp_err_t err = rd_kafka_offsets_store(kc->rk, l);
         if (err || l->elems[0].err) {

@@ -27,8 +27,7 @@ struct kconsumer_hooks {
          * (kconsumer_store). lost: the assignment was lost (session
          * timeout); nothing may be committed for them.
          */
-        void (*revoking)(void *opaque, const int32_t *parts, int n,
-                         bool lost);
+        void (*revoking)(void *opaque, const int32_t *parts, int n, bool lost);
         /* After revocation: forget the partitions. */
         void (*revoked)(void *opaque, const int32_t *parts, int n);
         void *opaque;
@@ -39,7 +38,7 @@ struct kconsumer *kconsumer_new(const struct config *cfg, const char *topic,
                                 const char *group,
                                 const struct kconsumer_hooks *hooks,
                                 char *errstr, size_t errstr_size)
-        __attribute__((warn_unused_result));
+    __attribute__((warn_unused_result));
 /* Closes the consumer (leaves the group, final commit) and frees it. */
 void kconsumer_destroy(struct kconsumer *kc);
 

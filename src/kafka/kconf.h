@@ -19,15 +19,15 @@ struct config;
  */
 rd_kafka_conf_t *kconf_new(const struct config *cfg, char *errstr,
                            size_t errstr_size)
-        __attribute__((warn_unused_result));
+    __attribute__((warn_unused_result));
 
 /* Sets one property; on error errstr names it as kafka.<name>. */
 int kconf_set(rd_kafka_conf_t *conf, const char *name, const char *value,
               char *errstr, size_t errstr_size)
-        __attribute__((warn_unused_result));
+    __attribute__((warn_unused_result));
 
 /* Checks every kafka.* property of cfg; 0 or -1 naming the bad one. */
 int kconf_check(const struct config *cfg, char *errstr, size_t errstr_size)
-        __attribute__((warn_unused_result));
+    __attribute__((warn_unused_result));
 
 #endif

@@ -17,8 +17,7 @@ struct dr {
         void *opaque;
 };
 
-static void dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *m,
-                      void *opaque)
+static void dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 {
         struct dr *d = m->_private;
         (void)rk;
@@ -29,9 +28,8 @@ static void dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *m,
         }
 }
 
-struct kproducer *kproducer_new(const struct config *cfg,
-                                const char *client_id, char *errstr,
-                                size_t errstr_size)
+struct kproducer *kproducer_new(const struct config *cfg, const char *client_id,
+                                char *errstr, size_t errstr_size)
 {
         struct kproducer *kp = calloc(1, sizeof(*kp));
         rd_kafka_conf_t *conf;
@@ -42,8 +40,8 @@ struct kproducer *kproducer_new(const struct config *cfg,
         if (!(conf = kconf_new(cfg, errstr, errstr_size)))
                 goto fail;
         /* the guarantees: not overridable */
-        if (kconf_set(conf, "enable.idempotence", "true", errstr,
-                      errstr_size) < 0 ||
+        if (kconf_set(conf, "enable.idempotence", "true", errstr, errstr_size) <
+                0 ||
             kconf_set(conf, "acks", "all", errstr, errstr_size) < 0 ||
             kconf_set(conf, "client.id", client_id, errstr, errstr_size) < 0) {
                 rd_kafka_conf_destroy(conf);
@@ -68,8 +66,8 @@ void kproducer_destroy(struct kproducer *kp, int flush_ms)
                 return;
         rd_kafka_flush(kp->rk, flush_ms);
         /* undelivered messages: their callbacks run with an error */
-        rd_kafka_purge(kp->rk, RD_KAFKA_PURGE_F_QUEUE |
-                                       RD_KAFKA_PURGE_F_INFLIGHT);
+        rd_kafka_purge(kp->rk,
+                       RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
         rd_kafka_poll(kp->rk, 0);
         rd_kafka_destroy(kp->rk);
         free(kp);
@@ -80,7 +78,7 @@ int kproducer_send(struct kproducer *kp, const char *topic, const void *key,
                    const struct kheader *hdrs, size_t n_hdrs,
                    kproducer_dr_cb *cb, void *opaque)
 {
-        struct dr *d = malloc(sizeof(*d));
+        struct dr *d          = malloc(sizeof(*d));
         rd_kafka_headers_t *h = NULL;
         rd_kafka_resp_err_t err;
 
@@ -91,16 +89,14 @@ int kproducer_send(struct kproducer *kp, const char *topic, const void *key,
         if (n_hdrs) {
                 h = rd_kafka_headers_new(n_hdrs);
                 for (size_t i = 0; i < n_hdrs; i++)
-                        rd_kafka_header_add(h, hdrs[i].name, -1,
-                                            hdrs[i].value,
+                        rd_kafka_header_add(h, hdrs[i].name, -1, hdrs[i].value,
                                             (ssize_t)hdrs[i].len);
         }
         err = rd_kafka_producev(
-                kp->rk, RD_KAFKA_V_TOPIC(topic),
-                RD_KAFKA_V_KEY(key, key_len),
-                RD_KAFKA_V_VALUE((void *)(uintptr_t)value, value_len),
-                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_OPAQUE(d), RD_KAFKA_V_END);
+            kp->rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(key, key_len),
+            RD_KAFKA_V_VALUE((void *)(uintptr_t)value, value_len),
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_HEADERS(h),
+            RD_KAFKA_V_OPAQUE(d), RD_KAFKA_V_END);
         if (err) {
                 if (h)
                         rd_kafka_headers_destroy(h);

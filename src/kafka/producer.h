@@ -25,10 +25,9 @@ struct kheader {
  * again. Called exactly once per accepted message. */
 typedef void(kproducer_dr_cb)(void *opaque, rd_kafka_resp_err_t err);
 
-struct kproducer *kproducer_new(const struct config *cfg,
-                                const char *client_id, char *errstr,
-                                size_t errstr_size)
-        __attribute__((warn_unused_result));
+struct kproducer *kproducer_new(const struct config *cfg, const char *client_id,
+                                char *errstr, size_t errstr_size)
+    __attribute__((warn_unused_result));
 /* Flushes for up to flush_ms, then frees. Undelivered messages get their
  * callback with an error. */
 void kproducer_destroy(struct kproducer *kp, int flush_ms);
@@ -42,7 +41,7 @@ int kproducer_send(struct kproducer *kp, const char *topic, const void *key,
                    size_t key_len, const void *value, size_t value_len,
                    const struct kheader *hdrs, size_t n_hdrs,
                    kproducer_dr_cb *cb, void *opaque)
-        __attribute__((warn_unused_result));
+    __attribute__((warn_unused_result));
 
 /* Serves delivery reports. Returns the number of events served. */
 int kproducer_poll(struct kproducer *kp, int timeout_ms);

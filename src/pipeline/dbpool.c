@@ -89,10 +89,9 @@ static int run_job(struct worker *w, struct dbjob *j)
                                  "failpoint claim.before_commit");
                         return STORE_ERR;
                 }
-                return store_claim_batch(w->st, j->claims, j->n, p->owner,
-                                         p->o.lease_ms, p->pk_secret,
-                                         p->o.pk_secret_len, j->err,
-                                         sizeof(j->err));
+                return store_claim_batch(
+                    w->st, j->claims, j->n, p->owner, p->o.lease_ms,
+                    p->pk_secret, p->o.pk_secret_len, j->err, sizeof(j->err));
         case DBJOB_SETTLE:
                 if (FAILPOINT("settle.before_commit") < 0) {
                         snprintf(j->err, sizeof(j->err),
@@ -106,8 +105,7 @@ static int run_job(struct worker *w, struct dbjob *j)
                                           sizeof(j->err));
         case DBJOB_RENEW:
                 return store_lease_renew(w->st, j->leases, j->n, p->owner,
-                                         p->o.lease_ms, j->err,
-                                         sizeof(j->err));
+                                         p->o.lease_ms, j->err, sizeof(j->err));
         }
         return STORE_ERR;
 }
@@ -128,8 +126,8 @@ static const char *job_name(enum dbjob_kind k)
 
 static void *worker_main(void *arg)
 {
-        struct worker *w = arg;
-        struct dbpool *p = w->pool;
+        struct worker *w  = arg;
+        struct dbpool *p  = w->pool;
         struct log_ctx lc = LOG_CTX_INIT;
 
         lc.component = "db";
@@ -159,7 +157,7 @@ static void *worker_main(void *arg)
                                                       sizeof(err));
                                 if (w->st)
                                         store_set_key_retention(
-                                                w->st, p->o.key_retention_ms);
+                                            w->st, p->o.key_retention_ms);
                         }
                         if (!w->st) {
                                 j->rc = STORE_ERR_CONN;
@@ -202,9 +200,9 @@ struct dbpool *dbpool_new(const struct dbpool_opts *o, char *errstr,
         struct dbpool *p = calloc(1, sizeof(*p));
         if (!p)
                 abort();
-        p->o        = *o;
-        p->conninfo = strdup(o->conninfo);
-        p->owner    = strdup(o->owner);
+        p->o         = *o;
+        p->conninfo  = strdup(o->conninfo);
+        p->owner     = strdup(o->owner);
         p->pk_secret = malloc(o->pk_secret_len ? o->pk_secret_len : 1);
         if (!p->conninfo || !p->owner || !p->pk_secret)
                 abort();
@@ -233,8 +231,8 @@ struct dbpool *dbpool_new(const struct dbpool_opts *o, char *errstr,
                 store_set_key_retention(p->w[i].st, o->key_retention_ms);
         }
         for (int i = 0; i < o->workers; i++) {
-                if (pthread_create(&p->w[i].tid, NULL, worker_main,
-                                   &p->w[i]) != 0)
+                if (pthread_create(&p->w[i].tid, NULL, worker_main, &p->w[i]) !=
+                    0)
                         abort();
                 p->n_workers++;
         }

@@ -28,7 +28,7 @@ struct dbjob {
         struct outbox_item *outbox;
         struct lease_item *leases;
         /* out */
-        int rc;        /* STORE_OK, or the last error when the pool stopped */
+        int rc; /* STORE_OK, or the last error when the pool stopped */
         char err[256];
         int tries;
         int64_t t_submit_us, t_done_us;
@@ -38,7 +38,7 @@ struct dbjob {
 struct dbpool_opts {
         const char *conninfo;
         int workers;
-        const char *owner;     /* lease owner (claims, renewals) */
+        const char *owner; /* lease owner (claims, renewals) */
         int64_t lease_ms;
         const unsigned char *pk_secret; /* copied */
         size_t pk_secret_len;
@@ -48,7 +48,7 @@ struct dbpool_opts {
 /* Connects every worker. NULL with the reason on error. */
 struct dbpool *dbpool_new(const struct dbpool_opts *o, char *errstr,
                           size_t errstr_size)
-        __attribute__((warn_unused_result));
+    __attribute__((warn_unused_result));
 /* Stops the workers after their current job; unstarted jobs come back
  * from dbpool_take_done with rc STORE_ERR. Then frees. */
 void dbpool_destroy(struct dbpool *pool);

@@ -58,15 +58,15 @@ void keyq_destroy(struct keyq *kq)
 
 static void grow(struct keyq *kq)
 {
-        size_t n = kq->n_buckets * 2;
+        size_t n        = kq->n_buckets * 2;
         struct slot **b = calloc(n, sizeof(*b));
         if (!b)
                 abort();
         for (size_t i = 0; i < kq->n_buckets; i++) {
                 struct slot *s = kq->buckets[i], *next;
                 for (; s; s = next) {
-                        next = s->next;
-                        s->next = b[s->hash & (n - 1)];
+                        next                 = s->next;
+                        s->next              = b[s->hash & (n - 1)];
                         b[s->hash & (n - 1)] = s;
                 }
         }
@@ -89,7 +89,7 @@ static struct slot **find(struct keyq *kq, const void *key, size_t len,
 bool keyq_push(struct keyq *kq, const void *key, size_t key_len,
                struct keyq_node *n)
 {
-        uint64_t h = fnv1a(key, key_len);
+        uint64_t h       = fnv1a(key, key_len);
         struct slot **sp = find(kq, key, key_len, h), *s;
 
         n->next = NULL;
@@ -102,10 +102,10 @@ bool keyq_push(struct keyq *kq, const void *key, size_t key_len,
         s = malloc(sizeof(*s) + key_len);
         if (!s)
                 abort();
-        s->next    = NULL;
-        s->hash    = h;
-        s->head    = s->tail = n;
-        s->key_len = key_len;
+        s->next = NULL;
+        s->hash = h;
+        s->head = s->tail = n;
+        s->key_len        = key_len;
         memcpy(s->key, key, key_len);
         *sp = s;
         if (++kq->n_keys > kq->n_buckets)
@@ -115,7 +115,7 @@ bool keyq_push(struct keyq *kq, const void *key, size_t key_len,
 
 struct keyq_node *keyq_pop(struct keyq *kq, const void *key, size_t key_len)
 {
-        uint64_t h = fnv1a(key, key_len);
+        uint64_t h       = fnv1a(key, key_len);
         struct slot **sp = find(kq, key, key_len, h), *s = *sp;
         struct keyq_node *next;
 

@@ -13,9 +13,9 @@ struct part {
         bool assigned;
         uint32_t gen;
         struct entry *ring;
-        size_t cap, head, len;  /* ring[head .. head+len) in offset order */
-        int64_t last_added;     /* -1: none */
-        int64_t committable;    /* next offset to store, -1: none yet */
+        size_t cap, head, len; /* ring[head .. head+len) in offset order */
+        int64_t last_added;    /* -1: none */
+        int64_t committable;   /* next offset to store, -1: none yet */
         bool changed;
 };
 
@@ -50,7 +50,7 @@ static struct part *part_get(struct offsets *ot, int32_t p)
         if (p < 0)
                 return NULL;
         if (p >= ot->n_parts) {
-                int32_t n = p + 1;
+                int32_t n       = p + 1;
                 struct part *np = realloc(ot->parts, (size_t)n * sizeof(*np));
                 if (!np)
                         abort();
@@ -104,7 +104,7 @@ int offsets_add(struct offsets *ot, int32_t p, uint32_t gen, int64_t offset)
         if (!pt || !pt->assigned || pt->gen != gen || offset <= pt->last_added)
                 return -1;
         if (pt->len == pt->cap) {
-                size_t cap = pt->cap ? pt->cap * 2 : 64;
+                size_t cap      = pt->cap ? pt->cap * 2 : 64;
                 struct entry *r = malloc(cap * sizeof(*r));
                 if (!r)
                         abort();
@@ -116,7 +116,7 @@ int offsets_add(struct offsets *ot, int32_t p, uint32_t gen, int64_t offset)
                 pt->head = 0;
         }
         pt->ring[(pt->head + pt->len) % pt->cap] =
-                (struct entry){ .offset = offset, .done = false };
+            (struct entry){ .offset = offset, .done = false };
         pt->len++;
         pt->last_added = offset;
         ot->pending++;
@@ -126,7 +126,7 @@ int offsets_add(struct offsets *ot, int32_t p, uint32_t gen, int64_t offset)
 void offsets_done(struct offsets *ot, int32_t p, uint32_t gen, int64_t offset)
 {
         struct part *pt = part_get(ot, p);
-        size_t lo = 0, hi;
+        size_t lo       = 0, hi;
 
         if (!pt || !pt->assigned || pt->gen != gen || pt->len == 0)
                 return;

@@ -32,10 +32,9 @@ bool offsets_assigned(const struct offsets *ot, int32_t p, uint32_t gen);
 /* Adds a message. Returns 0, or -1 if p is not assigned with gen or the
  * offset is not above the last one added. */
 int offsets_add(struct offsets *ot, int32_t p, uint32_t gen, int64_t offset)
-        __attribute__((warn_unused_result));
+    __attribute__((warn_unused_result));
 /* Marks a message handled. Ignored for a stale generation. */
-void offsets_done(struct offsets *ot, int32_t p, uint32_t gen,
-                  int64_t offset);
+void offsets_done(struct offsets *ot, int32_t p, uint32_t gen, int64_t offset);
 
 /*
  * The offset to store for p (the next one to read: last handled

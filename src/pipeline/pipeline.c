@@ -35,17 +35,17 @@
 #include <unistd.h>
 
 enum stage {
-        ST_QUEUED,   /* waiting behind an earlier message of its key */
-        ST_CLAIM,    /* in a claim batch */
-        ST_CHARGE,   /* at the gateway */
-        ST_SETTLE,   /* in a settle batch */
-        ST_OUTBOX,   /* in a result-only outbox batch */
-        ST_DLQ,      /* being produced to the DLQ */
+        ST_QUEUED, /* waiting behind an earlier message of its key */
+        ST_CLAIM,  /* in a claim batch */
+        ST_CHARGE, /* at the gateway */
+        ST_SETTLE, /* in a settle batch */
+        ST_OUTBOX, /* in a result-only outbox batch */
+        ST_DLQ,    /* being produced to the DLQ */
 };
 
 struct item {
-        struct keyq_node kn; /* first: item_of() */
-        struct item *next;   /* pending batch lists */
+        struct keyq_node kn;        /* first: item_of() */
+        struct item *next;          /* pending batch lists */
         struct item *aprev, *anext; /* every live item */
         rd_kafka_message_t *rkm;
         int32_t partition;
@@ -86,8 +86,8 @@ struct batch {
 
 struct stats {
         uint64_t consumed, dlq, rejected, dup_event, in_progress, replayed,
-                conflict, claimed, succeeded, failed, review, unknown_left,
-                fenced, settled_already;
+            conflict, claimed, succeeded, failed, review, unknown_left, fenced,
+            settled_already;
 };
 
 struct pipeline {
@@ -236,8 +236,8 @@ static int build_result(struct pipeline *pl, struct item *it, bool replayed,
         r.occurred_at        = now;
         free(it->result_json);
         it->result_json = NULL;
-        if (payment_result_build(&r, &it->result_json, &len, err,
-                                 sizeof(err)) < 0) {
+        if (payment_result_build(&r, &it->result_json, &len, err, sizeof(err)) <
+            0) {
                 ctx_of(pl, it, &lc);
                 log_error(&lc, "cannot build the %s result: %s",
                           payment_status_name(it->status), err);
@@ -288,7 +288,7 @@ static void dlq_send(struct pipeline *pl, struct item *it);
 
 static void dlq_done(void *opaque, rd_kafka_resp_err_t err)
 {
-        struct item *it = opaque;
+        struct item *it     = opaque;
         struct pipeline *pl = (struct pipeline *)it->next; /* parked */
         struct log_ctx lc;
 
@@ -312,11 +312,11 @@ static void dlq_send(struct pipeline *pl, struct item *it)
 {
         char part[16], off[24];
         const rd_kafka_message_t *m = it->rkm;
-        struct kheader h[4] = {
-                { "dlq-reason", it->in.reason, strlen(it->in.reason) },
-                { "dlq-source-topic", pl->topic, strlen(pl->topic) },
-                { "dlq-source-partition", part, 0 },
-                { "dlq-source-offset", off, 0 },
+        struct kheader h[4]         = {
+                        { "dlq-reason", it->in.reason, strlen(it->in.reason) },
+                        { "dlq-source-topic", pl->topic, strlen(pl->topic) },
+                        { "dlq-source-partition", part, 0 },
+                        { "dlq-source-offset", off, 0 },
         };
 
         snprintf(part, sizeof(part), "%d", (int)it->partition);
@@ -384,9 +384,8 @@ static void on_message(struct pipeline *pl, rd_kafka_message_t *m)
                 if (!it->qkey)
                         abort();
                 memcpy(it->qkey, m->key, m->key_len);
-        } else if (payment_result_key(it->in.tenant_id,
-                                      it->in.idempotency_key, &it->qkey,
-                                      &it->qkey_len) < 0) {
+        } else if (payment_result_key(it->in.tenant_id, it->in.idempotency_key,
+                                      &it->qkey, &it->qkey_len) < 0) {
                 abort();
         }
         if (keyq_push(pl->kq, it->qkey, it->qkey_len, &it->kn))
@@ -435,20 +434,20 @@ static void on_gateway_done(void *opaque, const struct gateway_result *res)
                 it->status = PAYMENT_STATUS_FAILED;
                 snprintf(it->charge_id, sizeof(it->charge_id), "%s",
                          res->charge_id);
-                set_error(it, res->error_code[0] ? res->error_code
-                                                 : "payment_failed",
-                          res->error_message[0] ? res->error_message
-                                                : "the gateway refused the "
-                                                  "payment");
+                set_error(
+                    it, res->error_code[0] ? res->error_code : "payment_failed",
+                    res->error_message[0] ? res->error_message
+                                          : "the gateway refused the "
+                                            "payment");
                 break;
         case GW_DEFECT:
                 /* never charge again, never call it failed: a person
                  * decides (contract section 4) */
                 it->status = PAYMENT_STATUS_REVIEW;
-                set_error(it, res->error_code[0] ? res->error_code
-                                                 : "gateway_defect",
-                          res->reason ? res->reason
-                                      : "the gateway refused the request");
+                set_error(
+                    it, res->error_code[0] ? res->error_code : "gateway_defect",
+                    res->reason ? res->reason
+                                : "the gateway refused the request");
                 log_error(&lc,
                           "gateway defect (HTTP %d, %s): payment goes to "
                           "review",
@@ -518,7 +517,7 @@ static void charge(struct pipeline *pl, struct item *it)
 static struct dbjob *job_from(struct pipeline *pl, struct batch *b,
                               enum dbjob_kind kind)
 {
-        size_t n = b->n < pl->batch_size ? b->n : pl->batch_size;
+        size_t n        = b->n < pl->batch_size ? b->n : pl->batch_size;
         struct dbjob *j = dbjob_new(kind, n);
 
         for (size_t i = 0; i < n; i++) {
@@ -547,16 +546,16 @@ static struct dbjob *job_from(struct pipeline *pl, struct batch *b,
                         s->payment_id         = it->payment_id;
                         s->lease_epoch        = it->lease_epoch;
                         s->status = it->status == PAYMENT_STATUS_SUCCEEDED
-                                            ? SETTLE_SUCCEEDED
+                                        ? SETTLE_SUCCEEDED
                                     : it->status == PAYMENT_STATUS_FAILED
-                                            ? SETTLE_FAILED
-                                            : SETTLE_REVIEW;
+                                        ? SETTLE_FAILED
+                                        : SETTLE_REVIEW;
                         s->provider_charge_id =
-                                it->charge_id[0] ? it->charge_id : NULL;
+                            it->charge_id[0] ? it->charge_id : NULL;
                         s->error_code =
-                                it->error_code[0] ? it->error_code : NULL;
+                            it->error_code[0] ? it->error_code : NULL;
                         s->error_message =
-                                it->error_code[0] ? it->error_message : NULL;
+                            it->error_code[0] ? it->error_message : NULL;
                         s->attempts        = it->attempts;
                         s->result_event_id = it->result_event_id;
                         s->result_json     = it->result_json;
@@ -570,15 +569,15 @@ static struct dbjob *job_from(struct pipeline *pl, struct batch *b,
                         o->tenant_id          = it->in.tenant_id;
                         o->idem_key           = it->in.idempotency_key;
                         o->payment_id         = it->obx_kind == OUTBOX_REPLAY
-                                                        ? it->replay_payment_id
-                                                        : NULL;
-                        o->replay_status = it->obx_kind == OUTBOX_REPLAY
-                                                   ? it->replay_status
-                                                   : NULL;
-                        o->result_json   = it->result_json;
-                        o->topic         = pl->topic;
-                        o->partition     = it->partition;
-                        o->offset        = it->offset;
+                                                    ? it->replay_payment_id
+                                                    : NULL;
+                        o->replay_status      = it->obx_kind == OUTBOX_REPLAY
+                                                    ? it->replay_status
+                                                    : NULL;
+                        o->result_json        = it->result_json;
+                        o->topic              = pl->topic;
+                        o->partition          = it->partition;
+                        o->offset             = it->offset;
                         break;
                 }
                 case DBJOB_RENEW:
@@ -635,13 +634,13 @@ static void on_claimed(struct pipeline *pl, struct item *it,
                          c->stored.status);
                 snprintf(it->charge_id, sizeof(it->charge_id), "%s",
                          c->stored.provider_charge_id
-                                 ? c->stored.provider_charge_id
-                                 : "");
+                             ? c->stored.provider_charge_id
+                             : "");
                 if (c->stored.error_code)
                         set_error(it, c->stored.error_code,
                                   c->stored.error_message
-                                          ? c->stored.error_message
-                                          : "");
+                                      ? c->stored.error_message
+                                      : "");
                 to_outbox(pl, it, OUTBOX_REPLAY, it->replay_payment_id);
                 return;
         case CLAIM_CONFLICT:
@@ -667,7 +666,7 @@ static void on_job_done(struct pipeline *pl, struct dbjob *j)
 
                 if (j->kind == DBJOB_RENEW) {
                         if (j->rc == STORE_OK && !j->leases[i].renewed) {
-                                lc = (struct log_ctx)LOG_CTX_INIT;
+                                lc            = (struct log_ctx)LOG_CTX_INIT;
                                 lc.payment_id = j->leases[i].payment_id;
                                 log_warn(&lc, "lease lost while at the "
                                               "gateway: its settle will be "
@@ -702,14 +701,14 @@ static void on_job_done(struct pipeline *pl, struct dbjob *j)
                                 break;
                         case SETTLE_FENCED:
                                 pl->st.fenced++;
-                                log_warn(&lc,
-                                         "settle fenced: lease epoch %lld "
-                                         "lost (now %s, epoch %lld); the "
-                                         "new owner finishes it",
-                                         (long long)it->lease_epoch,
-                                         j->settles[i].current_status,
-                                         (long long)j->settles[i]
-                                                 .current_epoch);
+                                log_warn(
+                                    &lc,
+                                    "settle fenced: lease epoch %lld "
+                                    "lost (now %s, epoch %lld); the "
+                                    "new owner finishes it",
+                                    (long long)it->lease_epoch,
+                                    j->settles[i].current_status,
+                                    (long long)j->settles[i].current_epoch);
                                 break;
                         }
                         finish_item(pl, it, true);
@@ -731,9 +730,9 @@ static void flush_batches(struct pipeline *pl, bool force)
         struct {
                 struct batch *b;
                 enum dbjob_kind kind;
-        } order[] = { { &pl->settles, DBJOB_SETTLE },
-                      { &pl->outbox, DBJOB_OUTBOX },
-                      { &pl->claims, DBJOB_CLAIM } };
+        } order[]   = { { &pl->settles, DBJOB_SETTLE },
+                        { &pl->outbox, DBJOB_OUTBOX },
+                        { &pl->claims, DBJOB_CLAIM } };
         int64_t now = time_mono_us();
 
         for (size_t k = 0; k < sizeof(order) / sizeof(*order); k++) {
@@ -756,9 +755,9 @@ static void flush_batches(struct pipeline *pl, bool force)
  */
 static void renew_leases(struct pipeline *pl)
 {
-        int64_t now = time_mono_ms();
+        int64_t now     = time_mono_ms();
         struct dbjob *j = NULL;
-        size_t n = 0;
+        size_t n        = 0;
 
         if (now - pl->last_renew_ms < 1000)
                 return;
@@ -774,9 +773,9 @@ static void renew_leases(struct pipeline *pl)
                 if (it->stage != ST_CHARGE ||
                     now - it->lease_renewed_ms < pl->renew_every_ms)
                         continue;
-                it->lease_renewed_ms          = now;
-                j->leases[j->n].payment_id    = strdup(it->payment_id);
-                j->leases[j->n].lease_epoch   = it->lease_epoch;
+                it->lease_renewed_ms        = now;
+                j->leases[j->n].payment_id  = strdup(it->payment_id);
+                j->leases[j->n].lease_epoch = it->lease_epoch;
                 if (!j->leases[j->n].payment_id)
                         abort();
                 j->n++;
@@ -793,8 +792,8 @@ static void hook_assigned(void *opaque, const int32_t *parts, int n)
         for (int i = 0; i < n; i++) {
                 int32_t p = parts[i];
                 if (p >= pl->n_gens) {
-                        uint32_t *g = realloc(pl->gens,
-                                              (size_t)(p + 1) * sizeof(*g));
+                        uint32_t *g =
+                            realloc(pl->gens, (size_t)(p + 1) * sizeof(*g));
                         if (!g)
                                 abort();
                         memset(g + pl->n_gens, 0,
@@ -853,8 +852,8 @@ static void store_offsets(struct pipeline *pl)
 
 static void log_stats(struct pipeline *pl, bool force)
 {
-        int64_t now = time_mono_ms();
-        struct stats *s = &pl->st;
+        int64_t now       = time_mono_ms();
+        struct stats *s   = &pl->st;
         struct log_ctx lc = LOG_CTX_INIT;
 
         if (!force && now - pl->last_stats_ms < 10000)
@@ -864,23 +863,20 @@ static void log_stats(struct pipeline *pl, bool force)
                 return;
         pl->st_logged = pl->st;
         lc.component  = "consume";
-        log_info(&lc,
-                 "consumed %llu: claimed %llu (succeeded %llu, failed %llu, "
-                 "review %llu, unknown left %llu, fenced %llu), replayed "
-                 "%llu, in progress %llu, duplicate events %llu, conflict "
-                 "%llu, rejected %llu, dlq %llu; in flight %zu",
-                 (unsigned long long)s->consumed,
-                 (unsigned long long)s->claimed,
-                 (unsigned long long)s->succeeded,
-                 (unsigned long long)s->failed, (unsigned long long)s->review,
-                 (unsigned long long)s->unknown_left,
-                 (unsigned long long)s->fenced,
-                 (unsigned long long)s->replayed,
-                 (unsigned long long)s->in_progress,
-                 (unsigned long long)s->dup_event,
-                 (unsigned long long)s->conflict,
-                 (unsigned long long)s->rejected, (unsigned long long)s->dlq,
-                 pl->in_flight);
+        log_info(
+            &lc,
+            "consumed %llu: claimed %llu (succeeded %llu, failed %llu, "
+            "review %llu, unknown left %llu, fenced %llu), replayed "
+            "%llu, in progress %llu, duplicate events %llu, conflict "
+            "%llu, rejected %llu, dlq %llu; in flight %zu",
+            (unsigned long long)s->consumed, (unsigned long long)s->claimed,
+            (unsigned long long)s->succeeded, (unsigned long long)s->failed,
+            (unsigned long long)s->review, (unsigned long long)s->unknown_left,
+            (unsigned long long)s->fenced, (unsigned long long)s->replayed,
+            (unsigned long long)s->in_progress,
+            (unsigned long long)s->dup_event, (unsigned long long)s->conflict,
+            (unsigned long long)s->rejected, (unsigned long long)s->dlq,
+            pl->in_flight);
 }
 
 static int setup(struct pipeline *pl, const struct config *cfg)
@@ -889,8 +885,8 @@ static int setup(struct pipeline *pl, const struct config *cfg)
         struct dbpool_opts dbo;
         struct kconsumer_hooks hooks = { hook_assigned, hook_revoking,
                                          hook_revoked, pl };
-        const char *secret = config_str(cfg, "provider_key.secret");
-        struct log_ctx lc = LOG_CTX_INIT;
+        const char *secret           = config_str(cfg, "provider_key.secret");
+        struct log_ctx lc            = LOG_CTX_INIT;
         char err[512], host[64];
 
         lc.component = "consume";
@@ -910,29 +906,29 @@ static int setup(struct pipeline *pl, const struct config *cfg)
                 snprintf(pl->owner, sizeof(pl->owner), "%s:%d", host,
                          (int)getpid());
         }
-        pl->topic         = config_str(cfg, "topic.intents");
-        pl->topic_dlq     = config_str(cfg, "topic.dlq");
-        pl->max_in_flight = (size_t)config_int(cfg, "consumer.max_in_flight");
-        pl->batch_size    = (size_t)config_int(cfg, "consumer.batch_size");
-        pl->linger_us     = config_ms(cfg, "consumer.batch_linger") * 1000;
-        pl->lease_ms      = config_ms(cfg, "lease.duration");
+        pl->topic          = config_str(cfg, "topic.intents");
+        pl->topic_dlq      = config_str(cfg, "topic.dlq");
+        pl->max_in_flight  = (size_t)config_int(cfg, "consumer.max_in_flight");
+        pl->batch_size     = (size_t)config_int(cfg, "consumer.batch_size");
+        pl->linger_us      = config_ms(cfg, "consumer.batch_linger") * 1000;
+        pl->lease_ms       = config_ms(cfg, "lease.duration");
         pl->renew_every_ms = pl->lease_ms / 3;
-        pl->ot            = offsets_new();
-        pl->kq            = keyq_new();
+        pl->ot             = offsets_new();
+        pl->kq             = keyq_new();
 
         gateway_opts_default(&go);
         go.base_url           = config_str(cfg, "gateway.url");
         go.api_key            = config_str(cfg, "gateway.api_key");
-        go.ca_file = *config_str(cfg, "gateway.ca_file")
-                             ? config_str(cfg, "gateway.ca_file")
-                             : NULL;
+        go.ca_file            = *config_str(cfg, "gateway.ca_file")
+                                    ? config_str(cfg, "gateway.ca_file")
+                                    : NULL;
         go.tls_verify         = config_bool(cfg, "gateway.tls_verify");
         go.idempotency_keys   = config_bool(cfg, "gateway.idempotency_keys");
         go.connect_timeout_ms = config_ms(cfg, "gateway.connect_timeout");
         go.timeout_ms         = config_ms(cfg, "gateway.timeout");
-        go.max_connections = (int)config_int(cfg, "gateway.max_connections");
-        go.retry.base_ms   = config_ms(cfg, "gateway.backoff_base");
-        go.retry.cap_ms    = config_ms(cfg, "gateway.backoff_max");
+        go.max_connections    = (int)config_int(cfg, "gateway.max_connections");
+        go.retry.base_ms      = config_ms(cfg, "gateway.backoff_base");
+        go.retry.cap_ms       = config_ms(cfg, "gateway.backoff_max");
         go.retry.max_attempts = (int)config_int(cfg, "gateway.max_attempts");
         go.retry.deadline_ms  = config_ms(cfg, "gateway.deadline");
         if (!(pl->gw = gateway_new(&go, err, sizeof(err)))) {
@@ -953,14 +949,14 @@ static int setup(struct pipeline *pl, const struct config *cfg)
                 log_error(&lc, "database: %s", err);
                 return 1;
         }
-        if (!(pl->dlq = kproducer_new(cfg, "chargeonce-dlq", err,
-                                      sizeof(err)))) {
+        if (!(pl->dlq =
+                  kproducer_new(cfg, "chargeonce-dlq", err, sizeof(err)))) {
                 log_error(&lc, "%s", err);
                 return 1;
         }
-        if (!(pl->kc = kconsumer_new(cfg, pl->topic,
-                                     config_str(cfg, "group.id"), &hooks, err,
-                                     sizeof(err)))) {
+        if (!(pl->kc =
+                  kconsumer_new(cfg, pl->topic, config_str(cfg, "group.id"),
+                                &hooks, err, sizeof(err)))) {
                 log_error(&lc, "%s", err);
                 return 1;
         }
@@ -981,14 +977,13 @@ static int setup(struct pipeline *pl, const struct config *cfg)
 static void teardown(struct pipeline *pl)
 {
         struct log_ctx lc = LOG_CTX_INIT;
-        int64_t end = time_mono_ms() + 10000;
+        int64_t end       = time_mono_ms() + 10000;
 
         lc.component = "consume";
         pl->closing  = true;
         if (pl->db) {
                 dbpool_stop_retrying(pl->db);
-                while (dbpool_outstanding(pl->db) > 0 &&
-                       time_mono_ms() < end) {
+                while (dbpool_outstanding(pl->db) > 0 && time_mono_ms() < end) {
                         struct dbjob *done = dbpool_take_done(pl->db);
                         if (!done) {
                                 usleep(2000);
@@ -1030,7 +1025,7 @@ int pipeline_run(const struct config *cfg, volatile sig_atomic_t *stop)
         rd_kafka_message_t *msgs[500];
         struct log_ctx lc = LOG_CTX_INIT;
         int rc;
-        bool draining = false;
+        bool draining          = false;
         int64_t drain_deadline = 0;
 
         lc.component = "consume";
@@ -1057,12 +1052,13 @@ int pipeline_run(const struct config *cfg, volatile sig_atomic_t *stop)
                                          config_ms(cfg, "gateway.deadline") +
                                          10000;
                         kconsumer_pause(pl.kc);
-                        log_info(&lc, "stopping: fetching paused, finishing "
-                                      "%zu in flight",
+                        log_info(&lc,
+                                 "stopping: fetching paused, finishing "
+                                 "%zu in flight",
                                  pl.in_flight);
                 }
-                if (draining && (pl.in_flight == 0 ||
-                                 time_mono_ms() > drain_deadline))
+                if (draining &&
+                    (pl.in_flight == 0 || time_mono_ms() > drain_deadline))
                         break;
 
                 /* backpressure: pause at the cap, resume below 3/4 */
@@ -1073,8 +1069,8 @@ int pipeline_run(const struct config *cfg, volatile sig_atomic_t *stop)
                                 kconsumer_resume(pl.kc);
                 }
                 room = pl.in_flight < pl.max_in_flight
-                               ? pl.max_in_flight - pl.in_flight
-                               : 1;
+                           ? pl.max_in_flight - pl.in_flight
+                           : 1;
                 if (room > sizeof(msgs) / sizeof(*msgs))
                         room = sizeof(msgs) / sizeof(*msgs);
                 n = kconsumer_poll(pl.kc, msgs, room, 0, &fatal);
@@ -1106,16 +1102,17 @@ int pipeline_run(const struct config *cfg, volatile sig_atomic_t *stop)
                 log_stats(&pl, false);
 
                 timeout = pl.claims.n || pl.settles.n || pl.outbox.n ||
-                                          dbpool_outstanding(pl.db)
-                                  ? 1
-                                  : 10;
+                                  dbpool_outstanding(pl.db)
+                              ? 1
+                              : 10;
                 if (gateway_poll(pl.gw, timeout) < 0)
                         log_warn(&lc, "gateway poll failed");
         }
         log_stats(&pl, true);
         if (draining)
-                log_info(&lc, "stopped: %zu left in flight (redelivered or "
-                              "reconciled)",
+                log_info(&lc,
+                         "stopped: %zu left in flight (redelivered or "
+                         "reconciled)",
                          pl.in_flight);
         teardown(&pl);
         return rc;

@@ -19,9 +19,9 @@
 static int exec_ok(PGconn *conn, const char *sql, const char *what,
                    char *errstr, size_t errstr_size)
 {
-        PGresult *res = PQexec(conn, sql);
+        PGresult *res     = PQexec(conn, sql);
         ExecStatusType st = PQresultStatus(res);
-        int r = 0;
+        int r             = 0;
 
         if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
                 snprintf(errstr, errstr_size, "%s: %s", what,
@@ -41,12 +41,12 @@ int migrate_run(const char *conninfo, struct migrate_report *report,
                 char *errstr, size_t errstr_size)
 {
         PGconn *conn;
-        PGresult *res = NULL;
-        int r = -1;
-        bool locked = false;
+        PGresult *res     = NULL;
+        int r             = -1;
+        bool locked       = false;
         struct log_ctx lc = LOG_CTX_INIT;
 
-        lc.component = "migrate";
+        lc.component    = "migrate";
         report->applied = report->present = 0;
 
         for (unsigned i = 0; i < migrations_embedded_n; i++) {
@@ -95,10 +95,10 @@ int migrate_run(const char *conninfo, struct migrate_report *report,
                 crypto_hex(d, sizeof(d), hex);
                 snprintf(vbuf, sizeof(vbuf), "%d", version_of(m->name));
                 params[0] = vbuf;
-                res = PQexecParams(conn,
-                                   "SELECT name, sha256 FROM schema_migrations"
-                                   " WHERE version = $1::integer",
-                                   1, NULL, params, NULL, NULL, 0);
+                res       = PQexecParams(conn,
+                                         "SELECT name, sha256 FROM schema_migrations"
+                                               " WHERE version = $1::integer",
+                                         1, NULL, params, NULL, NULL, 0);
                 if (PQresultStatus(res) != PGRES_TUPLES_OK) {
                         snprintf(errstr, errstr_size, "%s: %s", m->name,
                                  PQresultErrorMessage(res));
@@ -129,11 +129,11 @@ int migrate_run(const char *conninfo, struct migrate_report *report,
                 }
                 params[1] = m->name;
                 params[2] = hex;
-                res = PQexecParams(conn,
-                                   "INSERT INTO schema_migrations"
-                                   " (version, name, sha256)"
-                                   " VALUES ($1::integer, $2, $3)",
-                                   3, NULL, params, NULL, NULL, 0);
+                res       = PQexecParams(conn,
+                                         "INSERT INTO schema_migrations"
+                                               " (version, name, sha256)"
+                                               " VALUES ($1::integer, $2, $3)",
+                                         3, NULL, params, NULL, NULL, 0);
                 if (PQresultStatus(res) != PGRES_COMMAND_OK) {
                         snprintf(errstr, errstr_size, "%s: %s", m->name,
                                  PQresultErrorMessage(res));
@@ -151,8 +151,8 @@ int migrate_run(const char *conninfo, struct migrate_report *report,
 done:
         PQclear(res);
         if (locked && PQstatus(conn) == CONNECTION_OK)
-                PQclear(PQexec(conn, "SELECT pg_advisory_unlock(" MIGRATE_LOCK_KEY
-                                     ")"));
+                PQclear(PQexec(
+                    conn, "SELECT pg_advisory_unlock(" MIGRATE_LOCK_KEY ")"));
         PQfinish(conn);
         return r;
 }

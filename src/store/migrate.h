@@ -21,8 +21,8 @@ extern const struct migration_src migrations_embedded[];
 extern const unsigned migrations_embedded_n;
 
 struct migrate_report {
-        int applied;  /* migrations applied by this run */
-        int present;  /* migrations already recorded */
+        int applied; /* migrations applied by this run */
+        int present; /* migrations already recorded */
 };
 
 /*
@@ -31,6 +31,6 @@ struct migrate_report {
  */
 int migrate_run(const char *conninfo, struct migrate_report *report,
                 char *errstr, size_t errstr_size)
-        __attribute__((warn_unused_result));
+    __attribute__((warn_unused_result));
 
 #endif

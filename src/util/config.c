@@ -19,8 +19,8 @@ struct cfg_def {
         enum cfg_type type;
         const char *def;
         bool secret;
-        int64_t min, max;     /* CFG_INT / CFG_DURATION (ms) */
-        const char *choices;  /* CFG_ENUM: "a|b|c" */
+        int64_t min, max;    /* CFG_INT / CFG_DURATION (ms) */
+        const char *choices; /* CFG_ENUM: "a|b|c" */
         const char *help;
 };
 
@@ -223,7 +223,7 @@ static bool parse_int(const char *v, int64_t *out)
 
 static bool enum_has(const char *choices, const char *v)
 {
-        size_t n = strlen(v);
+        size_t n      = strlen(v);
         const char *p = choices;
 
         while (*p) {
@@ -244,7 +244,7 @@ static int cfg_check(const struct cfg_def *d, const char *v, char *errstr,
                      size_t errstr_size)
 {
         const char *shown = d->secret ? "<hidden>" : v;
-        int64_t n          = 0;
+        int64_t n         = 0;
         bool b;
 
         switch (d->type) {
@@ -254,8 +254,8 @@ static int cfg_check(const struct cfg_def *d, const char *v, char *errstr,
                 if (parse_bool(v, &b))
                         return 0;
                 snprintf(errstr, errstr_size,
-                         "%s: \"%s\" is not a boolean (true or false)",
-                         d->name, shown);
+                         "%s: \"%s\" is not a boolean (true or false)", d->name,
+                         shown);
                 return -1;
         case CFG_INT:
                 if (!parse_int(v, &n)) {
@@ -444,8 +444,8 @@ int config_load_file(struct config *cfg, const char *path, char *errstr,
                 key = trim(p);
                 val = trim(eq + 1);
                 if (config_set(cfg, key, val, sub, sizeof(sub)) < 0) {
-                        snprintf(errstr, errstr_size, "%s:%d: %s", path,
-                                 lineno, sub);
+                        snprintf(errstr, errstr_size, "%s:%d: %s", path, lineno,
+                                 sub);
                         r = -1;
                         goto done;
                 }
@@ -629,7 +629,8 @@ void config_describe(FILE *out)
         for (size_t i = 0; i < CFG_N; i++)
                 fprintf(out, "  %-26s %-22s %s%s\n", cfg_defs[i].name,
                         *cfg_defs[i].def ? cfg_defs[i].def : "\"\"",
-                        cfg_defs[i].help, cfg_defs[i].secret ? " (secret)" : "");
+                        cfg_defs[i].help,
+                        cfg_defs[i].secret ? " (secret)" : "");
         fprintf(out, "  %-26s %-22s %s\n", "kafka.<property>", "",
                 "any librdkafka property");
 }

@@ -36,7 +36,7 @@ int config_set_arg(struct config *cfg, const char *arg, char *errstr,
                    size_t errstr_size) __attribute__((warn_unused_result));
 int config_set(struct config *cfg, const char *key, const char *value,
                char *errstr, size_t errstr_size)
-        __attribute__((warn_unused_result));
+    __attribute__((warn_unused_result));
 
 /* Typed reads of a table key; a key not in the table aborts (a bug). */
 const char *config_str(const struct config *cfg, const char *key);

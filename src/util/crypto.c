@@ -47,7 +47,7 @@ long crypto_base64_decode(const char *in, size_t len, unsigned char *out,
         if (len % 4 != 0 || len / 4 * 3 > sizeof(tmp))
                 return -1;
         for (size_t i = 0; i < len; i++) {
-                char c = in[i];
+                char c  = in[i];
                 bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
                           (c >= '0' && c <= '9') || c == '+' || c == '/' ||
                           (c == '=' && i >= len - 2);

@@ -114,7 +114,7 @@ int failpoint_hit(const char *name)
                 case FP_DELAY: {
                         struct timespec ts = { f->delay_ms / 1000,
                                                (f->delay_ms % 1000) *
-                                                       1000000L };
+                                                   1000000L };
                         nanosleep(&ts, NULL);
                         return 0;
                 }

@@ -31,8 +31,8 @@ void log_set_component(const char *component)
 
 bool log_level_parse(const char *s, enum log_level *out)
 {
-        for (size_t i = 0; i < sizeof(log_level_names) / sizeof(*log_level_names);
-             i++) {
+        for (size_t i = 0;
+             i < sizeof(log_level_names) / sizeof(*log_level_names); i++) {
                 if (strcmp(s, log_level_names[i]) == 0) {
                         *out = (enum log_level)i;
                         return true;
@@ -101,8 +101,8 @@ void log_emit(enum log_level level, const struct log_ctx *ctx, const char *fmt,
         line_raw(&l, "\",\"level\":\"");
         line_raw(&l, log_level_names[level]);
         line_raw(&l, "\"");
-        const char *component = ctx && ctx->component ? ctx->component
-                                                      : log_default_component;
+        const char *component =
+            ctx && ctx->component ? ctx->component : log_default_component;
         if (component)
                 line_str(&l, "component", component);
         if (ctx) {
@@ -137,10 +137,10 @@ char *log_mask_key(const char *key, size_t key_len, char *out, size_t outsz)
         if (key_len >= 8) {
                 for (int i = 0; i < 3; i++) {
                         unsigned char c = (unsigned char)key[i];
-                        prefix[i] = (c >= 0x21 && c < 0x7f && c != '"' &&
-                                     c != '\\')
-                                            ? (char)c
-                                            : '?';
+                        prefix[i] =
+                            (c >= 0x21 && c < 0x7f && c != '"' && c != '\\')
+                                ? (char)c
+                                : '?';
                 }
         }
         snprintf(out, outsz, "%s***%s", prefix, hex);

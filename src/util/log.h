@@ -21,10 +21,10 @@ enum log_level {
 
 /* Optional context of a log line; unset fields (NULL / -1) are left out. */
 struct log_ctx {
-        const char *component;  /* "consume", "relay", "gateway", ... */
+        const char *component; /* "consume", "relay", "gateway", ... */
         const char *topic;
-        int32_t partition;      /* -1: none */
-        int64_t offset;         /* -1: none */
+        int32_t partition; /* -1: none */
+        int64_t offset;    /* -1: none */
         const char *payment_id;
         const char *tenant_id;
         const char *key_masked; /* from log_mask_key(), never the key */

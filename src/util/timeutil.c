@@ -30,7 +30,7 @@ int64_t time_wall_ms(void)
 
 bool duration_parse(const char *s, int64_t *out_ms)
 {
-        int64_t v = 0, mult;
+        int64_t v     = 0, mult;
         const char *p = s;
 
         if (!isdigit((unsigned char)*p))

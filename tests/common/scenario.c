@@ -93,8 +93,7 @@ void sc_init(struct scenario *sc, const char *name, int partitions)
         SC_CHECK(testenv_topic_create(sc->t_dlq, 1) == 0, "create %s",
                  sc->t_dlq);
         conf = testenv_kafka_conf();
-        rd_kafka_conf_set(conf, "enable.idempotence", "true", err,
-                          sizeof(err));
+        rd_kafka_conf_set(conf, "enable.idempotence", "true", err, sizeof(err));
         rd_kafka_conf_set(conf, "linger.ms", "5", err, sizeof(err));
         sc->producer = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
         SC_CHECK(sc->producer, "producer: %s", err);
@@ -173,8 +172,8 @@ void sim_start(struct scenario *sc, struct sim *s, const char *opts)
         snprintf(portfile, sizeof(portfile), "%s/sim.port", sc->dir);
         snprintf(s->log, sizeof(s->log), "%s/sim.log", sc->dir);
         unlink(portfile);
-        snprintf(cmdline, sizeof(cmdline), "%s --port 0 --port-file %s %s",
-                 bin, portfile, opts ? opts : "");
+        snprintf(cmdline, sizeof(cmdline), "%s --port 0 --port-file %s %s", bin,
+                 portfile, opts ? opts : "");
         for (tok = strtok_r(cmdline, " ", &save); tok && argc < 63;
              tok = strtok_r(NULL, " ", &save))
                 argv[argc++] = tok;
@@ -229,8 +228,8 @@ static size_t on_body(char *d, size_t sz, size_t nm, void *u)
 static char *http(const char *method, const char *url, const char *body,
                   long *status)
 {
-        CURL *c = curl_easy_init();
-        struct buf b = { NULL, 0 };
+        CURL *c              = curl_easy_init();
+        struct buf b         = { NULL, 0 };
         struct curl_slist *h = NULL;
         CURLcode rc;
 
@@ -244,7 +243,7 @@ static char *http(const char *method, const char *url, const char *body,
                 curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
                 curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
         }
-        rc = curl_easy_perform(c);
+        rc      = curl_easy_perform(c);
         *status = 0;
         if (rc == CURLE_OK)
                 curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
@@ -305,18 +304,18 @@ static long charges_where(json_t *stats, const char *list, const char *k1,
         {
                 const char *a = json_string_value(json_object_get(row, k1));
                 const char *b =
-                        k2 ? json_string_value(json_object_get(row, k2)) : NULL;
+                    k2 ? json_string_value(json_object_get(row, k2)) : NULL;
                 if (a && !strcmp(a, v1) && (!k2 || (b && !strcmp(b, v2))))
                         return (long)json_integer_value(
-                                json_object_get(row, "charges"));
+                            json_object_get(row, "charges"));
         }
         return 0;
 }
 
 long sim_charges_order(json_t *stats, const char *tenant, const char *order)
 {
-        return charges_where(stats, "by_order", "tenant_id", tenant,
-                             "order_id", order);
+        return charges_where(stats, "by_order", "tenant_id", tenant, "order_id",
+                             order);
 }
 
 long sim_charges_reference(json_t *stats, const char *reference)
@@ -370,8 +369,8 @@ void co_start(struct scenario *sc, struct co *c, const char *command,
         X("gateway.timeout=3s");
         X("gateway.connect_timeout=1s");
         X("log.level=%s", getenv("CHARGEONCE_TEST_LOG_LEVEL")
-                                  ? getenv("CHARGEONCE_TEST_LOG_LEVEL")
-                                  : "info");
+                              ? getenv("CHARGEONCE_TEST_LOG_LEVEL")
+                              : "info");
         for (int i = 0; xs && xs[i]; i++)
                 X("%s", xs[i]);
         ARG("%s", command);
@@ -457,14 +456,12 @@ void sc_produce(struct scenario *sc, int partition, const char *key,
         rd_kafka_resp_err_t err;
         for (int tries = 0;; tries++) {
                 err = rd_kafka_producev(
-                        sc->producer, RD_KAFKA_V_TOPIC(sc->t_intents),
-                        RD_KAFKA_V_PARTITION(partition < 0
-                                                     ? RD_KAFKA_PARTITION_UA
-                                                     : partition),
-                        RD_KAFKA_V_KEY(key, key ? strlen(key) : 0),
-                        RD_KAFKA_V_VALUE((void *)(uintptr_t)value, len),
-                        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                        RD_KAFKA_V_END);
+                    sc->producer, RD_KAFKA_V_TOPIC(sc->t_intents),
+                    RD_KAFKA_V_PARTITION(partition < 0 ? RD_KAFKA_PARTITION_UA
+                                                       : partition),
+                    RD_KAFKA_V_KEY(key, key ? strlen(key) : 0),
+                    RD_KAFKA_V_VALUE((void *)(uintptr_t)value, len),
+                    RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
                 if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL || tries > 100)
                         break;
                 rd_kafka_poll(sc->producer, 100);
@@ -504,7 +501,7 @@ bool sc_wait_consumed(struct scenario *sc, int timeout_ms)
         SC_CHECK(rk, "%s", err);
         while (!ok && now_ms() < end) {
                 rd_kafka_topic_partition_list_t *l =
-                        rd_kafka_topic_partition_list_new(sc->partitions);
+                    rd_kafka_topic_partition_list_new(sc->partitions);
                 ok = true;
                 for (int p = 0; p < sc->partitions; p++)
                         rd_kafka_topic_partition_list_add(l, sc->t_intents, p);
@@ -513,7 +510,7 @@ bool sc_wait_consumed(struct scenario *sc, int timeout_ms)
                 for (int p = 0; ok && p < sc->partitions; p++) {
                         int64_t lo, hi;
                         if (rd_kafka_query_watermark_offsets(
-                                    rk, sc->t_intents, p, &lo, &hi, 5000) ||
+                                rk, sc->t_intents, p, &lo, &hi, 5000) ||
                             (hi > 0 && l->elems[p].offset < hi))
                                 ok = false;
                 }
@@ -529,6 +526,8 @@ bool sc_wait_sql(struct scenario *sc, const char *sql, int timeout_ms)
 {
         int64_t end = now_ms() + timeout_ms;
         do {
+                if (PQstatus(sc->pg) != CONNECTION_OK)
+                        PQreset(sc->pg);
                 const char *v = testenv_pg_value(sc->pg, sql);
                 if (v && !strcmp(v, "t"))
                         return true;
@@ -540,6 +539,9 @@ bool sc_wait_sql(struct scenario *sc, const char *sql, int timeout_ms)
 static const char *vsql(struct scenario *sc, const char *fmt, va_list ap)
 {
         char sql[8192];
+        /* a PostgreSQL restart (soak) breaks the test's own connection */
+        if (PQstatus(sc->pg) != CONNECTION_OK)
+                PQreset(sc->pg);
         vsnprintf(sql, sizeof(sql), fmt, ap);
         return testenv_pg_value(sc->pg, sql);
 }
@@ -592,7 +594,7 @@ size_t sc_read_topic(struct scenario *sc, const char *topic, int idle_ms,
         rd_kafka_topic_partition_list_t *sub;
         size_t n = 0, cap = 64;
         struct sc_msg *msgs = calloc(cap, sizeof(*msgs));
-        int64_t last = now_ms();
+        int64_t last        = now_ms();
 
         (void)sc;
         testenv_unique("reader", group, sizeof(group));
@@ -610,7 +612,7 @@ size_t sc_read_topic(struct scenario *sc, const char *topic, int idle_ms,
         rd_kafka_topic_partition_list_destroy(sub);
         /* the first assignment can take a few seconds */
         while (now_ms() - last < idle_ms + (n == 0 ? 8000 : 0)) {
-                rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
+                rd_kafka_message_t *m    = rd_kafka_consumer_poll(rk, 100);
                 rd_kafka_headers_t *hdrs = NULL;
                 if (!m)
                         continue;
@@ -624,10 +626,8 @@ size_t sc_read_topic(struct scenario *sc, const char *topic, int idle_ms,
                         SC_CHECK(msgs, "oom");
                 }
                 memset(&msgs[n], 0, sizeof(msgs[n]));
-                msgs[n].key       = m->key ? strndup(m->key, m->key_len)
-                                           : NULL;
-                msgs[n].value     = m->payload ? strndup(m->payload, m->len)
-                                               : NULL;
+                msgs[n].key   = m->key ? strndup(m->key, m->key_len) : NULL;
+                msgs[n].value = m->payload ? strndup(m->payload, m->len) : NULL;
                 msgs[n].partition = m->partition;
                 msgs[n].offset    = m->offset;
                 if (rd_kafka_message_headers(m, &hdrs) == 0) {
@@ -639,9 +639,8 @@ size_t sc_read_topic(struct scenario *sc, const char *topic, int idle_ms,
                                                         &val, &hl) &&
                                pos < sizeof(hb) - 1)
                                 pos += (size_t)snprintf(
-                                        hb + pos, sizeof(hb) - pos,
-                                        "%s=%.*s\n", name, (int)hl,
-                                        (const char *)val);
+                                    hb + pos, sizeof(hb) - pos, "%s=%.*s\n",
+                                    name, (int)hl, (const char *)val);
                         msgs[n].headers = strdup(hb);
                 }
                 n++;

@@ -28,7 +28,7 @@
 /* Everything one test owns: its database, topics, group, temp folder. */
 struct scenario {
         char name[64];
-        char dir[256];      /* temp folder (logs) */
+        char dir[256]; /* temp folder (logs) */
         char db[128];
         char conninfo[1024];
         char t_intents[128], t_results[128], t_dlq[128];
@@ -112,9 +112,9 @@ bool sc_wait_consumed(struct scenario *sc, int timeout_ms);
 bool sc_wait_sql(struct scenario *sc, const char *sql, int timeout_ms);
 /* First value of a one-row query (static buffer), or NULL. */
 const char *sc_sql(struct scenario *sc, const char *fmt, ...)
-        __attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 long sc_sql_long(struct scenario *sc, const char *fmt, ...)
-        __attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 /* Fails the test with the rows if invariant_violations is not empty. */
 void sc_check_invariants(struct scenario *sc);
 /* Messages in a topic (all partitions), read from the beginning until

@@ -68,8 +68,7 @@ int testenv_db_create(const char *prefix, char *dbname, size_t dbname_size,
         snprintf(sql, sizeof(sql), "CREATE DATABASE %s", dbname);
         if (pg_exec(testenv_pg(), sql) < 0)
                 return -1;
-        snprintf(conninfo, conninfo_size, "%s dbname=%s", testenv_pg(),
-                 dbname);
+        snprintf(conninfo, conninfo_size, "%s dbname=%s", testenv_pg(), dbname);
         return 0;
 }
 
@@ -109,10 +108,10 @@ static bool topic_ready(rd_kafka_t *rk, const char *topic, int partitions)
 {
         const struct rd_kafka_metadata *md = NULL;
         rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
-        bool ok = false;
+        bool ok               = false;
 
         if (rd_kafka_metadata(rk, 0, rkt, &md, 5000) ==
-                    RD_KAFKA_RESP_ERR_NO_ERROR &&
+                RD_KAFKA_RESP_ERR_NO_ERROR &&
             md->topic_cnt == 1 && !md->topics[0].err &&
             md->topics[0].partition_cnt == partitions) {
                 ok = true;
@@ -148,28 +147,27 @@ int testenv_topic_create(const char *topic, int partitions)
         if (ev) {
                 size_t cnt;
                 const rd_kafka_CreateTopics_result_t *res =
-                        rd_kafka_event_CreateTopics_result(ev);
+                    rd_kafka_event_CreateTopics_result(ev);
                 const rd_kafka_topic_result_t **tr =
-                        res ? rd_kafka_CreateTopics_result_topics(res, &cnt)
-                            : NULL;
+                    res ? rd_kafka_CreateTopics_result_topics(res, &cnt) : NULL;
                 if (rd_kafka_event_error(ev))
                         fprintf(stderr, "testenv: CreateTopics: %s\n",
                                 rd_kafka_event_error_string(ev));
                 else if (tr && cnt == 1 &&
                          (rd_kafka_topic_result_error(tr[0]) ==
-                                  RD_KAFKA_RESP_ERR_NO_ERROR ||
+                              RD_KAFKA_RESP_ERR_NO_ERROR ||
                           rd_kafka_topic_result_error(tr[0]) ==
-                                  RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS))
+                              RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS))
                         r = 0;
                 else if (tr && cnt == 1)
-                        fprintf(stderr, "testenv: CreateTopics %s: %s\n",
-                                topic, rd_kafka_topic_result_error_string(tr[0]));
+                        fprintf(stderr, "testenv: CreateTopics %s: %s\n", topic,
+                                rd_kafka_topic_result_error_string(tr[0]));
                 rd_kafka_event_destroy(ev);
         } else {
                 fprintf(stderr, "testenv: CreateTopics timed out\n");
         }
-        for (int i = 0; r == 0 && i < 150 && !topic_ready(rk, topic, partitions);
-             i++)
+        for (int i = 0;
+             r == 0 && i < 150 && !topic_ready(rk, topic, partitions); i++)
                 usleep(100 * 1000);
         if (r == 0 && !topic_ready(rk, topic, partitions)) {
                 fprintf(stderr, "testenv: topic %s has no leaders\n", topic);

@@ -31,7 +31,7 @@ void testenv_unique(const char *prefix, char *out, size_t outsz);
  */
 int testenv_db_create(const char *prefix, char *dbname, size_t dbname_size,
                       char *conninfo, size_t conninfo_size)
-        __attribute__((warn_unused_result));
+    __attribute__((warn_unused_result));
 void testenv_db_drop(const char *dbname);
 
 /* Runs `chargeonce migrate` (CHARGEONCE_BIN) against conninfo. */
@@ -40,7 +40,7 @@ int testenv_migrate(const char *conninfo) __attribute__((warn_unused_result));
 /* Creates a topic with the Admin API and waits until its metadata shows
  * every partition with a leader. */
 int testenv_topic_create(const char *topic, int partitions)
-        __attribute__((warn_unused_result));
+    __attribute__((warn_unused_result));
 
 /* A producer/consumer configuration bootstrapped to the test broker. */
 rd_kafka_conf_t *testenv_kafka_conf(void);

@@ -37,7 +37,8 @@ static long results(struct scenario *sc, const char *tenant, const char *key,
         return sc_sql_long(sc,
                            "SELECT count(*) FROM outbox WHERE tenant_id = '%s'"
                            " AND idem_key = '%s'%s",
-                           tenant, key, replayed_too ? "" : " AND NOT replayed");
+                           tenant, key,
+                           replayed_too ? "" : " AND NOT replayed");
 }
 
 /* ------------------------------------------------------------------ */
@@ -51,8 +52,9 @@ struct barrier_arg {
 static void *copy_thread(void *p)
 {
         struct barrier_arg *a = p;
-        struct intent_spec is = { NULL, "shop-1", "key-barrier-0001", "10063",
-                                  1250000, "VND", "pm_tok_abc" };
+        struct intent_spec is = { NULL,        "shop-1", "key-barrier-0001",
+                                  "10063",     1250000,  "VND",
+                                  "pm_tok_abc" };
         char *v[10];
         char key[] = "shop-1/key-barrier-0001";
 
@@ -60,8 +62,8 @@ static void *copy_thread(void *p)
                 v[i] = sc_intent_json(&is, NULL); /* new event id: a retry */
         pthread_barrier_wait(a->b);
         for (int i = 0; i < 10; i++) {
-                sc_produce(a->sc, (a->thread * 10 + i) % a->sc->partitions,
-                           key, v[i], strlen(v[i]));
+                sc_produce(a->sc, (a->thread * 10 + i) % a->sc->partitions, key,
+                           v[i], strlen(v[i]));
                 free(v[i]);
         }
         return NULL;
@@ -104,7 +106,7 @@ static void copies_barrier(void)
         SC_CHECK(sc_sql_long(&sc, "SELECT count(*) FROM payments") == 1,
                  "payments");
         SC_CHECK(sc_sql_long(&sc, "SELECT count(*) FROM ledger_transactions") ==
-                         1,
+                     1,
                  "ledger postings");
         SC_CHECK(sc_sql_long(&sc, "SELECT count(*) FROM inbox") == 100,
                  "inbox rows");
@@ -137,14 +139,15 @@ static void copy_kinds(void)
         struct scenario sc;
         struct sim s;
         struct co c;
-        struct intent_spec k1 = { NULL, "shop-1", "key-kinds-0001", "o-1",
-                                  100000, "VND", "pm_tok_1" };
+        struct intent_spec k1  = { NULL,   "shop-1", "key-kinds-0001", "o-1",
+                                   100000, "VND",    "pm_tok_1" };
         struct intent_spec k1b = k1, k1c = k1;
-        struct intent_spec t2 = k1;
-        struct intent_spec rej = { NULL, "shop-1", "key-kinds-0002", "o-2", -5,
-                                   "VND", "pm_tok_1" };
-        struct intent_spec card = { NULL, "shop-1", "4111 1111 1111 1111",
-                                    "o-3", 500, "VND", "pm_tok_1" };
+        struct intent_spec t2   = k1;
+        struct intent_spec rej  = { NULL, "shop-1", "key-kinds-0002", "o-2",
+                                    -5,   "VND",    "pm_tok_1" };
+        struct intent_spec card = { NULL,      "shop-1", "4111 1111 1111 1111",
+                                    "o-3",     500,      "VND",
+                                    "pm_tok_1" };
         char ev1[40], ev_again[40];
         struct sc_msg *m;
         size_t n;
@@ -202,19 +205,17 @@ static void copy_kinds(void)
                  "other tenant");
         SC_CHECK(sc_sql_long(&sc, "SELECT count(*) FROM payments") == 2,
                  "two payments (two tenants)");
-        SC_CHECK(sc_sql_long(&sc,
-                             "SELECT count(*) FROM outbox WHERE status ="
-                             " 'rejected'") == 2,
+        SC_CHECK(sc_sql_long(&sc, "SELECT count(*) FROM outbox WHERE status ="
+                                  " 'rejected'") == 2,
                  "two rejected results");
         SC_CHECK(sc_sql_long(&sc,
                              "SELECT count(*) FROM outbox WHERE payload LIKE"
                              " '%%4111%%1111%%1111%%1111%%' OR idem_key LIKE"
                              " '4111 1111%%'") == 0,
                  "a card number was stored");
-        SC_CHECK(sc_sql_long(&sc,
-                             "SELECT count(*) FROM outbox WHERE status ="
-                             " 'rejected' AND payload LIKE"
-                             " '%%card_number_in_field%%'") == 1,
+        SC_CHECK(sc_sql_long(&sc, "SELECT count(*) FROM outbox WHERE status ="
+                                  " 'rejected' AND payload LIKE"
+                                  " '%%card_number_in_field%%'") == 1,
                  "card number rejection");
 
         st = sim_stats(&s);
@@ -226,17 +227,16 @@ static void copy_kinds(void)
         n = sc_read_topic(&sc, sc.t_dlq, 1500, &m);
         for (size_t i = 0; i < n; i++) {
                 SC_CHECK(m[i].headers && strstr(m[i].headers, "dlq-reason=") &&
-                                 strstr(m[i].headers, "dlq-source-topic=") &&
-                                 strstr(m[i].headers,
-                                        "dlq-source-partition=") &&
-                                 strstr(m[i].headers, "dlq-source-offset="),
+                             strstr(m[i].headers, "dlq-source-topic=") &&
+                             strstr(m[i].headers, "dlq-source-partition=") &&
+                             strstr(m[i].headers, "dlq-source-offset="),
                          "DLQ headers missing: %s",
                          m[i].headers ? m[i].headers : "(none)");
                 dlq++;
         }
         SC_CHECK(dlq == 2, "%ld DLQ messages, want 2", dlq);
         SC_CHECK(strstr(m[0].headers, "dlq-reason=not_json") ||
-                         strstr(m[1].headers, "dlq-reason=not_json"),
+                     strstr(m[1].headers, "dlq-reason=not_json"),
                  "not_json reason");
         sc_messages_free(m, n);
         sc_check_invariants(&sc);
@@ -253,8 +253,9 @@ static void one_fault(struct scenario *sc, struct sim *s, const char *cfg,
                       const char *key, const char *method,
                       const char *want_status, long want_charges)
 {
-        struct intent_spec is = { NULL, "shop-f", key, key, 777, "VND",
-                                  method };
+        struct intent_spec is = {
+                NULL, "shop-f", key, key, 777, "VND", method
+        };
         char sql[512];
         json_t *st;
 
@@ -264,14 +265,14 @@ static void one_fault(struct scenario *sc, struct sim *s, const char *cfg,
         snprintf(sql, sizeof(sql),
                  "SELECT count(*) = 1 FROM outbox WHERE idem_key = '%s'", key);
         SC_CHECK(sc_wait_sql(sc, sql, T_WAIT), "%s: no result", key);
-        SC_CHECK(sc_sql_long(sc,
-                             "SELECT count(*) FROM outbox WHERE idem_key ="
-                             " '%s' AND status = '%s' AND NOT replayed",
-                             key, want_status) == 1,
-                 "%s: status is %s, want %s", key,
-                 sc_sql(sc, "SELECT status FROM outbox WHERE idem_key = '%s'",
-                        key),
-                 want_status);
+        SC_CHECK(
+            sc_sql_long(sc,
+                        "SELECT count(*) FROM outbox WHERE idem_key ="
+                        " '%s' AND status = '%s' AND NOT replayed",
+                        key, want_status) == 1,
+            "%s: status is %s, want %s", key,
+            sc_sql(sc, "SELECT status FROM outbox WHERE idem_key = '%s'", key),
+            want_status);
         st = sim_stats(s);
         SC_CHECK(sim_charges_order(st, "shop-f", key) == want_charges,
                  "%s: %ld charges, want %ld", key,
@@ -290,19 +291,18 @@ static void gateway_faults(void)
                                           "gateway.timeout=1500ms",
                                           "gateway.max_attempts=40", NULL };
         static const char *const off =
-                "{\"p_drop_after_charge\":0,\"p_slow\":0,"
-                "\"p_500_after_charge\":0,\"p_500_before_charge\":0,"
-                "\"p_429\":0}";
+            "{\"p_drop_after_charge\":0,\"p_slow\":0,"
+            "\"p_500_after_charge\":0,\"p_500_before_charge\":0,"
+            "\"p_429\":0}";
 
         sc_init(&sc, "faults", 2);
         sim_start(&sc, &s, "");
         co_start(&sc, &c, "consume", &s, xs, NULL);
         one_fault(&sc, &s, off, "key-decline", "pm_decline_insufficient",
                   "failed", 0);
-        SC_CHECK(sc_sql_long(&sc,
-                             "SELECT count(*) FROM outbox WHERE idem_key ="
-                             " 'key-decline' AND payload LIKE"
-                             " '%%card_declined%%'") == 1,
+        SC_CHECK(sc_sql_long(&sc, "SELECT count(*) FROM outbox WHERE idem_key ="
+                                  " 'key-decline' AND payload LIKE"
+                                  " '%%card_declined%%'") == 1,
                  "decline code");
         /* charge made, answer lost: the retry with the same key gets the
          * stored answer */
@@ -329,7 +329,7 @@ static void gateway_faults(void)
         SC_CHECK(sc_wait_consumed(&sc, T_WAIT), "not everything consumed");
         sc_check_invariants(&sc);
         SC_CHECK(sc_sql_long(&sc, "SELECT count(*) FROM ledger_transactions") ==
-                         4,
+                     4,
                  "ledger postings: one per succeeded payment");
         stop_ok(&c);
         printf("gateway_faults: decline failed once; lost answer, 500 after "
@@ -349,7 +349,7 @@ static void mixed(void)
         struct co c1, c2;
         static const char *const xs[] = { "consumer.batch_linger=2ms",
                                           "gateway.max_attempts=8", NULL };
-        char (*ev)[40] = calloc(N_MIXED, 40);
+        char(*ev)[40]                 = calloc(N_MIXED, 40);
         long copies = 0, conflicts = 0, tenants = 0, redeliveries = 0;
         json_t *st;
         unsigned seed = 42;
@@ -363,8 +363,12 @@ static void mixed(void)
         co_start(&sc, &c2, "consume", &s, xs, NULL);
         for (int i = 0; i < N_MIXED; i++) {
                 char key[64], order[64];
-                struct intent_spec is = { NULL, "shop-m", key, order,
-                                          1000 + i, "VND",
+                struct intent_spec is = { NULL,
+                                          "shop-m",
+                                          key,
+                                          order,
+                                          1000 + i,
+                                          "VND",
                                           i % 50 == 7 ? "pm_decline_x"
                                                       : "pm_tok" };
                 snprintf(key, sizeof(key), "mixed-key-%05d", i);
@@ -411,7 +415,7 @@ static void mixed(void)
                              "SELECT count(DISTINCT (tenant_id, idem_key))"
                              " FROM outbox WHERE NOT replayed AND status IN"
                              " ('succeeded','failed','review')") ==
-                         N_MIXED + tenants,
+                     N_MIXED + tenants,
                  "%ld intents with a result, want %ld",
                  sc_sql_long(&sc, "SELECT count(DISTINCT (tenant_id, "
                                   "idem_key)) FROM outbox WHERE NOT replayed"
@@ -425,8 +429,8 @@ static void mixed(void)
         SC_CHECK(sim_stat(st, "double_charges") == 0, "%ld double charges",
                  sim_stat(st, "double_charges"));
         SC_CHECK(sim_stat(st, "succeeded_charges") ==
-                         sc_sql_long(&sc, "SELECT count(*) FROM payments"
-                                          " WHERE status = 'succeeded'"),
+                     sc_sql_long(&sc, "SELECT count(*) FROM payments"
+                                      " WHERE status = 'succeeded'"),
                  "gateway charges %ld != succeeded payments %ld",
                  sim_stat(st, "succeeded_charges"),
                  sc_sql_long(&sc, "SELECT count(*) FROM payments WHERE status"
@@ -451,7 +455,7 @@ static void key_order(void)
         struct sim s;
         struct co c;
         struct intent_spec is = { NULL, "shop-o", "key-order-0001", "o-77",
-                                  500, "VND", "pm_tok" };
+                                  500,  "VND",    "pm_tok" };
         const char *seq;
 
         sc_init(&sc, "order", 1);

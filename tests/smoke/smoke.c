@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define N_MSGS 200
+#define N_MSGS  200
 #define N_PARTS 3
 
 #define CHECK(cond, ...)                                                       \
@@ -70,12 +70,13 @@ static void kafka_round_trip(void)
                 char key[32], val[32];
                 snprintf(key, sizeof(key), "tenant/key-%d", i % 17);
                 snprintf(val, sizeof(val), "%d", i);
-                CHECK(rd_kafka_producev(p, RD_KAFKA_V_TOPIC(topic),
-                                        RD_KAFKA_V_KEY(key, strlen(key)),
-                                        RD_KAFKA_V_VALUE(val, strlen(val)),
-                                        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                                        RD_KAFKA_V_END) == 0,
-                      "produce");
+                CHECK(
+                    rd_kafka_producev(p, RD_KAFKA_V_TOPIC(topic),
+                                      RD_KAFKA_V_KEY(key, strlen(key)),
+                                      RD_KAFKA_V_VALUE(val, strlen(val)),
+                                      RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                      RD_KAFKA_V_END) == 0,
+                    "produce");
         }
         CHECK(rd_kafka_flush(p, 30000) == 0, "flush");
         rd_kafka_destroy(p);
@@ -114,8 +115,8 @@ static void kafka_round_trip(void)
                 }
                 rd_kafka_message_destroy(m);
         }
-        CHECK(got == N_MSGS && dup == 0, "consumed %d (dup %d) of %d", got,
-              dup, N_MSGS);
+        CHECK(got == N_MSGS && dup == 0, "consumed %d (dup %d) of %d", got, dup,
+              N_MSGS);
         CHECK(rd_kafka_commit(c, NULL, 0) == 0, "commit");
 
         committed = rd_kafka_topic_partition_list_new(N_PARTS);
@@ -130,8 +131,8 @@ static void kafka_round_trip(void)
         rd_kafka_topic_partition_list_destroy(committed);
         rd_kafka_consumer_close(c);
         rd_kafka_destroy(c);
-        printf("kafka: %d messages through group %s, offsets committed\n",
-               got, group);
+        printf("kafka: %d messages through group %s, offsets committed\n", got,
+               group);
 }
 
 int main(void)

@@ -38,14 +38,12 @@ static void test_set_and_errors(void **state)
         assert_false(config_bool(c, "gateway.idempotency_keys"));
         assert_int_equal(config_set(c, "nope.key", "1", err, sizeof(err)), -1);
         assert_non_null(strstr(err, "nope.key"));
-        assert_int_equal(config_set(c, "consumer.max_in_flight", "0", err,
-                                    sizeof(err)),
-                         -1);
+        assert_int_equal(
+            config_set(c, "consumer.max_in_flight", "0", err, sizeof(err)), -1);
         assert_non_null(strstr(err, "consumer.max_in_flight"));
         assert_non_null(strstr(err, "out of range"));
-        assert_int_equal(config_set(c, "gateway.timeout", "soon", err,
-                                    sizeof(err)),
-                         -1);
+        assert_int_equal(
+            config_set(c, "gateway.timeout", "soon", err, sizeof(err)), -1);
         assert_non_null(strstr(err, "gateway.timeout"));
         assert_int_equal(config_set(c, "log.level", "loud", err, sizeof(err)),
                          -1);
@@ -53,12 +51,12 @@ static void test_set_and_errors(void **state)
         assert_int_equal(config_set_arg(c, "=x", err, sizeof(err)), -1);
         assert_int_equal(config_set(c, "kafka.", "x", err, sizeof(err)), -1);
         /* kafka.* passes through, last value wins */
-        assert_int_equal(config_set(c, "kafka.bootstrap.servers", "a:1", err,
-                                    sizeof(err)),
-                         0);
-        assert_int_equal(config_set(c, "kafka.bootstrap.servers", "b:2", err,
-                                    sizeof(err)),
-                         0);
+        assert_int_equal(
+            config_set(c, "kafka.bootstrap.servers", "a:1", err, sizeof(err)),
+            0);
+        assert_int_equal(
+            config_set(c, "kafka.bootstrap.servers", "b:2", err, sizeof(err)),
+            0);
         assert_int_equal(config_kafka_count(c), 1);
         const char *n, *v;
         config_kafka_get(c, 0, &n, &v);
@@ -70,16 +68,16 @@ static void test_set_and_errors(void **state)
 static void test_secret_never_echoed(void **state)
 {
         struct config *c = config_new();
-        char *buf = NULL;
-        size_t len = 0;
+        char *buf        = NULL;
+        size_t len       = 0;
         FILE *f;
         (void)state;
-        assert_int_equal(config_set(c, "gateway.api_key", "sk_live_SECRET",
-                                    err, sizeof(err)),
-                         0);
-        assert_int_equal(config_set(c, "kafka.sasl.password", "PWSECRET", err,
+        assert_int_equal(config_set(c, "gateway.api_key", "sk_live_SECRET", err,
                                     sizeof(err)),
                          0);
+        assert_int_equal(
+            config_set(c, "kafka.sasl.password", "PWSECRET", err, sizeof(err)),
+            0);
         f = open_memstream(&buf, &len);
         config_dump(c, f);
         fclose(f);
@@ -104,9 +102,10 @@ static void test_file_and_secret_file(void **state)
         assert_int_equal(write(sfd, "s3cr3t\n", 7), 7);
         close(sfd);
         f = fdopen(fd, "w");
-        fprintf(f, "# comment\n\n  group.id = g1  \n"
-                   "provider_key.secret_file = %s\n"
-                   "kafka.client.id=me\n",
+        fprintf(f,
+                "# comment\n\n  group.id = g1  \n"
+                "provider_key.secret_file = %s\n"
+                "kafka.client.id=me\n",
                 spath);
         fclose(f);
         assert_int_equal(config_load_file(c, path, err, sizeof(err)), 0);
@@ -124,9 +123,8 @@ static void test_file_and_secret_file(void **state)
         assert_int_equal(config_load_file(c, path, err, sizeof(err)), -1);
         assert_non_null(strstr(err, ":1: expected key = value"));
         /* a _file of a key that is not a secret is unknown */
-        assert_int_equal(config_set(c, "group.id_file", spath, err,
-                                    sizeof(err)),
-                         -1);
+        assert_int_equal(
+            config_set(c, "group.id_file", spath, err, sizeof(err)), -1);
         unlink(path);
         unlink(spath);
         config_destroy(c);
@@ -135,12 +133,14 @@ static void test_file_and_secret_file(void **state)
 static void test_env(void **state)
 {
         struct config *c = config_new();
-        char *env1[] = { (char *)"PATH=/bin", (char *)"CHARGEONCE_GATEWAY_API_KEY=k",
-                         (char *)"CHARGEONCE_GROUP_ID=g2",
-                         (char *)"CHARGEONCE_KAFKA_BOOTSTRAP_SERVERS=h:1",
-                         (char *)"CHARGEONCE_TEST_PG=ignored",
-                         (char *)"CHARGEONCE_FAILPOINTS=x=kill", NULL };
-        char *env2[] = { (char *)"CHARGEONCE_NO_SUCH_THING=1", NULL };
+        char *env1[]     = { (char *)"PATH=/bin",
+                             (char *)"CHARGEONCE_GATEWAY_API_KEY=k",
+                             (char *)"CHARGEONCE_GROUP_ID=g2",
+                             (char *)"CHARGEONCE_KAFKA_BOOTSTRAP_SERVERS=h:1",
+                             (char *)"CHARGEONCE_TEST_PG=ignored",
+                             (char *)"CHARGEONCE_FAILPOINTS=x=kill",
+                             NULL };
+        char *env2[]     = { (char *)"CHARGEONCE_NO_SUCH_THING=1", NULL };
         char *env3[] = { (char *)"CHARGEONCE_CONSUMER_BATCH_SIZE=-3", NULL };
         (void)state;
         assert_int_equal(config_load_env(c, env1, err, sizeof(err)), 0);

@@ -21,13 +21,20 @@ static void test_duration(void **state)
                 bool ok;
                 int64_t ms;
         } cases[] = {
-                { "250ms", true, 250 },     { "10s", true, 10000 },
-                { "10", true, 10000 },      { "5m", true, 300000 },
-                { "24h", true, 86400000 },  { "7d", true, 604800000 },
-                { "0ms", true, 0 },         { "", false, 0 },
-                { "-1s", false, 0 },        { "1.5s", false, 0 },
-                { "10 s", false, 0 },       { "s", false, 0 },
-                { "3w", false, 0 },         { "99999999999999999999", false, 0 },
+                { "250ms", true, 250 },
+                { "10s", true, 10000 },
+                { "10", true, 10000 },
+                { "5m", true, 300000 },
+                { "24h", true, 86400000 },
+                { "7d", true, 604800000 },
+                { "0ms", true, 0 },
+                { "", false, 0 },
+                { "-1s", false, 0 },
+                { "1.5s", false, 0 },
+                { "10 s", false, 0 },
+                { "s", false, 0 },
+                { "3w", false, 0 },
+                { "99999999999999999999", false, 0 },
                 { "9223372036854775807d", false, 0 },
         };
         (void)state;
@@ -70,9 +77,9 @@ static void test_rfc3339(void **state)
         };
         (void)state;
         for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++)
-                assert_int_equal(rfc3339_valid(cases[i].in,
-                                               strlen(cases[i].in)),
-                                 cases[i].ok);
+                assert_int_equal(
+                    rfc3339_valid(cases[i].in, strlen(cases[i].in)),
+                    cases[i].ok);
         char buf[64];
         rfc3339_format(1764413223123LL, buf, sizeof(buf));
         assert_string_equal(buf, "2025-11-29T10:47:03.123Z");

@@ -1,0 +1,492 @@
+/*
+ * test_crash: kill -9 at every durable step, then restart and check that
+ * the invariants hold. Runs against the real broker, PostgreSQL and the
+ * gateway simulator (with faults); chargeonce is the test build with
+ * failpoints compiled in.
+ *
+ *   test_crash point NAME      crash at failpoint NAME (kill), restart,
+ *                              let the reconciler finish, check
+ *   test_crash takeover        crash before the send, then crash right
+ *                              after the reconciler's takeover, then finish
+ *   test_crash soak [SECONDS] [SEED]
+ *                              kill -9 of consumer, relay and reconciler at
+ *                              random moments, one broker restart and one
+ *                              PostgreSQL restart; reproducible from SEED
+ *   test_crash forgets         the provider forgets its keys, ops replay the
+ *                              intents partition from offset 0 with Kafka's
+ *                              own consumer-group tool: 0 new charges
+ *
+ * The invariants, from the simulator's ground truth, the result topic and
+ * the database: 0 double charges; 0 lost intents (every intent is final and
+ * has exactly one non-replayed final result on the result topic after
+ * dedup by event_id); the ledger balanced (the invariant view empty); no
+ * payment left processing; the outbox drained.
+ */
+#include "scenario.h"
+#include "testenv.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_INTENTS 4096
+
+struct workload {
+        int n; /* intents (tenant, key) expected */
+        char tenant[MAX_INTENTS][16];
+        char key[MAX_INTENTS][32];
+        long conflicts;
+};
+
+/* Settings that make recovery quick in a test: short leases, a fast
+ * reconciler, a fast relay. */
+static const char *const quick[] = { "consumer.batch_linger=2ms",
+                                     "lease.duration=2s",
+                                     "reconcile.interval=200ms",
+                                     "reconcile.review_after=10m",
+                                     "relay.poll_interval=100ms",
+                                     "gateway.max_attempts=6",
+                                     NULL };
+
+static void sleep_ms(int ms)
+{
+        struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+        nanosleep(&ts, NULL);
+}
+
+static const char *sim_faults =
+    "--latency-ms 0:10 --p-drop-after-charge 0.05 "
+    "--p-500-after-charge 0.05 --p-500-before-charge 0.03 "
+    "--p-429 0.02 --retry-after 1 --p-slow 0.03 --slow-ms 300";
+
+/* n intents with 20% duplicates of every kind (deterministic from seed). */
+static void produce_workload(struct scenario *sc, struct workload *w, int n,
+                             unsigned seed, const char *prefix)
+{
+        for (int i = 0; i < n && w->n < MAX_INTENTS - 1; i++) {
+                char key[32], order[32], ev[40];
+                struct intent_spec is = { NULL,
+                                          "shop-c",
+                                          key,
+                                          order,
+                                          100 + i,
+                                          "VND",
+                                          i % 40 == 3 ? "pm_decline_x"
+                                                      : "pm_tok" };
+                int r                 = (int)(rand_r(&seed) % 100);
+
+                snprintf(key, sizeof(key), "%s-%05d", prefix, i);
+                snprintf(order, sizeof(order), "%s-o%05d", prefix, i);
+                sc_produce_intent(sc, -1, &is, ev);
+                snprintf(w->tenant[w->n], sizeof(w->tenant[0]), "shop-c");
+                snprintf(w->key[w->n], sizeof(w->key[0]), "%s", key);
+                w->n++;
+                if (r < 5) {
+                        is.event_id = ev; /* redelivery */
+                        sc_produce_intent(sc, -1, &is, NULL);
+                } else if (r < 10) { /* client retry */
+                        sc_produce_intent(sc, -1, &is, NULL);
+                } else if (r < 15) { /* same key, other amount */
+                        is.amount++;
+                        sc_produce_intent(sc, -1, &is, NULL);
+                        w->conflicts++;
+                } else if (r < 20) { /* same key, other tenant */
+                        is.tenant = "shop-d";
+                        sc_produce_intent(sc, -1, &is, NULL);
+                        snprintf(w->tenant[w->n], sizeof(w->tenant[0]),
+                                 "shop-d");
+                        snprintf(w->key[w->n], sizeof(w->key[0]), "%s", key);
+                        w->n++;
+                }
+        }
+        sc_flush(sc);
+}
+
+/* Waits until everything is consumed, final, and published. */
+static void wait_finished(struct scenario *sc, int timeout_ms)
+{
+        SC_CHECK(sc_wait_consumed(sc, timeout_ms), "intents not consumed");
+        SC_CHECK(sc_wait_sql(sc,
+                             "SELECT NOT EXISTS (SELECT 1 FROM payments WHERE"
+                             " status = 'processing')",
+                             timeout_ms),
+                 "%ld payments still processing",
+                 sc_sql_long(sc, "SELECT count(*) FROM payments WHERE status"
+                                 " = 'processing'"));
+        SC_CHECK(sc_wait_sql(sc,
+                             "SELECT NOT EXISTS (SELECT 1 FROM outbox WHERE"
+                             " published_at IS NULL)",
+                             timeout_ms),
+                 "%ld outbox rows not published",
+                 sc_sql_long(sc, "SELECT count(*) FROM outbox WHERE"
+                                 " published_at IS NULL"));
+}
+
+struct result_row {
+        char tenant[16], key[32], event_id[40], status[16];
+        bool replayed;
+};
+
+static int cmp_rows(const void *a, const void *b)
+{
+        const struct result_row *x = a, *y = b;
+        int c = strcmp(x->tenant, y->tenant);
+        if (!c)
+                c = strcmp(x->key, y->key);
+        if (!c)
+                c = strcmp(x->event_id, y->event_id);
+        return c;
+}
+
+/* The invariants (see the top of the file). Returns the number of
+ * results read from the topic. */
+static size_t check_all(struct scenario *sc, struct sim *s,
+                        const struct workload *w)
+{
+        struct sc_msg *m;
+        size_t n                = sc_read_topic(sc, sc->t_results, 2000, &m);
+        struct result_row *rows = calloc(n + 1, sizeof(*rows));
+        size_t nr               = 0;
+        json_t *st;
+
+        /* final results per intent, after dedup by event_id */
+        for (size_t i = 0; i < n; i++) {
+                json_error_t e;
+                json_t *j = json_loads(m[i].value ? m[i].value : "", 0, &e);
+                const char *t, *k, *ev, *status;
+                SC_CHECK(j, "a result is not JSON: %s", e.text);
+                t  = json_string_value(json_object_get(j, "tenant_id"));
+                k  = json_string_value(json_object_get(j, "idempotency_key"));
+                ev = json_string_value(json_object_get(j, "event_id"));
+                status = json_string_value(json_object_get(j, "status"));
+                SC_CHECK(t && k && ev && status, "a result lacks fields");
+                SC_CHECK(m[i].headers && strstr(m[i].headers, ev),
+                         "result %s without its event_id header", ev);
+                if (strcmp(status, "succeeded") && strcmp(status, "failed") &&
+                    strcmp(status, "review")) {
+                        json_decref(j);
+                        continue;
+                }
+                if (json_is_true(json_object_get(j, "replayed"))) {
+                        json_decref(j);
+                        continue;
+                }
+                snprintf(rows[nr].tenant, sizeof(rows[nr].tenant), "%s", t);
+                snprintf(rows[nr].key, sizeof(rows[nr].key), "%s", k);
+                snprintf(rows[nr].event_id, sizeof(rows[nr].event_id), "%s",
+                         ev);
+                snprintf(rows[nr].status, sizeof(rows[nr].status), "%s",
+                         status);
+                nr++;
+                json_decref(j);
+        }
+        qsort(rows, nr, sizeof(*rows), cmp_rows);
+        /* dedup by event_id: a re-published row is the same result */
+        size_t u = 0;
+        for (size_t i = 0; i < nr; i++)
+                if (u == 0 || cmp_rows(&rows[u - 1], &rows[i]) != 0)
+                        rows[u++] = rows[i];
+        for (int i = 0; i < w->n; i++) {
+                int found = 0;
+                for (size_t k = 0; k < u; k++)
+                        if (!strcmp(rows[k].tenant, w->tenant[i]) &&
+                            !strcmp(rows[k].key, w->key[i]))
+                                found++;
+                SC_CHECK(found == 1,
+                         "intent %s/%s has %d non-replayed final results on "
+                         "the result topic (want 1)",
+                         w->tenant[i], w->key[i], found);
+        }
+        SC_CHECK(u == (size_t)w->n, "%zu final results for %d intents", u,
+                 w->n);
+        SC_CHECK(sc_sql_long(sc, "SELECT count(*) FROM payments WHERE status"
+                                 " = 'processing'") == 0,
+                 "payments left processing");
+        SC_CHECK(sc_sql_long(sc, "SELECT count(*) FROM outbox WHERE"
+                                 " published_at IS NULL") == 0,
+                 "outbox not drained");
+        SC_CHECK(sc_sql_long(sc, "SELECT count(*) FROM payments") == w->n,
+                 "%ld payments for %d intents",
+                 sc_sql_long(sc, "SELECT count(*) FROM payments"), w->n);
+        sc_check_invariants(sc);
+        st = sim_stats(s);
+        SC_CHECK(sim_stat(st, "double_charges") == 0, "%ld DOUBLE CHARGES",
+                 sim_stat(st, "double_charges"));
+        SC_CHECK(sim_stat(st, "succeeded_charges") ==
+                     sc_sql_long(sc, "SELECT count(*) FROM payments"
+                                     " WHERE status = 'succeeded'"),
+                 "gateway charged %ld, succeeded payments %ld",
+                 sim_stat(st, "succeeded_charges"),
+                 sc_sql_long(sc, "SELECT count(*) FROM payments WHERE status"
+                                 " = 'succeeded'"));
+        json_decref(st);
+        free(rows);
+        sc_messages_free(m, n);
+        return n;
+}
+
+/* ------------------------------------------------------------------ */
+
+/* Points in the consumer process and the hit on which each fires, so the
+ * crash comes in the middle of the run, not at its first step. */
+static const struct {
+        const char *name;
+        int hit;
+} points[] = {
+        { "claim.before_commit", 3 },  { "claim.after_commit", 3 },
+        { "gateway.before_send", 40 }, { "gateway.after_answer", 40 },
+        { "settle.before_commit", 3 }, { "settle.after_commit", 3 },
+        { "offset.before_store", 20 }, { "offset.after_store", 20 },
+        { "relay.before_produce", 3 }, { "relay.after_produce", 3 },
+        { "relay.before_mark", 3 },
+};
+
+static void crash_at(const char *point)
+{
+        struct scenario sc;
+        struct sim s;
+        struct co c;
+        struct workload *w = calloc(1, sizeof(*w));
+        char fp[128];
+        const char *env[2] = { fp, NULL };
+        int hit            = -1, rc;
+
+        for (size_t i = 0; i < sizeof(points) / sizeof(*points); i++)
+                if (!strcmp(points[i].name, point))
+                        hit = points[i].hit;
+        SC_CHECK(hit > 0, "unknown failpoint %s", point);
+        snprintf(fp, sizeof(fp), "CHARGEONCE_FAILPOINTS=%s=%d*kill", point,
+                 hit);
+
+        sc_init(&sc, "crash", 3);
+        sim_start(&sc, &s, sim_faults);
+        produce_workload(&sc, w, 300, 11, "c");
+        co_start(&sc, &c, "consume", &s, quick, env);
+        rc = co_wait(&c, 120000);
+        SC_CHECK(rc == 128 + SIGKILL,
+                 "%s was not exercised: chargeonce ended with %d", point, rc);
+        /* restart without failpoints: recover and finish */
+        co_start(&sc, &c, "consume", &s, quick, NULL);
+        wait_finished(&sc, 120000);
+        size_t n = check_all(&sc, &s, w);
+        rc       = co_stop(&c, SIGTERM, 60000);
+        SC_CHECK(rc == 0, "SIGTERM: exit %d", rc);
+        printf("crash at %s (hit %d): %d intents, %zu result messages, 0 "
+               "double charges, 0 lost, invariants hold\n",
+               point, hit, w->n, n);
+        sim_stop(&s);
+        sc_cleanup(&sc);
+        free(w);
+}
+
+static void takeover(void)
+{
+        struct scenario sc;
+        struct sim s;
+        struct co c;
+        struct workload *w = calloc(1, sizeof(*w));
+        const char *env1[] = {
+                "CHARGEONCE_FAILPOINTS=gateway.before_send=20*kill", NULL
+        };
+        const char *env2[] = {
+                "CHARGEONCE_FAILPOINTS=reconcile.after_takeover=1*kill", NULL
+        };
+        int rc;
+
+        sc_init(&sc, "takeover", 3);
+        sim_start(&sc, &s, sim_faults);
+        produce_workload(&sc, w, 200, 5, "t");
+        co_start(&sc, &c, "consume", &s, quick, env1);
+        rc = co_wait(&c, 120000);
+        SC_CHECK(rc == 128 + SIGKILL, "first crash not reached: %d", rc);
+        SC_CHECK(sc_sql_long(&sc, "SELECT count(*) FROM payments WHERE status"
+                                  " = 'processing'") > 0,
+                 "no orphaned payment to take over");
+        co_start(&sc, &c, "consume", &s, quick, env2);
+        rc = co_wait(&c, 120000);
+        SC_CHECK(rc == 128 + SIGKILL,
+                 "reconcile.after_takeover not exercised: %d", rc);
+        co_start(&sc, &c, "consume", &s, quick, NULL);
+        wait_finished(&sc, 120000);
+        check_all(&sc, &s, w);
+        SC_CHECK(sc_sql_long(&sc, "SELECT count(*) FROM payments WHERE"
+                                  " lease_epoch >= 2") >= 1,
+                 "no payment was taken over");
+        rc = co_stop(&c, SIGTERM, 60000);
+        SC_CHECK(rc == 0, "SIGTERM: exit %d", rc);
+        printf("takeover: crash before send, crash after takeover, "
+               "finished: invariants hold\n");
+        sim_stop(&s);
+        sc_cleanup(&sc);
+        free(w);
+}
+
+/* ------------------------------------------------------------------ */
+
+static void services(const char *what)
+{
+        char cmd[1024];
+        const char *src = getenv("CHARGEONCE_SOURCE_DIR");
+        const char *dir = getenv("CHARGEONCE_TEST_DIR");
+        SC_CHECK(src && dir, "CHARGEONCE_SOURCE_DIR / CHARGEONCE_TEST_DIR");
+        snprintf(cmd, sizeof(cmd), "'%s/tests/harness/services.sh' %s '%s'",
+                 src, what, dir);
+        SC_CHECK(system(cmd) == 0, "services.sh %s failed", what);
+}
+
+static void soak(int seconds, unsigned seed)
+{
+        struct scenario sc;
+        struct sim s;
+        struct co procs[3];
+        static const char *const cmds[3] = { "consume", "relay", "reconcile" };
+        static const char *const consume_only[] = {
+                "consumer.batch_linger=2ms", "lease.duration=2s",
+                "relay.enabled=false",       "reconcile.enabled=false",
+                "gateway.max_attempts=6",    NULL
+        };
+        static const char *const other[] = { "lease.duration=2s",
+                                             "reconcile.interval=200ms",
+                                             "relay.poll_interval=100ms",
+                                             NULL };
+        struct workload *w               = calloc(1, sizeof(*w));
+        time_t t0                        = time(NULL);
+        int kills = 0, batch = 0;
+        bool broker_done = false, pg_done = false;
+        unsigned r = seed;
+
+        printf("soak: seed %u, %d s (reproduce: test_crash soak %d %u)\n", seed,
+               seconds, seconds, seed);
+        fflush(stdout);
+        sc_init(&sc, "soak", 3);
+        sim_start(&sc, &s, sim_faults);
+        for (int i = 0; i < 3; i++)
+                co_start(&sc, &procs[i], cmds[i], &s,
+                         i == 0 ? consume_only : other, NULL);
+        while (time(NULL) - t0 < seconds) {
+                char prefix[16];
+                int victim, pause_ms;
+
+                snprintf(prefix, sizeof(prefix), "s%d", batch++);
+                produce_workload(&sc, w, 40, rand_r(&r), prefix);
+                pause_ms = 300 + (int)(rand_r(&r) % 1500);
+                sleep_ms(pause_ms);
+                victim = (int)(rand_r(&r) % 3);
+                co_stop(&procs[victim], SIGKILL, 5000);
+                kills++;
+                co_start(&sc, &procs[victim], cmds[victim], &s,
+                         victim == 0 ? consume_only : other, NULL);
+                if (!broker_done && time(NULL) - t0 >= seconds / 3) {
+                        printf("soak: restarting the Kafka broker\n");
+                        services("stop-kafka");
+                        sleep_ms(2000);
+                        services("start-again-kafka");
+                        broker_done = true;
+                }
+                if (!pg_done && time(NULL) - t0 >= 2 * seconds / 3) {
+                        printf("soak: restarting PostgreSQL\n");
+                        services("stop-pg");
+                        sleep_ms(1500);
+                        services("start-again-pg");
+                        PQreset(sc.pg);
+                        pg_done = true;
+                }
+                for (int i = 0; i < 3; i++)
+                        if (!co_alive(&procs[i]))
+                                co_start(&sc, &procs[i], cmds[i], &s,
+                                         i == 0 ? consume_only : other, NULL);
+        }
+        if (!broker_done || !pg_done)
+                SC_CHECK(seconds >= 3, "soak too short for the restarts");
+        wait_finished(&sc, 180000);
+        check_all(&sc, &s, w);
+        for (int i = 0; i < 3; i++) {
+                int rc = co_stop(&procs[i], SIGTERM, 60000);
+                SC_CHECK(rc == 0, "%s: SIGTERM exit %d", cmds[i], rc);
+        }
+        printf("soak: seed %u, %d intents, %d kill -9, broker and PostgreSQL "
+               "restarted: 0 double charges, 0 lost, invariants hold\n",
+               seed, w->n, kills);
+        sim_stop(&s);
+        sc_cleanup(&sc);
+        free(w);
+}
+
+/* ------------------------------------------------------------------ */
+
+static void forgets(void)
+{
+        struct scenario sc;
+        struct sim s;
+        struct co c;
+        struct workload *w = calloc(1, sizeof(*w));
+        const char *jars   = getenv("CHARGEONCE_TEST_KAFKA_JARS");
+        char cmd[2048];
+        json_t *st;
+        long before, after;
+
+        SC_CHECK(jars, "CHARGEONCE_TEST_KAFKA_JARS");
+        sc_init(&sc, "forgets", 3);
+        sim_start(&sc, &s, "--key-retention 1s");
+        produce_workload(&sc, w, 200, 3, "f");
+        co_start(&sc, &c, "consume", &s, quick, NULL);
+        wait_finished(&sc, 120000);
+        SC_CHECK(co_stop(&c, SIGTERM, 60000) == 0, "SIGTERM");
+        st     = sim_stats(&s);
+        before = sim_stat(st, "charges");
+        json_decref(st);
+        sleep_ms(2500); /* the provider forgets every key */
+
+        /* what ops do: rewind the group with Kafka's own tool */
+        snprintf(
+            cmd, sizeof(cmd),
+            "java -Xmx256m -cp '%s/*' -Dlog4j.configuration=file:/dev/null "
+            "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand "
+            "--bootstrap-server %s --group %s --topic %s "
+            "--reset-offsets --to-earliest --execute >'%s/reset.log' 2>&1",
+            jars, testenv_kafka(), sc.group, sc.t_intents, sc.dir);
+        SC_CHECK(system(cmd) == 0, "ConsumerGroupCommand --reset-offsets");
+        SC_CHECK(!sc_wait_consumed(&sc, 1), "the rewind did not happen");
+        co_start(&sc, &c, "consume", &s, quick, NULL);
+        wait_finished(&sc, 120000);
+        st    = sim_stats(&s);
+        after = sim_stat(st, "charges");
+        SC_CHECK(sim_stat(st, "double_charges") == 0, "double charges");
+        json_decref(st);
+        SC_CHECK(after == before, "%ld new charges after the replay",
+                 after - before);
+        check_all(&sc, &s, w);
+        SC_CHECK(co_stop(&c, SIGTERM, 60000) == 0, "SIGTERM");
+        printf("forgets: provider forgot its keys, partition replayed from "
+               "offset 0: 0 new charges (%ld before and after)\n",
+               before);
+        sim_stop(&s);
+        sc_cleanup(&sc);
+        free(w);
+}
+
+int main(int argc, char **argv)
+{
+        if (!testenv_have_services())
+                return TESTENV_SKIP;
+        if (argc >= 3 && !strcmp(argv[1], "point"))
+                crash_at(argv[2]);
+        else if (argc == 2 && !strcmp(argv[1], "takeover"))
+                takeover();
+        else if (argc >= 2 && !strcmp(argv[1], "soak"))
+                soak(argc >= 3 ? atoi(argv[2]) : 30,
+                     argc >= 4 ? (unsigned)strtoul(argv[3], NULL, 10)
+                               : (unsigned)time(NULL));
+        else if (argc == 2 && !strcmp(argv[1], "forgets"))
+                forgets();
+        else {
+                fprintf(stderr, "usage: test_crash point NAME | takeover | "
+                                "soak [SECONDS] [SEED] | forgets\n");
+                return 2;
+        }
+        printf("1 passed, 0 failed\n");
+        return 0;
+}
