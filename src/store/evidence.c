@@ -1,0 +1,128 @@
+/*
+ * evidence: batch insert into gateway_evidence, and the database clock
+ * (see evidence.h).
+ *
+ * Must never put a parameter value into an error message or a log line,
+ * and never write anything but gateway_evidence.
+ */
+#include "store/evidence.h"
+#include "store/store_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * Statement ids of this file: above store_int.h's, inside the 32-bit
+ * prepared mask of struct store.
+ */
+#define EVIDENCE_STMT_INSERT 20
+#define EVIDENCE_STMT_CLOCK  21
+
+#define EVIDENCE_NPARAMS 10
+
+static const struct store_stmt insert_stmt = {
+        EVIDENCE_STMT_INSERT, "co_evidence_insert",
+        "WITH ins AS ("
+        " INSERT INTO gateway_evidence (payment_id, kind, actor,"
+        "   lease_epoch, request_summary, http_status, transport_error,"
+        "   outcome, provider_charge_id, response_excerpt)"
+        " SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[],"
+        "   $4::bigint[], $5::text[], $6::integer[], $7::text[], $8::text[],"
+        "   $9::text[], $10::text[])"
+        " RETURNING 1"
+        ") SELECT count(*) FROM ins",
+        EVIDENCE_NPARAMS
+};
+
+static const struct store_stmt clock_stmt = {
+        EVIDENCE_STMT_CLOCK, "co_clock",
+        "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint", 0
+};
+
+int store_evidence_insert(struct store *st, const struct evidence_item *items,
+                          size_t n, char *errstr, size_t errstr_size)
+{
+        struct pgarr a[EVIDENCE_NPARAMS];
+        const char *values[EVIDENCE_NPARAMS];
+        PGresult *res = NULL;
+        int rc        = STORE_ERR;
+
+        for (int i = 0; i < EVIDENCE_NPARAMS; i++)
+                pgarr_init(&a[i]);
+        if (n == 0) {
+                rc = STORE_OK;
+                goto done;
+        }
+        for (size_t i = 0; i < n; i++) {
+                const struct evidence_item *e = &items[i];
+
+                if (!e->payment_id || !e->kind || !e->outcome) {
+                        snprintf(errstr, errstr_size,
+                                 "evidence: item %zu lacks payment, kind or "
+                                 "outcome",
+                                 i);
+                        goto done;
+                }
+                pgarr_text(&a[0], e->payment_id);
+                pgarr_text(&a[1], e->kind);
+                pgarr_text(&a[2], e->actor);
+                if (e->lease_epoch > 0)
+                        pgarr_i64(&a[3], e->lease_epoch);
+                else
+                        pgarr_text(&a[3], NULL);
+                pgarr_text(&a[4], e->request_summary);
+                if (e->http_status > 0)
+                        pgarr_i64(&a[5], e->http_status);
+                else
+                        pgarr_text(&a[5], NULL);
+                pgarr_text(&a[6], e->transport_error);
+                pgarr_text(&a[7], e->outcome);
+                pgarr_text(&a[8], e->provider_charge_id);
+                pgarr_text(&a[9], e->response_excerpt);
+        }
+        for (int i = 0; i < EVIDENCE_NPARAMS; i++) {
+                values[i] = pgarr_finish(&a[i]);
+                if (!values[i]) {
+                        snprintf(errstr, errstr_size,
+                                 "evidence: out of memory");
+                        goto done;
+                }
+        }
+        res = store_exec(st, &insert_stmt, values, &rc, errstr, errstr_size);
+        if (!res)
+                goto done;
+        rc = STORE_ERR;
+        if (PQntuples(res) != 1 || (size_t)store_i64_field(res, 0, 0) != n) {
+                snprintf(errstr, errstr_size,
+                         "evidence: unexpected result shape");
+                goto done;
+        }
+        rc = STORE_OK;
+
+done:
+        PQclear(res);
+        for (int i = 0; i < EVIDENCE_NPARAMS; i++)
+                pgarr_free(&a[i]);
+        return rc;
+}
+
+int store_clock_ms(struct store *st, int64_t *now_ms, char *errstr,
+                   size_t errstr_size)
+{
+        PGresult *res;
+        int rc;
+
+        res = store_exec(st, &clock_stmt, NULL, &rc, errstr, errstr_size);
+        if (!res)
+                return rc;
+        rc = STORE_ERR;
+        if (PQntuples(res) == 1 && !PQgetisnull(res, 0, 0)) {
+                *now_ms = store_i64_field(res, 0, 0);
+                rc      = STORE_OK;
+        } else {
+                snprintf(errstr, errstr_size, "clock: unexpected result");
+        }
+        PQclear(res);
+        return rc;
+}
