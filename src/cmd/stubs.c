@@ -4,8 +4,3 @@
  * as src/reconcile lands.
  */
 #include "cmd/cmd.h"
-
-int cmd_reconcile(struct config *cfg, int argc, char **argv)
-{
-        return cmd_not_built(cfg, argc, argv);
-}

@@ -1,0 +1,41 @@
+/*
+ * cmd/reconcile: `chargeonce reconcile`, the reconciler alone. Wiring
+ * only: failpoints, signals and the engine (src/reconcile/). The first
+ * SIGTERM/SIGINT stops taking payments over and finishes what is at the
+ * gateway, then exits 0; a second one exits at once, which is safe: a
+ * payment in hand stays processing under our lease and is taken over
+ * again when it expires.
+ */
+#include "cmd/cmd.h"
+#include "reconcile/reconcile.h"
+#include "util/config.h"
+#include "util/failpoint.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+int cmd_reconcile(struct config *cfg, int argc, char **argv)
+{
+        volatile sig_atomic_t *flag;
+
+        if (argc > 1) {
+                if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+                        printf("usage: chargeonce reconcile\n"
+                               "Finishes payments left processing by an "
+                               "owner whose lease expired: settled from the "
+                               "gateway's evidence, posted again with the "
+                               "same provider key, or sent to review (never "
+                               "failed without a refusal). SIGTERM finishes "
+                               "what is in hand and exits 0; a second "
+                               "SIGTERM exits at once.\n");
+                        return 0;
+                }
+                return cmd_usage_error("reconcile", "unexpected argument %s",
+                                       argv[1]);
+        }
+        if (failpoint_init() < 0)
+                return 2;
+        cmd_install_signals(&flag);
+        return reconcile_run(cfg, flag);
+}
