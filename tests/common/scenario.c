@@ -21,6 +21,9 @@ static char logs[MAX_LOGS][300];
 static int n_logs;
 static pid_t children[MAX_LOGS];
 static int n_children;
+/* chargeonce processes that should be running: one that ends by itself
+ * fails the wait it is noticed in, instead of a long time-out */
+static struct co *running[MAX_LOGS];
 
 static int64_t now_ms(void)
 {
@@ -380,13 +383,50 @@ void co_start(struct scenario *sc, struct co *c, const char *command,
         envv[e] = NULL;
         remember_log(c->log);
         c->pid = spawn(argv, envv, c->log);
+        running_add(c);
 #undef X
 #undef ARG
+}
+
+static void running_add(struct co *c)
+{
+        for (int i = 0; i < MAX_LOGS; i++)
+                if (!running[i]) {
+                        running[i] = c;
+                        return;
+                }
+}
+
+static void running_del(struct co *c)
+{
+        for (int i = 0; i < MAX_LOGS; i++)
+                if (running[i] == c)
+                        running[i] = NULL;
+}
+
+/* Fails the test if a chargeonce child ended without being asked to. */
+static void check_running(void)
+{
+        for (int i = 0; i < MAX_LOGS; i++) {
+                struct co *c = running[i];
+                int st;
+                if (!c || c->pid <= 0)
+                        continue;
+                if (waitpid(c->pid, &st, WNOHANG) == c->pid) {
+                        c->pid     = 0;
+                        running[i] = NULL;
+                        SC_CHECK(0, "chargeonce (%s) ended by itself: %s %d",
+                                 c->log, WIFEXITED(st) ? "exit" : "signal",
+                                 WIFEXITED(st) ? WEXITSTATUS(st)
+                                               : WTERMSIG(st));
+                }
+        }
 }
 
 int co_stop(struct co *c, int sig, int timeout_ms)
 {
         int r;
+        running_del(c);
         if (c->pid <= 0)
                 return -1;
         kill(c->pid, sig);
@@ -402,7 +442,9 @@ int co_stop(struct co *c, int sig, int timeout_ms)
 
 int co_wait(struct co *c, int timeout_ms)
 {
-        int r = wait_status(c->pid, timeout_ms);
+        int r;
+        running_del(c);
+        r = wait_status(c->pid, timeout_ms);
         if (r == -2)
                 return -1;
         c->pid = 0;
@@ -500,6 +542,7 @@ bool sc_wait_consumed(struct scenario *sc, int timeout_ms)
         rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
         SC_CHECK(rk, "%s", err);
         while (!ok && now_ms() < end) {
+                check_running();
                 rd_kafka_topic_partition_list_t *l =
                     rd_kafka_topic_partition_list_new(sc->partitions);
                 ok = true;
@@ -526,6 +569,7 @@ bool sc_wait_sql(struct scenario *sc, const char *sql, int timeout_ms)
 {
         int64_t end = now_ms() + timeout_ms;
         do {
+                check_running();
                 if (PQstatus(sc->pg) != CONNECTION_OK)
                         PQreset(sc->pg);
                 const char *v = testenv_pg_value(sc->pg, sql);
