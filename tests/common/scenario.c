@@ -327,6 +327,41 @@ long sim_charges_reference(json_t *stats, const char *reference)
                              NULL, NULL);
 }
 
+static void running_add(struct co *c)
+{
+        for (int i = 0; i < MAX_LOGS; i++)
+                if (!running[i]) {
+                        running[i] = c;
+                        return;
+                }
+}
+
+static void running_del(struct co *c)
+{
+        for (int i = 0; i < MAX_LOGS; i++)
+                if (running[i] == c)
+                        running[i] = NULL;
+}
+
+/* Fails the test if a chargeonce child ended without being asked to. */
+static void check_running(void)
+{
+        for (int i = 0; i < MAX_LOGS; i++) {
+                struct co *c = running[i];
+                int st;
+                if (!c || c->pid <= 0)
+                        continue;
+                if (waitpid(c->pid, &st, WNOHANG) == c->pid) {
+                        c->pid     = 0;
+                        running[i] = NULL;
+                        SC_CHECK(0, "chargeonce (%s) ended by itself: %s %d",
+                                 c->log, WIFEXITED(st) ? "exit" : "signal",
+                                 WIFEXITED(st) ? WEXITSTATUS(st)
+                                               : WTERMSIG(st));
+                }
+        }
+}
+
 void co_start(struct scenario *sc, struct co *c, const char *command,
               const struct sim *s, const char *const *xs,
               const char *const *env)
@@ -386,41 +421,6 @@ void co_start(struct scenario *sc, struct co *c, const char *command,
         running_add(c);
 #undef X
 #undef ARG
-}
-
-static void running_add(struct co *c)
-{
-        for (int i = 0; i < MAX_LOGS; i++)
-                if (!running[i]) {
-                        running[i] = c;
-                        return;
-                }
-}
-
-static void running_del(struct co *c)
-{
-        for (int i = 0; i < MAX_LOGS; i++)
-                if (running[i] == c)
-                        running[i] = NULL;
-}
-
-/* Fails the test if a chargeonce child ended without being asked to. */
-static void check_running(void)
-{
-        for (int i = 0; i < MAX_LOGS; i++) {
-                struct co *c = running[i];
-                int st;
-                if (!c || c->pid <= 0)
-                        continue;
-                if (waitpid(c->pid, &st, WNOHANG) == c->pid) {
-                        c->pid     = 0;
-                        running[i] = NULL;
-                        SC_CHECK(0, "chargeonce (%s) ended by itself: %s %d",
-                                 c->log, WIFEXITED(st) ? "exit" : "signal",
-                                 WIFEXITED(st) ? WEXITSTATUS(st)
-                                               : WTERMSIG(st));
-                }
-        }
 }
 
 int co_stop(struct co *c, int sig, int timeout_ms)
