@@ -20,6 +20,8 @@
  *   slow_owner      a consumer whose lease expires while it is stalled at
  *                   the gateway: taken over, its late settle fenced, one
  *                   charge, one result
+ *   threaded        reconciler_start/stop in this process (as consume
+ *                   runs it): settles, counts, stops cleanly
  *
  * Every scenario ends with: no payment processing, an evidence row behind
  * every decision, the invariant view empty. Truth comes from the
@@ -29,7 +31,9 @@
 #include "testenv.h"
 
 #include "gateway/request.h"
+#include "reconcile/reconcile.h"
 #include "store/store.h"
+#include "util/config.h"
 #include "util/crypto.h"
 
 #include <curl/curl.h>
@@ -775,6 +779,65 @@ static void slow_owner(void)
         sc_cleanup(&sc);
 }
 
+/* ---- in this process, on its own thread (as inside consume) ---- */
+
+static void threaded(void)
+{
+        static const char *const xs[] = { REC_FAST,
+                                          "reconcile.review_after=60s",
+                                          "gateway.api_key=sk_test_chargeonce",
+                                          NULL };
+        struct scenario sc;
+        struct sim s;
+        struct orphan sent, charged_o;
+        struct config *cfg = config_new();
+        struct reconciler *r;
+        struct reconcile_stats st;
+        char err[512], kv[1200];
+
+        sc_init(&sc, "rec_threaded", 1);
+        sim_start(&sc, &s, "");
+        make_orphan(&sc, &sent, "key-thr-0001", "pm_tok_ok", 300);
+        make_orphan(&sc, &charged_o, "key-thr-0002", "pm_tok_ok", 300);
+        SC_CHECK(direct_post(&s, &charged_o, NULL) == 200, "direct charge");
+        snprintf(kv, sizeof(kv), "db.conninfo=%s", sc.conninfo);
+        SC_CHECK(config_set_arg(cfg, kv, err, sizeof(err)) == 0, "%s", err);
+        snprintf(kv, sizeof(kv), "gateway.url=%s", s.url);
+        SC_CHECK(config_set_arg(cfg, kv, err, sizeof(err)) == 0, "%s", err);
+        for (int i = 0; xs[i]; i++)
+                SC_CHECK(config_set_arg(cfg, xs[i], err, sizeof(err)) == 0,
+                         "%s", err);
+        r = reconciler_start(cfg, err, sizeof(err));
+        SC_CHECK(r, "reconciler_start: %s", err);
+        SC_CHECK(wait_final(&sc, &sent) && wait_final(&sc, &charged_o),
+                 "not settled");
+        reconciler_get_stats(r, &st);
+        for (int i = 0; i < 50 && st.succeeded < 2; i++) {
+                sleep_ms(100);
+                reconciler_get_stats(r, &st);
+        }
+        reconciler_stop(r);
+        SC_CHECK(st.succeeded == 2 && st.settled_from_query == 1 &&
+                     st.reposted == 1 && st.settled_after_repost == 1 &&
+                     st.failed == 0 && st.review == 0 && st.fenced == 0,
+                 "stats: succeeded %llu from query %llu reposted %llu",
+                 (unsigned long long)st.succeeded,
+                 (unsigned long long)st.settled_from_query,
+                 (unsigned long long)st.reposted);
+        SC_CHECK(st.takeovers >= 2 && st.still_unknown >= 1,
+                 "takeovers %llu still unknown %llu",
+                 (unsigned long long)st.takeovers,
+                 (unsigned long long)st.still_unknown);
+        SC_CHECK(charges_of(&s, &sent) == 1 && charges_of(&s, &charged_o) == 1,
+                 "charges");
+        config_destroy(cfg);
+        check_end(&sc);
+        printf("threaded: reconciler_start/stop -> 2 settled (1 from the "
+               "query, 1 re-posted), counters agree\n");
+        sim_stop(&s);
+        sc_cleanup(&sc);
+}
+
 int main(int argc, char **argv)
 {
         static const struct {
@@ -789,6 +852,7 @@ int main(int argc, char **argv)
                 { "fenced", fenced },
                 { "two_reconcilers", two_reconcilers },
                 { "slow_owner", slow_owner },
+                { "threaded", threaded },
         };
 
         if (!testenv_have_services())
