@@ -21,6 +21,8 @@
 #include "pipeline/dbpool.h"
 #include "pipeline/keyq.h"
 #include "pipeline/offsets.h"
+#include "reconcile/reconcile.h"
+#include "relay/relay.h"
 #include "store/store.h"
 #include "util/config.h"
 #include "util/failpoint.h"
@@ -94,6 +96,8 @@ struct pipeline {
         const struct config *cfg;
         struct kconsumer *kc;
         struct kproducer *dlq;
+        struct relay *relay; /* outbox -> topic.results, own thread */
+        struct reconciler *rec; /* expired leases -> final, own thread */
         struct gateway *gw;
         struct dbpool *db;
         struct offsets *ot;
@@ -954,6 +958,16 @@ static int setup(struct pipeline *pl, const struct config *cfg)
                 log_error(&lc, "%s", err);
                 return 1;
         }
+        if (config_bool(cfg, "relay.enabled") &&
+            !(pl->relay = relay_start(cfg, err, sizeof(err)))) {
+                log_error(&lc, "relay: %s", err);
+                return 1;
+        }
+        if (config_bool(cfg, "reconcile.enabled") &&
+            !(pl->rec = reconciler_start(cfg, err, sizeof(err)))) {
+                log_error(&lc, "reconciler: %s", err);
+                return 1;
+        }
         if (!(pl->kc =
                   kconsumer_new(cfg, pl->topic, config_str(cfg, "group.id"),
                                 &hooks, err, sizeof(err)))) {
@@ -1013,6 +1027,9 @@ static void teardown(struct pipeline *pl)
         /* the consumer leaves the group after a final commit */
         kconsumer_destroy(pl->kc);
         dbpool_destroy(pl->db);
+        reconciler_stop(pl->rec);
+        /* last: the relay publishes what the drain settled */
+        relay_stop(pl->relay);
         offsets_destroy(pl->ot);
         if (pl->kq)
                 keyq_destroy(pl->kq);

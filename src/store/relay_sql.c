@@ -82,8 +82,18 @@ static PGresult *run(PGconn *conn, const char *what, const char *sql,
 static int run_ok(PGconn *conn, const char *what, const char *sql, char *errstr,
                   size_t errstr_size)
 {
-        int rc;
-        PGresult *res = run(conn, what, sql, 0, NULL, &rc, errstr, errstr_size);
+        PGresult *res;
+        ExecStatusType st;
+        int rc = STORE_OK;
+
+        /* PQexec: sql may hold several commands (no parameters) */
+        res = PQexec(conn, sql);
+        st  = PQresultStatus(res);
+        if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
+                format_error(res, conn, what, errstr, errstr_size);
+                rc = PQstatus(conn) == CONNECTION_OK ? STORE_ERR
+                                                     : STORE_ERR_CONN;
+        }
         PQclear(res);
         return rc;
 }
@@ -117,12 +127,13 @@ static PGconn *connect_one(const char *conninfo, const char *app, char *errstr,
                 PQfinish(conn);
                 return NULL;
         }
-        snprintf(sql, sizeof(sql),
-                 "SET default_transaction_isolation = 'read committed'; "
-                 "SET application_name = '%s'",
-                 app);
-        if (run_ok(conn, "database setup", sql, errstr, errstr_size) !=
-            STORE_OK) {
+        /* one statement per call: run() uses the extended protocol */
+        snprintf(sql, sizeof(sql), "SET application_name = '%s'", app);
+        if (run_ok(conn, "database setup",
+                   "SET default_transaction_isolation = 'read committed'",
+                   errstr, errstr_size) != STORE_OK ||
+            run_ok(conn, "database setup", sql, errstr, errstr_size) !=
+                STORE_OK) {
                 PQfinish(conn);
                 return NULL;
         }
