@@ -1,0 +1,611 @@
+/*
+ * test_relay: `chargeonce relay` on the real broker and PostgreSQL. Outbox
+ * rows are inserted with SQL (N rows over K keys, increasing ids); the
+ * result topic is read back and checked like a downstream would: drop
+ * event ids already seen, then every row must be there once and, per key,
+ * in outbox id order. One scenario per run:
+ *
+ *   test_relay crash      kill -9 the relay 20 times between produce and
+ *                         mark (failpoints) or at random moments
+ *   test_relay multi2     two relays at once, 10,000 rows over 500 keys
+ *   test_relay multi3     three relays, one killed and replaced midway
+ *   test_relay outage     the broker stopped for 10 s while publishing
+ *   test_relay retention  cleanup of old published rows only; republish
+ *                         of an intent, a key and a time range
+ *   test_relay latency    idle latency from commit to the topic, rows/s
+ *
+ * Never trusts the relay's own counters: truth is the topic and the table.
+ */
+#include "scenario.h"
+#include "testenv.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define T_WAIT 120000
+
+static int64_t now_ms(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(int ms)
+{
+        struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+        nanosleep(&ts, NULL);
+}
+
+static void exec_sql(struct scenario *sc, const char *sql)
+{
+        PGresult *res     = PQexec(sc->pg, sql);
+        ExecStatusType st = PQresultStatus(res);
+        SC_CHECK(st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK, "%s: %s", sql,
+                 PQresultErrorMessage(res));
+        PQclear(res);
+}
+
+/*
+ * Inserts n rows for keys 0..nkeys-1 ("t<k%3>/key-<k>"), row g of this
+ * call getting key (base + g) * 7919 % nkeys, ids increasing with g. The
+ * payload carries the event id and the sequence number.
+ */
+static void insert_rows(struct scenario *sc, long base, long n, int nkeys)
+{
+        char sql[2048];
+        snprintf(sql, sizeof(sql),
+                 "WITH g AS (SELECT g, gen_random_uuid() AS e,"
+                 "       ((g * 7919) %% %d) AS k"
+                 "  FROM generate_series(%ld, %ld) g)"
+                 " INSERT INTO outbox (event_id, message_key, tenant_id,"
+                 "       idem_key, intent_event_id, status, payload)"
+                 " SELECT e, 't' || (k %% 3) || '/key-' || k, 't' || (k %% 3),"
+                 "       'key-' || k, gen_random_uuid()::text, 'conflict',"
+                 "       json_build_object('event_id', e, 'seq', g,"
+                 "                         'k', k)::text"
+                 "   FROM g ORDER BY g",
+                 nkeys, base + 1, base + n);
+        exec_sql(sc, sql);
+}
+
+static long unpublished(struct scenario *sc)
+{
+        return sc_sql_long(sc, "SELECT count(*) FROM outbox"
+                               " WHERE published_at IS NULL");
+}
+
+static bool wait_published(struct scenario *sc, int timeout_ms)
+{
+        return sc_wait_sql(sc,
+                           "SELECT NOT EXISTS (SELECT 1 FROM outbox"
+                           " WHERE published_at IS NULL)",
+                           timeout_ms);
+}
+
+/* ---- the downstream check ---- */
+
+struct row {
+        char event_id[40];
+        char key[64];
+        long id;
+        int seen;
+        char *first_value;
+};
+
+static int row_cmp(const void *a, const void *b)
+{
+        return strcmp(((const struct row *)a)->event_id,
+                      ((const struct row *)b)->event_id);
+}
+
+static const char *header(const char *headers, const char *name, char *out,
+                          size_t outsz)
+{
+        size_t nl     = strlen(name);
+        const char *p = headers;
+        while (p && *p) {
+                const char *e = strchr(p, '\n');
+                size_t len    = e ? (size_t)(e - p) : strlen(p);
+                if (len > nl && !strncmp(p, name, nl) && p[nl] == '=') {
+                        snprintf(out, outsz, "%.*s", (int)(len - nl - 1),
+                                 p + nl + 1);
+                        return out;
+                }
+                p = e ? e + 1 : NULL;
+        }
+        return NULL;
+}
+
+struct verdict {
+        long rows, messages, duplicates;
+        long removed; /* messages of rows no longer in the outbox */
+};
+
+/*
+ * Reads the result topic and checks: every outbox row once after dropping
+ * seen event ids, key and headers right, per key the first occurrences in
+ * id order, a repeated event id carries the same bytes.
+ */
+static struct verdict verify(struct scenario *sc, int idle_ms, bool removed_ok)
+{
+        PGresult *res    = PQexec(sc->pg, "SELECT event_id, message_key, id"
+                                             " FROM outbox ORDER BY event_id");
+        struct verdict v = { 0, 0, 0, 0 };
+        struct row *rows;
+        struct sc_msg *m;
+        size_t nm;
+        int nk = 0;
+        struct lastid {
+                char key[64];
+                long id;
+        } * last;
+
+        SC_CHECK(PQresultStatus(res) == PGRES_TUPLES_OK, "%s",
+                 PQresultErrorMessage(res));
+        v.rows = PQntuples(res);
+        rows   = calloc((size_t)v.rows + 1, sizeof(*rows));
+        last   = calloc((size_t)v.rows + 1, sizeof(*last));
+        SC_CHECK(rows && last, "oom");
+        for (long r = 0; r < v.rows; r++) {
+                snprintf(rows[r].event_id, sizeof(rows[r].event_id), "%s",
+                         PQgetvalue(res, (int)r, 0));
+                snprintf(rows[r].key, sizeof(rows[r].key), "%s",
+                         PQgetvalue(res, (int)r, 1));
+                rows[r].id = atol(PQgetvalue(res, (int)r, 2));
+        }
+        PQclear(res);
+        nm         = sc_read_topic(sc, sc->t_results, idle_ms, &m);
+        v.messages = (long)nm;
+        for (size_t i = 0; i < nm; i++) {
+                char eid[40], st[32];
+                struct row key, *r;
+                int k;
+
+                SC_CHECK(header(m[i].headers, "event_id", eid, sizeof(eid)),
+                         "message %zu has no event_id header", i);
+                SC_CHECK(header(m[i].headers, "status", st, sizeof(st)),
+                         "message %zu has no status header", i);
+                snprintf(key.event_id, sizeof(key.event_id), "%s", eid);
+                r = bsearch(&key, rows, (size_t)v.rows, sizeof(*rows), row_cmp);
+                if (!r && removed_ok) {
+                        v.removed++;
+                        continue;
+                }
+                SC_CHECK(r, "event id %s is not in the outbox", eid);
+                SC_CHECK(m[i].key && !strcmp(m[i].key, r->key),
+                         "event %s: message key differs", eid);
+                SC_CHECK(m[i].value && strstr(m[i].value, eid),
+                         "event %s: payload is not its row's", eid);
+                if (r->seen++) {
+                        v.duplicates++;
+                        SC_CHECK(!strcmp(r->first_value, m[i].value),
+                                 "event %s re-published with other bytes", eid);
+                        continue;
+                }
+                r->first_value = m[i].value;
+                /* first occurrence: per key, ids must increase */
+                for (k = 0; k < nk; k++)
+                        if (!strcmp(last[k].key, r->key))
+                                break;
+                if (k == nk) {
+                        snprintf(last[nk].key, sizeof(last[nk].key), "%s",
+                                 r->key);
+                        last[nk++].id = 0;
+                }
+                SC_CHECK(r->id > last[k].id,
+                         "key order broken: id %ld first seen after id %ld "
+                         "of the same key",
+                         r->id, last[k].id);
+                last[k].id = r->id;
+        }
+        for (long r = 0; r < v.rows; r++)
+                SC_CHECK(rows[r].seen, "row id %ld (event %s) never published",
+                         rows[r].id, rows[r].event_id);
+        sc_messages_free(m, nm);
+        free(rows);
+        free(last);
+        printf("verify: %ld rows, %ld messages, %ld duplicates, %d keys in "
+               "order\n",
+               v.rows, v.messages, v.duplicates, nk);
+        return v;
+}
+
+static void stop_ok(struct co *c)
+{
+        int rc = co_stop(c, SIGTERM, 30000);
+        SC_CHECK(rc == 0, "chargeonce relay exited %d on SIGTERM", rc);
+}
+
+/* Distinct backends holding shard locks of this database. */
+static long shard_holders(struct scenario *sc)
+{
+        return sc_sql_long(sc, "SELECT count(DISTINCT pid) FROM pg_locks"
+                               " WHERE locktype = 'advisory' AND granted"
+                               "   AND classid = 746129102 AND objsubid = 2"
+                               "   AND database = (SELECT oid FROM pg_database"
+                               "       WHERE datname = current_database())");
+}
+
+static bool wait_holders(struct scenario *sc, long want, int timeout_ms)
+{
+        int64_t end = now_ms() + timeout_ms;
+        do {
+                if (shard_holders(sc) >= want)
+                        return true;
+                sleep_ms(50);
+        } while (now_ms() < end);
+        return false;
+}
+
+/* ------------------------------------------------------------------ */
+
+static void crash(void)
+{
+        static const char *const xs[] = { "relay.batch_size=40",
+                                          "relay.poll_interval=200ms", NULL };
+        struct scenario sc;
+        struct co c;
+        struct verdict v;
+        char fp[128];
+        int kills = 0;
+
+        sc_init(&sc, "relay_crash", 3);
+        insert_rows(&sc, 0, 2400, 60);
+        srand((unsigned)getpid());
+        for (int i = 0; i < 20 && unpublished(&sc) > 0; i++) {
+                const char *env[2] = { fp, NULL };
+                int64_t end        = now_ms() + 30000;
+                bool random_kill   = i % 5 == 4;
+                int rc             = -1;
+
+                if (i % 2 == 0)
+                        snprintf(fp, sizeof(fp),
+                                 "CHARGEONCE_FAILPOINTS=relay.before_mark="
+                                 "%d*kill",
+                                 2 + i % 4);
+                else
+                        snprintf(fp, sizeof(fp),
+                                 "CHARGEONCE_FAILPOINTS=relay.after_produce="
+                                 "%d*kill",
+                                 2 + i % 3);
+                co_start(&sc, &c, "relay", NULL, xs, random_kill ? NULL : env);
+                if (random_kill) {
+                        sleep_ms(300 + rand() % 700);
+                        rc = co_stop(&c, SIGKILL, 5000);
+                } else {
+                        /* until the failpoint kills it, or all is out */
+                        while (now_ms() < end) {
+                                rc = co_wait(&c, 50);
+                                if (rc >= 0)
+                                        break;
+                                if (unpublished(&sc) == 0) {
+                                        rc = co_stop(&c, SIGKILL, 5000);
+                                        break;
+                                }
+                        }
+                        if (rc < 0)
+                                rc = co_stop(&c, SIGKILL, 5000);
+                }
+                SC_CHECK(rc == 128 + SIGKILL, "restart %d: exit status %d", i,
+                         rc);
+                kills++;
+                printf("restart %d (%s): %ld unpublished\n", i,
+                       random_kill ? "SIGKILL at a random moment" : fp + 22,
+                       unpublished(&sc));
+        }
+        SC_CHECK(kills >= 15, "only %d kills before everything was out", kills);
+        co_start(&sc, &c, "relay", NULL, xs, NULL);
+        SC_CHECK(wait_published(&sc, T_WAIT), "%ld rows left unpublished",
+                 unpublished(&sc));
+        stop_ok(&c);
+        v = verify(&sc, 3000, false);
+        SC_CHECK(v.rows == 2400, "rows");
+        SC_CHECK(v.duplicates > 0,
+                 "no duplicate at all: the kills never hit between produce "
+                 "and mark");
+        sc_cleanup(&sc);
+}
+
+static void multi(int nrelays)
+{
+        static const char *const xs[] = { "relay.batch_size=200",
+                                          "relay.rebalance_interval=200ms",
+                                          NULL };
+        struct scenario sc;
+        struct co c[4];
+        int64_t t0;
+        long max_holders = 0;
+
+        sc_init(&sc, nrelays == 2 ? "relay_multi2" : "relay_multi3", 3);
+        for (int i = 0; i < nrelays; i++)
+                co_start(&sc, &c[i], "relay", NULL, xs, NULL);
+        SC_CHECK(wait_holders(&sc, nrelays, 20000),
+                 "the shards were not shared out between %d relays", nrelays);
+        t0 = now_ms();
+        for (int chunk = 0; chunk < 10; chunk++) {
+                long h;
+                insert_rows(&sc, chunk * 1000L, 1000, 500);
+                h = shard_holders(&sc);
+                if (h > max_holders)
+                        max_holders = h;
+                if (nrelays == 3 && chunk == 4) {
+                        /* one dies mid-drain; a new one takes its place */
+                        SC_CHECK(co_stop(&c[1], SIGKILL, 5000) == 137, "kill");
+                        co_start(&sc, &c[1], "relay", NULL, xs, NULL);
+                }
+                sleep_ms(100);
+        }
+        SC_CHECK(wait_published(&sc, T_WAIT), "%ld rows left unpublished",
+                 unpublished(&sc));
+        printf("%d relays: 10000 rows published in %lld ms (inserted over "
+               "~1 s); up to %ld relays held shards\n",
+               nrelays, (long long)(now_ms() - t0), max_holders);
+        SC_CHECK(max_holders >= nrelays, "only %ld relays worked", max_holders);
+        for (int i = 0; i < nrelays; i++)
+                stop_ok(&c[i]);
+        SC_CHECK(verify(&sc, 3000, false).rows == 10000, "rows");
+        sc_cleanup(&sc);
+}
+
+static void services(const char *what)
+{
+        char cmd[1024];
+        const char *src = getenv("CHARGEONCE_SOURCE_DIR");
+        const char *dir = getenv("CHARGEONCE_TEST_DIR");
+
+        SC_CHECK(src && dir, "CHARGEONCE_SOURCE_DIR / CHARGEONCE_TEST_DIR");
+        snprintf(cmd, sizeof(cmd),
+                 "'%s/tests/harness/services.sh' %s '%s' >/dev/null 2>&1", src,
+                 what, dir);
+        SC_CHECK(system(cmd) == 0, "services.sh %s failed", what);
+}
+
+static void outage(void)
+{
+        static const char *const xs[] = { "relay.batch_size=100", NULL };
+        struct scenario sc;
+        struct co c;
+        int64_t t0;
+        long waiting;
+
+        sc_init(&sc, "relay_outage", 3);
+        co_start(&sc, &c, "relay", NULL, xs, NULL);
+        insert_rows(&sc, 0, 1000, 100);
+        SC_CHECK(wait_published(&sc, T_WAIT), "first rows");
+        insert_rows(&sc, 1000, 3000, 100);
+        services("stop-kafka");
+        t0 = now_ms();
+        printf("broker stopped with %ld row(s) unpublished\n",
+               unpublished(&sc));
+        insert_rows(&sc, 4000, 1000, 100);
+        while (now_ms() - t0 < 10000)
+                sleep_ms(200);
+        waiting = unpublished(&sc);
+        printf("after 10 s without a broker: %ld row(s) waiting\n", waiting);
+        SC_CHECK(waiting > 0, "rows were marked while the broker was down");
+        SC_CHECK(co_alive(&c), "the relay died with the broker");
+        services("start-again-kafka");
+        t0 = now_ms();
+        insert_rows(&sc, 5000, 1000, 100);
+        SC_CHECK(wait_published(&sc, T_WAIT),
+                 "%ld rows left unpublished after the broker came back",
+                 unpublished(&sc));
+        printf("caught up %lld ms after the broker was started again\n",
+               (long long)(now_ms() - t0));
+        stop_ok(&c);
+        SC_CHECK(verify(&sc, 3000, false).rows == 6000, "rows");
+        sc_cleanup(&sc);
+}
+
+/* Runs `chargeonce relay ARGS` on the scenario's database; its status. */
+static int run_republish(struct scenario *sc, const char *args, long *reset)
+{
+        char cmd[2048], line[256];
+        FILE *p;
+        int st;
+
+        snprintf(cmd, sizeof(cmd), "'%s' -X 'db.conninfo=%s' relay %s 2>&1",
+                 getenv("CHARGEONCE_BIN"), sc->conninfo, args);
+        p = popen(cmd, "r");
+        SC_CHECK(p, "popen");
+        *reset = -1;
+        while (fgets(line, sizeof(line), p)) {
+                printf("  %s", line);
+                if (!strncmp(line, "republish: ", 11))
+                        *reset = atol(line + 11);
+        }
+        st = pclose(p);
+        return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void retention(void)
+{
+        static const char *const xs[] = { "relay.retention=1h",
+                                          "relay.cleanup_interval=200ms",
+                                          "relay.cleanup_batch=7", NULL };
+        struct scenario sc;
+        struct co c;
+        struct verdict v;
+        const char *s;
+        char intent[64], key[64], args[256];
+        long reset, expect;
+
+        sc_init(&sc, "relay_retention", 3);
+        insert_rows(&sc, 0, 300, 30);
+        co_start(&sc, &c, "relay", NULL, xs, NULL);
+        SC_CHECK(wait_published(&sc, T_WAIT), "published");
+
+        /* rows 1..100 published 2 h ago, rows 201..250 30 min ago, and 20
+         * old rows never published */
+        exec_sql(&sc, "UPDATE outbox SET published_at = now() - '2h'::interval"
+                      " WHERE id <= 100");
+        exec_sql(&sc, "UPDATE outbox SET published_at = now() - '30m'"
+                      "::interval WHERE id BETWEEN 201 AND 250");
+        exec_sql(&sc, "ALTER TABLE outbox DISABLE TRIGGER outbox_notify");
+        exec_sql(&sc, "BEGIN");
+        insert_rows(&sc, 300, 20, 30);
+        exec_sql(&sc, "UPDATE outbox SET created_at = now() - '3h'::interval"
+                      " WHERE id > 300");
+        exec_sql(&sc, "COMMIT");
+        exec_sql(&sc, "ALTER TABLE outbox ENABLE TRIGGER outbox_notify");
+        SC_CHECK(sc_wait_sql(&sc,
+                             "SELECT NOT EXISTS (SELECT 1 FROM outbox"
+                             " WHERE id <= 100)",
+                             T_WAIT),
+                 "old published rows not removed");
+        SC_CHECK(wait_published(&sc, T_WAIT), "old unpublished rows");
+        sleep_ms(600); /* a few more cleanup ticks */
+        SC_CHECK(sc_sql_long(&sc, "SELECT count(*) FROM outbox") == 220,
+                 "%ld rows left, want 220 (200 recent + 20 late)",
+                 sc_sql_long(&sc, "SELECT count(*) FROM outbox"));
+
+        /* a time range: the 50 rows published 30 min ago */
+        SC_CHECK(run_republish(&sc, "--republish-since 40m --until 20m",
+                               &reset) == 0 &&
+                     reset == 50,
+                 "republish range: %ld", reset);
+        SC_CHECK(wait_published(&sc, T_WAIT), "republished range");
+        /* one intent */
+        s = sc_sql(&sc, "SELECT intent_event_id FROM outbox WHERE id = 150");
+        SC_CHECK(s, "intent");
+        snprintf(intent, sizeof(intent), "%s", s);
+        snprintf(args, sizeof(args), "--republish-intent %s", intent);
+        SC_CHECK(run_republish(&sc, args, &reset) == 0 && reset == 1,
+                 "republish intent: %ld", reset);
+        SC_CHECK(wait_published(&sc, T_WAIT), "republished intent");
+        /* one key: its rows still retained */
+        s = sc_sql(&sc, "SELECT message_key FROM outbox WHERE id = 290");
+        SC_CHECK(s, "key");
+        snprintf(key, sizeof(key), "%s", s);
+        expect = sc_sql_long(&sc,
+                             "SELECT count(*) FROM outbox WHERE"
+                             " message_key = '%s'",
+                             key);
+        snprintf(args, sizeof(args), "--republish-key %s", key);
+        SC_CHECK(run_republish(&sc, args, &reset) == 0 && reset == expect,
+                 "republish key: %ld of %ld", reset, expect);
+        SC_CHECK(run_republish(&sc, "--until 20m", &reset) == 2,
+                 "--until alone must be a usage error");
+        SC_CHECK(run_republish(&sc, "--republish-since yesterday", &reset) == 2,
+                 "a bad time must be a usage error");
+        SC_CHECK(wait_published(&sc, T_WAIT), "republished rows");
+        stop_ok(&c);
+        v = verify(&sc, 3000, true);
+        SC_CHECK(v.rows == 220, "rows");
+        /* rows 1..100 went out once and were removed; the republished
+         * ones (50 + 1 + a key's) went out twice */
+        SC_CHECK(v.removed == 100, "%ld messages of removed rows", v.removed);
+        SC_CHECK(v.duplicates == 50 + 1 + expect || v.duplicates == 50 + expect,
+                 "%ld duplicates", v.duplicates);
+        sc_cleanup(&sc);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+        int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+        return x < y ? -1 : x > y;
+}
+
+static void latency(void)
+{
+        static const char *const xs[] = { "relay.poll_interval=10s", NULL };
+        struct scenario sc;
+        struct co c;
+        rd_kafka_conf_t *conf = testenv_kafka_conf();
+        rd_kafka_t *rk;
+        rd_kafka_topic_partition_list_t *l;
+        char err[256];
+        int64_t lat[21], t0, ms;
+        const int n = 21;
+        long total  = 20000;
+
+        sc_init(&sc, "relay_latency", 3);
+        co_start(&sc, &c, "relay", NULL, xs, NULL);
+        SC_CHECK(wait_holders(&sc, 1, 20000), "the relay took no shard");
+        rd_kafka_conf_set(conf, "group.id", "latency", err, sizeof(err));
+        rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
+        SC_CHECK(rk, "%s", err);
+        rd_kafka_poll_set_consumer(rk);
+        l = rd_kafka_topic_partition_list_new(3);
+        for (int p = 0; p < 3; p++)
+                rd_kafka_topic_partition_list_add(l, sc.t_results, p)->offset =
+                    RD_KAFKA_OFFSET_END;
+        SC_CHECK(rd_kafka_assign(rk, l) == 0, "assign");
+        rd_kafka_topic_partition_list_destroy(l);
+        /* sample 0 warms up (metadata, producer id); not counted. The poll
+         * fallback is 10 s, so only the NOTIFY can be this fast. */
+        for (int i = 0; i < n; i++) {
+                rd_kafka_message_t *m = NULL;
+                int64_t end;
+                sleep_ms(i == 0 ? 1000 : 200);
+                insert_rows(&sc, i, 1, 1000 + i);
+                t0  = now_ms();
+                end = t0 + 20000;
+                while (now_ms() < end) {
+                        m = rd_kafka_consumer_poll(rk, 5);
+                        if (m && !m->err)
+                                break;
+                        if (m)
+                                rd_kafka_message_destroy(m);
+                        m = NULL;
+                }
+                SC_CHECK(m, "sample %d never arrived", i);
+                lat[i] = now_ms() - t0;
+                rd_kafka_message_destroy(m);
+        }
+        rd_kafka_consumer_close(rk);
+        rd_kafka_destroy(rk);
+        qsort(lat + 1, (size_t)n - 1, sizeof(*lat), cmp_i64);
+        printf("idle latency, commit to consumer, %d samples: min %lld ms, "
+               "median %lld ms, p90 %lld ms, max %lld ms\n",
+               n - 1, (long long)lat[1], (long long)lat[1 + (n - 1) / 2],
+               (long long)lat[1 + (n - 1) * 9 / 10], (long long)lat[n - 1]);
+        SC_CHECK(lat[1 + (n - 1) / 2] < 100, "median idle latency %lld ms",
+                 (long long)lat[1 + (n - 1) / 2]);
+
+        /* throughput: a backlog drained by one relay from its start */
+        stop_ok(&c);
+        insert_rows(&sc, 100, total, 1000);
+        t0 = now_ms();
+        co_start(&sc, &c, "relay", NULL, NULL, NULL);
+        SC_CHECK(wait_published(&sc, T_WAIT), "backlog");
+        ms = now_ms() - t0;
+        printf("throughput: %ld rows over 1000 keys in %lld ms from the "
+               "relay's start: %lld rows/s\n",
+               total, (long long)ms, (long long)(total * 1000 / (ms ? ms : 1)));
+        stop_ok(&c);
+        sc_cleanup(&sc);
+}
+
+int main(int argc, char **argv)
+{
+        setvbuf(stdout, NULL, _IOLBF, 0);
+        if (!testenv_have_services())
+                return TESTENV_SKIP;
+        if (argc < 2) {
+                fprintf(stderr, "usage: test_relay crash|multi2|multi3|"
+                                "outage|retention|latency\n");
+                return 2;
+        }
+        if (!strcmp(argv[1], "crash"))
+                crash();
+        else if (!strcmp(argv[1], "multi2"))
+                multi(2);
+        else if (!strcmp(argv[1], "multi3"))
+                multi(3);
+        else if (!strcmp(argv[1], "outage"))
+                outage();
+        else if (!strcmp(argv[1], "retention"))
+                retention();
+        else if (!strcmp(argv[1], "latency"))
+                latency();
+        else
+                return 2;
+        printf("ok %s\n", argv[1]);
+        return 0;
+}
