@@ -13,11 +13,16 @@
  *   test_relay retention  cleanup of old published rows only; republish
  *                         of an intent, a key and a time range
  *   test_relay latency    idle latency from commit to the topic, rows/s
+ *   test_relay inproc     relay_start/relay_stop on a thread (as consume
+ *                         runs it), counters
  *
  * Never trusts the relay's own counters: truth is the topic and the table.
  */
 #include "scenario.h"
 #include "testenv.h"
+
+#include "relay/relay.h"
+#include "util/config.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -582,6 +587,52 @@ static void latency(void)
         sc_cleanup(&sc);
 }
 
+/* relay_start()/relay_stop() in this process, as `consume` runs it. */
+static void inproc(void)
+{
+        struct scenario sc;
+        struct config *cfg = config_new();
+        struct relay *r;
+        struct relay_stats st;
+        char err[512], kv[1200];
+
+        sc_init(&sc, "relay_inproc", 3);
+        snprintf(kv, sizeof(kv), "db.conninfo=%s", sc.conninfo);
+        SC_CHECK(config_set_arg(cfg, kv, err, sizeof(err)) == 0, "%s", err);
+        snprintf(kv, sizeof(kv), "kafka.bootstrap.servers=%s", testenv_kafka());
+        SC_CHECK(config_set_arg(cfg, kv, err, sizeof(err)) == 0, "%s", err);
+        snprintf(kv, sizeof(kv), "topic.results=%s", sc.t_results);
+        SC_CHECK(config_set_arg(cfg, kv, err, sizeof(err)) == 0, "%s", err);
+        SC_CHECK(config_set_arg(cfg, "relay.batch_size=50", err, sizeof(err)) ==
+                     0,
+                 "%s", err);
+        insert_rows(&sc, 0, 500, 20);
+        r = relay_start(cfg, err, sizeof(err));
+        SC_CHECK(r, "relay_start: %s", err);
+        insert_rows(&sc, 500, 500, 20);
+        SC_CHECK(wait_published(&sc, T_WAIT), "%ld rows left unpublished",
+                 unpublished(&sc));
+        relay_get_stats(r, &st);
+        SC_CHECK(st.published == 1000 && st.shards_held == 16 && st.relays == 1,
+                 "stats: published %llu, shards %d, relays %d",
+                 (unsigned long long)st.published, st.shards_held, st.relays);
+        /* stop in the middle of work: in-flight rows finish and are marked
+         * or stay unpublished, never half */
+        insert_rows(&sc, 1000, 2000, 20);
+        sleep_ms(30);
+        relay_stop(r);
+        printf("stopped with %ld row(s) left for the next relay\n",
+               unpublished(&sc));
+        r = relay_start(cfg, err, sizeof(err));
+        SC_CHECK(r, "relay_start: %s", err);
+        SC_CHECK(wait_published(&sc, T_WAIT), "%ld rows left unpublished",
+                 unpublished(&sc));
+        relay_stop(r);
+        config_destroy(cfg);
+        SC_CHECK(verify(&sc, 3000, false).rows == 3000, "rows");
+        sc_cleanup(&sc);
+}
+
 int main(int argc, char **argv)
 {
         setvbuf(stdout, NULL, _IOLBF, 0);
@@ -589,7 +640,7 @@ int main(int argc, char **argv)
                 return TESTENV_SKIP;
         if (argc < 2) {
                 fprintf(stderr, "usage: test_relay crash|multi2|multi3|"
-                                "outage|retention|latency\n");
+                                "outage|retention|latency|inproc\n");
                 return 2;
         }
         if (!strcmp(argv[1], "crash"))
@@ -604,6 +655,8 @@ int main(int argc, char **argv)
                 retention();
         else if (!strcmp(argv[1], "latency"))
                 latency();
+        else if (!strcmp(argv[1], "inproc"))
+                inproc();
         else
                 return 2;
         printf("ok %s\n", argv[1]);
