@@ -168,7 +168,7 @@ cleanup() {
 	for p in ${co_pids[@]+"${co_pids[@]}"}; do stop_pid "$p" KILL 1; done
 	[ -n "$pub_pid" ] && stop_pid "$pub_pid" KILL 1
 	[ -n "$sim_pid" ] && stop_pid "$sim_pid" TERM 5
-	if [ $rc != 0 ]; then
+	if [ $rc = 1 ]; then
 		for p in "$work"/*.log; do
 			[ -s "$p" ] || continue
 			echo "----- last lines of $(basename "$p") -----" >&2

@@ -28,9 +28,11 @@
 #include "demo.h"
 
 #include <curl/curl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 
 #define MAX_OPTS 16
 
@@ -275,6 +277,8 @@ int main(int argc, char **argv)
                  WL_OPTS ",bootstrap,intents-topic,results,dlq,sim,"
                          "conninfo,rate,fraction,timeout,results-from,watch"))
                 return 2;
+        /* never outlive the demo that started us */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         curl_global_init(CURL_GLOBAL_DEFAULT);
         rc = with_workload(cmd, &o);
         curl_global_cleanup();
