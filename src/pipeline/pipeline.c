@@ -64,6 +64,7 @@ struct item {
         char provider_key[STORE_PROVIDER_KEY_LEN];
         int64_t lease_epoch;
         int64_t lease_renewed_ms;
+        int64_t claimed_ms; /* when the claim came back */
 
         /* the result to write */
         enum payment_status status;
@@ -96,7 +97,7 @@ struct pipeline {
         const struct config *cfg;
         struct kconsumer *kc;
         struct kproducer *dlq;
-        struct relay *relay; /* outbox -> topic.results, own thread */
+        struct relay *relay;    /* outbox -> topic.results, own thread */
         struct reconciler *rec; /* expired leases -> final, own thread */
         struct gateway *gw;
         struct dbpool *db;
@@ -501,7 +502,11 @@ static void charge(struct pipeline *pl, struct item *it)
         req.currency       = it->in.currency;
         req.payment_method = it->in.payment_method;
         req.amount         = it->in.amount;
-        it->next           = (struct item *)(void *)pl; /* parked */
+        /* A claim that waited this long may have lost its lease to the
+         * reconciler, which may have posted already: with a gateway that
+         * ignores keys, ask before posting (the settle is fenced anyway). */
+        req.resume = time_mono_ms() - it->claimed_ms > pl->lease_ms / 2;
+        it->next   = (struct item *)(void *)pl; /* parked */
         if (gateway_charge(pl->gw, &req, on_gateway_done, it, err,
                            sizeof(err)) < 0) {
                 /* the request cannot be sent at all: a defect; the payment
@@ -605,6 +610,7 @@ static void on_claimed(struct pipeline *pl, struct item *it,
                 snprintf(it->provider_key, sizeof(it->provider_key), "%s",
                          c->provider_key);
                 it->lease_epoch = c->lease_epoch;
+                it->claimed_ms  = time_mono_ms();
                 ctx_of(pl, it, &lc);
                 log_debug(&lc, "claimed: payment processing, lease epoch %lld",
                           (long long)it->lease_epoch);
@@ -763,7 +769,8 @@ static void renew_leases(struct pipeline *pl)
         struct dbjob *j = NULL;
         size_t n        = 0;
 
-        if (now - pl->last_renew_ms < 1000)
+        if (now - pl->last_renew_ms <
+            (pl->renew_every_ms < 2000 ? pl->renew_every_ms / 2 : 1000))
                 return;
         pl->last_renew_ms = now;
         for (struct item *it = pl->all; it; it = it->anext)
@@ -1028,7 +1035,8 @@ static void teardown(struct pipeline *pl)
         kconsumer_destroy(pl->kc);
         dbpool_destroy(pl->db);
         reconciler_stop(pl->rec);
-        /* last: the relay publishes what the drain settled */
+        /* last: the relay finishes the round in flight; results settled
+         * during the drain are published by the next relay to run */
         relay_stop(pl->relay);
         offsets_destroy(pl->ot);
         if (pl->kq)

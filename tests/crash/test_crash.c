@@ -239,7 +239,7 @@ static const struct {
         { "claim.before_commit", 3 },  { "claim.after_commit", 3 },
         { "gateway.before_send", 40 }, { "gateway.after_answer", 40 },
         { "settle.before_commit", 3 }, { "settle.after_commit", 3 },
-        { "offset.before_store", 20 }, { "offset.after_store", 20 },
+        { "offset.before_store", 4 },  { "offset.after_store", 4 },
         { "relay.before_produce", 3 }, { "relay.after_produce", 3 },
         { "relay.before_mark", 3 },
 };
