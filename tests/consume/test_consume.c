@@ -7,6 +7,10 @@
  *   test_consume gateway_faults   decline, answer lost, slow answer
  *   test_consume mixed            1,000 intents, 20% duplicates of each kind
  *   test_consume key_order        results of one key come out in order
+ *   test_consume rebalance_eager / rebalance_cooperative
+ *                                 consumers join and leave mid-run (eager
+ *                                 or cooperative-sticky), one stopped with
+ *                                 two SIGTERMs: nothing lost or doubled
  *
  * Truth comes from the simulator's ground truth, the database and the
  * group's committed offsets, never from chargeonce's own counters.
@@ -511,6 +515,93 @@ static void key_order(void)
         sc_cleanup(&sc);
 }
 
+/* ------------------------------------------------------------------ */
+
+/*
+ * Consumers join and leave while intents are in flight, with the eager or
+ * the cooperative-sticky assignor; one is stopped with two SIGTERMs (exit
+ * at once). Nothing may be lost or handled twice.
+ */
+static void rebalance(const char *assignor)
+{
+        struct scenario sc;
+        struct sim s;
+        struct co c1, c2, c3;
+        char strategy[96];
+        const char *xs[] = { "consumer.batch_linger=2ms", strategy,
+                             "lease.duration=2s", "reconcile.interval=200ms",
+                             NULL };
+        const int n      = 900;
+        json_t *st;
+        int rc;
+
+        snprintf(strategy, sizeof(strategy),
+                 "kafka.partition.assignment.strategy=%s", assignor);
+        sc_init(&sc, "rebalance", 6);
+        sim_start(&sc, &s, "--latency-ms 5:40 --p-slow 0.02 --slow-ms 300");
+        co_start(&sc, &c1, "consume", &s, xs, NULL);
+        for (int i = 0; i < n; i++) {
+                char key[32], order[32];
+                struct intent_spec is = { NULL,   "shop-r", key,     order,
+                                          10 + i, "VND",    "pm_tok" };
+                snprintf(key, sizeof(key), "reb-%05d", i);
+                snprintf(order, sizeof(order), "reb-o-%05d", i);
+                sc_produce_intent(&sc, -1, &is, NULL);
+                if (i % 3 == 0) /* a client retry of every third */
+                        sc_produce_intent(&sc, -1, &is, NULL);
+                if (i == n / 4) {
+                        sc_flush(&sc);
+                        co_start(&sc, &c2, "consume", &s, xs, NULL);
+                }
+                if (i == n / 2) {
+                        sc_flush(&sc);
+                        /* a graceful leave: drain, commit, exit 0 */
+                        stop_ok(&c1);
+                        co_start(&sc, &c3, "consume", &s, xs, NULL);
+                }
+                if (i == 3 * n / 4) {
+                        sc_flush(&sc);
+                        /* two signals: exit at once, still safe */
+                        kill(c2.pid, SIGTERM);
+                        kill(c2.pid, SIGTERM);
+                        rc = co_stop(&c2, SIGTERM, 5000);
+                        SC_CHECK(rc == 0 || rc == 1,
+                                 "second SIGTERM: exit %d, want 0 or 1", rc);
+                        co_start(&sc, &c2, "consume", &s, xs, NULL);
+                }
+        }
+        sc_flush(&sc);
+        SC_CHECK(sc_wait_consumed(&sc, 120000), "not everything consumed");
+        SC_CHECK(sc_wait_sql(&sc,
+                             "SELECT NOT EXISTS (SELECT 1 FROM payments"
+                             " WHERE status = 'processing')",
+                             60000),
+                 "payments left processing");
+        SC_CHECK(sc_sql_long(&sc, "SELECT count(*) FROM payments") == n,
+                 "%ld payments for %d intents",
+                 sc_sql_long(&sc, "SELECT count(*) FROM payments"), n);
+        SC_CHECK(sc_sql_long(&sc,
+                             "SELECT count(*) FROM (SELECT tenant_id, idem_key"
+                             " FROM outbox WHERE NOT replayed GROUP BY 1, 2"
+                             " HAVING count(*) = 1) x") == n,
+                 "not exactly one non-replayed result per intent");
+        st = sim_stats(&s);
+        SC_CHECK(sim_stat(st, "double_charges") == 0, "%ld double charges",
+                 sim_stat(st, "double_charges"));
+        SC_CHECK(sim_stat(st, "succeeded_charges") == n, "%ld charges for %d",
+                 sim_stat(st, "succeeded_charges"), n);
+        json_decref(st);
+        sc_check_invariants(&sc);
+        stop_ok(&c2);
+        stop_ok(&c3);
+        printf("rebalance (%s): consumers joined, left, and one was stopped "
+               "with two SIGTERMs: %d intents, one charge and one result "
+               "each\n",
+               assignor, n);
+        sim_stop(&s);
+        sc_cleanup(&sc);
+}
+
 int main(int argc, char **argv)
 {
         if (!testenv_have_services())
@@ -529,6 +620,10 @@ int main(int argc, char **argv)
                 mixed();
         else if (!strcmp(argv[1], "key_order"))
                 key_order();
+        else if (!strcmp(argv[1], "rebalance_eager"))
+                rebalance("range,roundrobin");
+        else if (!strcmp(argv[1], "rebalance_cooperative"))
+                rebalance("cooperative-sticky");
         else {
                 fprintf(stderr, "unknown scenario %s\n", argv[1]);
                 return 2;
