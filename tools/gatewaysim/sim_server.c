@@ -718,11 +718,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
          * that answer for the key: releasing it would let the client's
          * retry with the same key charge a second time. */
         if (cx->key)
-                sim_store_key_finish(srv->st, cx->key, cx->gen,
-                                     cx->store_status,
-                                     cx->store_body ? cx->store_body
-                                                    : cx->answer,
-                                     time_mono_ms());
+                sim_store_key_finish(
+                    srv->st, cx->key, cx->gen, cx->store_status,
+                    cx->store_body ? cx->store_body : cx->answer,
+                    time_mono_ms());
         free(cx->key);
         free(cx->body);
         free(cx->answer);
