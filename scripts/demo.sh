@@ -314,7 +314,7 @@ co_pids=()
 rc=0
 "$demo" report "${wl[@]}" "${waitargs[@]}" --intents-topic "$tin" || rc=1
 [ $stopped_ok = 1 ] || rc=1
-echo "   took $((SECONDS - started))s (services up to here not counted)"
+echo "   the run took $((SECONDS - started))s (after the services were up)"
 if [ $rc = 0 ]; then
 	echo "demo: OK — every intent charged at most once and answered once"
 else

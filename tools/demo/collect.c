@@ -12,7 +12,6 @@
 #include <librdkafka/rdkafka.h>
 #include <libpq-fe.h>
 #include <errno.h>
-#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -490,8 +489,10 @@ static long stat_of(json_t *j, const char *k)
 static bool complete(const struct tally *t, double fraction)
 {
         const struct workload *w = t->w;
-        size_t need = (size_t)ceil(fraction * (double)w->n_intents);
-
+        double want              = fraction * (double)w->n_intents;
+        size_t need              = (size_t)want;
+        if ((double)need < want)
+                need++;
         if (t->answered < need)
                 return false;
         return fraction < 1.0 ||
