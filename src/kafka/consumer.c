@@ -99,7 +99,7 @@ struct kconsumer *kconsumer_new(const struct config *cfg, const char *topic,
                 abort();
         kc->topic = strdup(topic);
         kc->hooks = *hooks;
-        if (!(conf = kconf_new(cfg, errstr, errstr_size)))
+        if (!(conf = kconf_new(cfg, KCONF_CONSUMER, errstr, errstr_size)))
                 goto fail;
         /* chargeonce's guarantees depend on these: not overridable */
         if (kconf_set(conf, "group.id", group, errstr, errstr_size) < 0 ||

@@ -32,8 +32,8 @@ int kconf_set(rd_kafka_conf_t *conf, const char *name, const char *value,
         return 0;
 }
 
-rd_kafka_conf_t *kconf_new(const struct config *cfg, char *errstr,
-                           size_t errstr_size)
+rd_kafka_conf_t *kconf_new(const struct config *cfg, enum kconf_role role,
+                           char *errstr, size_t errstr_size)
 {
         rd_kafka_conf_t *conf = rd_kafka_conf_new();
 
@@ -41,7 +41,22 @@ rd_kafka_conf_t *kconf_new(const struct config *cfg, char *errstr,
         for (size_t i = 0; i < config_kafka_count(cfg); i++) {
                 const char *name, *value;
                 config_kafka_get(cfg, i, &name, &value);
+                if (!strncmp(name, "consumer.", 9)) {
+                        if (role != KCONF_CONSUMER)
+                                continue;
+                        name += 9;
+                } else if (!strncmp(name, "producer.", 9)) {
+                        if (role != KCONF_PRODUCER)
+                                continue;
+                        name += 9;
+                }
                 if (kconf_set(conf, name, value, errstr, errstr_size) < 0) {
+                        char full[512];
+                        config_kafka_get(cfg, i, &name, &value);
+                        snprintf(full, sizeof(full), "kafka.%s: %s", name,
+                                 strchr(errstr, ' ') ? strchr(errstr, ' ') + 1
+                                                     : errstr);
+                        snprintf(errstr, errstr_size, "%s", full);
                         rd_kafka_conf_destroy(conf);
                         return NULL;
                 }
@@ -51,9 +66,12 @@ rd_kafka_conf_t *kconf_new(const struct config *cfg, char *errstr,
 
 int kconf_check(const struct config *cfg, char *errstr, size_t errstr_size)
 {
-        rd_kafka_conf_t *conf = kconf_new(cfg, errstr, errstr_size);
-        if (!conf)
-                return -1;
-        rd_kafka_conf_destroy(conf);
+        for (int role = KCONF_CONSUMER; role <= KCONF_PRODUCER; role++) {
+                rd_kafka_conf_t *conf =
+                    kconf_new(cfg, (enum kconf_role)role, errstr, errstr_size);
+                if (!conf)
+                        return -1;
+                rd_kafka_conf_destroy(conf);
+        }
         return 0;
 }

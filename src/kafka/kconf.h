@@ -12,13 +12,19 @@
 
 struct config;
 
+/* Which client a configuration is for. */
+enum kconf_role { KCONF_CONSUMER, KCONF_PRODUCER };
+
 /*
- * A new rd_kafka_conf_t holding every kafka.* property of cfg (and the
- * logger). Owned by the caller (rd_kafka_new() takes it over on success).
- * NULL with a message naming the property on error.
+ * A new rd_kafka_conf_t holding the kafka.* properties of cfg that apply
+ * to role (and the logger): kafka.<prop> applies to every client,
+ * kafka.consumer.<prop> to consumers only and kafka.producer.<prop> to
+ * producers only (so a consumer-only property does not make every
+ * producer warn). Owned by the caller (rd_kafka_new() takes it over on
+ * success). NULL with a message naming the property on error.
  */
-rd_kafka_conf_t *kconf_new(const struct config *cfg, char *errstr,
-                           size_t errstr_size)
+rd_kafka_conf_t *kconf_new(const struct config *cfg, enum kconf_role role,
+                           char *errstr, size_t errstr_size)
     __attribute__((warn_unused_result));
 
 /* Sets one property; on error errstr names it as kafka.<name>. */

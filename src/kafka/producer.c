@@ -37,7 +37,7 @@ struct kproducer *kproducer_new(const struct config *cfg, const char *client_id,
 
         if (!kp)
                 abort();
-        if (!(conf = kconf_new(cfg, errstr, errstr_size)))
+        if (!(conf = kconf_new(cfg, KCONF_PRODUCER, errstr, errstr_size)))
                 goto fail;
         /* the guarantees: not overridable */
         if (kconf_set(conf, "enable.idempotence", "true", errstr, errstr_size) <

@@ -632,5 +632,9 @@ void config_describe(FILE *out)
                         cfg_defs[i].help,
                         cfg_defs[i].secret ? " (secret)" : "");
         fprintf(out, "  %-26s %-22s %s\n", "kafka.<property>", "",
-                "any librdkafka property");
+                "any librdkafka property, for every client");
+        fprintf(out, "  %-26s %-22s %s\n", "kafka.consumer.<property>", "",
+                "for the consumer only");
+        fprintf(out, "  %-26s %-22s %s\n", "kafka.producer.<property>", "",
+                "for the producers only (DLQ, relay)");
 }

@@ -392,8 +392,8 @@ void co_start(struct scenario *sc, struct co *c, const char *command,
         ARG("%s", bin);
         X("db.conninfo=%s", sc->conninfo);
         X("kafka.bootstrap.servers=%s", testenv_kafka());
-        X("kafka.auto.commit.interval.ms=200");
-        X("kafka.session.timeout.ms=10000");
+        X("kafka.consumer.auto.commit.interval.ms=200");
+        X("kafka.consumer.session.timeout.ms=10000");
         X("kafka.topic.metadata.refresh.interval.ms=2000");
         X("topic.intents=%s", sc->t_intents);
         X("topic.results=%s", sc->t_results);
