@@ -53,6 +53,47 @@ static bool luhn_ok(const unsigned char *digits, size_t n)
 }
 
 /*
+ * True if digit groups of these sizes are how a card number is written:
+ * one run of digits, groups of four (the last one shorter or equal), or
+ * the 4-6-5 / 4-6-4 grouping of American Express and Diners. Other
+ * groupings are not card numbers: a UUID v4 whose groups happen to be all
+ * digits (8-4-4-4-12) must never be taken for one.
+ */
+static bool card_grouping(const size_t *sizes, size_t k)
+{
+        if (k == 1)
+                return true;
+        if (k == 3 && sizes[0] == 4 && sizes[1] == 6 &&
+            (sizes[2] == 4 || sizes[2] == 5))
+                return true;
+        for (size_t i = 0; i + 1 < k; i++)
+                if (sizes[i] != 4)
+                        return false;
+        return sizes[k - 1] >= 1 && sizes[k - 1] <= 4;
+}
+
+static bool is_hex_alnum(unsigned char c)
+{
+        return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+/*
+ * A card number written in groups is not glued to a hex digit at either
+ * end. This is what keeps UUID v4 keys (the keys clients are told to use)
+ * from ever being taken for cards: inside a UUID, a chain of four-digit
+ * groups can only start after a hex letter of the first group
+ * ("...a8246-9453-4277-9140-...") or end before one of the last
+ * ("-1234-4123-8123-5678abcd..."). A card followed by its expiry date or
+ * wrapped in other words is still found.
+ */
+static bool stands_alone(const char *s, size_t len, size_t start, size_t end)
+{
+        if (start > 0 && is_hex_alnum((unsigned char)s[start - 1]))
+                return false;
+        return end == len || !is_hex_alnum((unsigned char)s[end]);
+}
+
+/*
  * Finds the first card number that starts at or after `from`. On success
  * sets [*start, *end) to the span from its first to its last digit.
  */
@@ -68,11 +109,12 @@ static bool find_card(const char *s, size_t len, size_t from, size_t *start,
                 }
                 /* i starts a digit group; try chains of groups from it. */
                 unsigned char digits[CARD_MAX_DIGITS];
-                size_t n = 0, j = i, best_end = 0;
+                size_t sizes[CARD_MAX_DIGITS];
+                size_t n = 0, j = i, best_end = 0, k = 0;
                 bool found = false;
 
                 for (;;) {
-                        size_t g = j;
+                        size_t g = j, before = n;
 
                         while (g < len && is_digit((unsigned char)s[g])) {
                                 if (n == CARD_MAX_DIGITS) {
@@ -84,7 +126,10 @@ static bool find_card(const char *s, size_t len, size_t from, size_t *start,
                         }
                         if (n > CARD_MAX_DIGITS)
                                 break;
-                        if (n >= CARD_MIN_DIGITS && luhn_ok(digits, n)) {
+                        sizes[k++] = n - before;
+                        if (n >= CARD_MIN_DIGITS && card_grouping(sizes, k) &&
+                            (k == 1 || stands_alone(s, len, i, g)) &&
+                            luhn_ok(digits, n)) {
                                 found    = true;
                                 best_end = g;
                         }

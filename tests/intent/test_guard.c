@@ -61,6 +61,43 @@ static void test_separated_and_embedded(void **state)
         assert_true(card("pay 4111-1111 1111-1111 now"));
 }
 
+/*
+ * UUID v4 keys (what clients are told to use) are never card numbers, even
+ * when digit-only groups chain into a Luhn-valid run of 16: 12345678-1234-
+ * 4129 gives 1234567812344129, which passes Luhn. A card number's groups
+ * are fours (or 4-6-5 / 4-6-4), never 8-4-4.
+ */
+static void test_uuid_keys_are_not_cards(void **state)
+{
+        uint64_t x = 0x9e3779b97f4a7c15ULL;
+        char u[37];
+        static const char hex[] = "0123456789abcdef";
+
+        (void)state;
+        assert_false(card("12345678-1234-4129-8123-123456789012"));
+        assert_false(card("12345678-1234-4129"));
+        /* and the guard still finds what it must */
+        assert_true(card("card 4111 1111 1111 1111 12/26"));
+        assert_true(card("x4111-1111-1111-1111y"));
+        for (int n = 0; n < 200000; n++) {
+                for (int i = 0; i < 36; i++) {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        /* digits far more often than in real UUIDs, to
+                         * make all-digit groups common */
+                        u[i] = (x & 7) ? (char)('0' + (x >> 8) % 10)
+                                       : hex[(x >> 8) & 15];
+                }
+                u[8] = u[13] = u[18] = u[23] = '-';
+                u[14]                        = '4';
+                u[19]                        = "89ab"[(x >> 20) & 3];
+                u[36]                        = '\0';
+                if (card(u))
+                        fail_msg("a UUID taken for a card number: %s", u);
+        }
+}
+
 static void test_emails(void **state)
 {
         (void)state;
@@ -168,6 +205,7 @@ int main(void)
                 cmocka_unit_test(test_luhn_lengths),
                 cmocka_unit_test(test_luhn_negative),
                 cmocka_unit_test(test_separated_and_embedded),
+                cmocka_unit_test(test_uuid_keys_are_not_cards),
                 cmocka_unit_test(test_emails),
                 cmocka_unit_test(test_redact),
                 cmocka_unit_test(test_redact_truncation),
