@@ -41,6 +41,5 @@ if ! { $sudo apt-get update -q && \
 	echo "install-deps: FAILED installing: ${missing[*]}" >&2
 	exit 1
 fi
-# Debian's postgresql package starts a cluster on 5432; our tests run their
-# own private clusters, so the system one is left as the admin configured it.
-echo "install-deps: installed ${missing[*]}"
+# Quiet on success. Debian's postgresql package starts a cluster on 5432;
+# our tests run their own private clusters and leave that one alone.

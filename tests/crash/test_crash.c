@@ -43,13 +43,15 @@ struct workload {
 
 /* Settings that make recovery quick in a test: short leases, a fast
  * reconciler, a fast relay. */
-static const char *const quick[] = { "consumer.batch_linger=2ms",
-                                     "lease.duration=2s",
-                                     "reconcile.interval=200ms",
-                                     "reconcile.review_after=10m",
-                                     "relay.poll_interval=100ms",
-                                     "gateway.max_attempts=6",
-                                     NULL };
+static const char *const quick[] = {
+        "consumer.batch_linger=2ms", "lease.duration=2s",
+        "reconcile.interval=200ms", "reconcile.review_after=10m",
+        "relay.poll_interval=100ms", "gateway.max_attempts=6",
+        /* the reconciler re-posts an orphan
+         * only once its call cannot be in
+         * flight (deadline + timeout) */
+        "gateway.deadline=4s", NULL
+};
 
 static void sleep_ms(int ms)
 {
@@ -343,17 +345,19 @@ static void soak(int seconds, unsigned seed)
         struct sim s;
         struct co procs[3];
         static const char *const cmds[3] = { "consume", "relay", "reconcile" };
-        static const char *const consume_only[] = {
-                "consumer.batch_linger=2ms", "lease.duration=2s",
-                "relay.enabled=false",       "reconcile.enabled=false",
-                "gateway.max_attempts=6",    NULL
-        };
-        static const char *const other[] = { "lease.duration=2s",
-                                             "reconcile.interval=200ms",
-                                             "relay.poll_interval=100ms",
-                                             NULL };
-        struct workload *w               = calloc(1, sizeof(*w));
-        time_t t0                        = time(NULL);
+        static const char *const consume_only[] = { "consumer.batch_linger=2ms",
+                                                    "lease.duration=2s",
+                                                    "relay.enabled=false",
+                                                    "reconcile.enabled=false",
+                                                    "gateway.max_attempts=6",
+                                                    "gateway.deadline=4s",
+                                                    NULL };
+        static const char *const other[]        = { "lease.duration=2s",
+                                                    "reconcile.interval=200ms",
+                                                    "relay.poll_interval=100ms",
+                                                    "gateway.deadline=4s", NULL };
+        struct workload *w                      = calloc(1, sizeof(*w));
+        time_t t0                               = time(NULL);
         int kills = 0, batch = 0;
         bool broker_done = false, pg_done = false;
         unsigned r = seed;
