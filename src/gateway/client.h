@@ -94,6 +94,10 @@ typedef void(gateway_done_cb)(void *opaque, const struct gateway_result *res);
 /* Fills o with the defaults (tls_verify and idempotency_keys true). */
 void gateway_opts_default(struct gateway_opts *o);
 
+/* Fills o from the gateway.* keys of cfg (strings borrowed from cfg). */
+struct config;
+void gateway_opts_from_config(struct gateway_opts *o, const struct config *cfg);
+
 /*
  * A new client. Copies everything it needs from o. Returns NULL with a
  * reason in errstr (which never repeats the API key). The caller owns the

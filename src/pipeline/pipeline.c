@@ -927,21 +927,7 @@ static int setup(struct pipeline *pl, const struct config *cfg)
         pl->ot             = offsets_new();
         pl->kq             = keyq_new();
 
-        gateway_opts_default(&go);
-        go.base_url           = config_str(cfg, "gateway.url");
-        go.api_key            = config_str(cfg, "gateway.api_key");
-        go.ca_file            = *config_str(cfg, "gateway.ca_file")
-                                    ? config_str(cfg, "gateway.ca_file")
-                                    : NULL;
-        go.tls_verify         = config_bool(cfg, "gateway.tls_verify");
-        go.idempotency_keys   = config_bool(cfg, "gateway.idempotency_keys");
-        go.connect_timeout_ms = config_ms(cfg, "gateway.connect_timeout");
-        go.timeout_ms         = config_ms(cfg, "gateway.timeout");
-        go.max_connections    = (int)config_int(cfg, "gateway.max_connections");
-        go.retry.base_ms      = config_ms(cfg, "gateway.backoff_base");
-        go.retry.cap_ms       = config_ms(cfg, "gateway.backoff_max");
-        go.retry.max_attempts = (int)config_int(cfg, "gateway.max_attempts");
-        go.retry.deadline_ms  = config_ms(cfg, "gateway.deadline");
+        gateway_opts_from_config(&go, cfg);
         if (!(pl->gw = gateway_new(&go, err, sizeof(err)))) {
                 log_error(&lc, "gateway: %s", err);
                 return 2;

@@ -890,21 +890,7 @@ static int engine_setup(struct engine *e, const struct config *cfg,
         if (!crypto_random(&e->rnd, sizeof(e->rnd)))
                 e->rnd = (uint64_t)time_mono_us() ^ (uint64_t)getpid();
 
-        gateway_opts_default(&go);
-        go.base_url           = config_str(cfg, "gateway.url");
-        go.api_key            = config_str(cfg, "gateway.api_key");
-        go.ca_file            = *config_str(cfg, "gateway.ca_file")
-                                    ? config_str(cfg, "gateway.ca_file")
-                                    : NULL;
-        go.tls_verify         = config_bool(cfg, "gateway.tls_verify");
-        go.idempotency_keys   = config_bool(cfg, "gateway.idempotency_keys");
-        go.connect_timeout_ms = config_ms(cfg, "gateway.connect_timeout");
-        go.timeout_ms         = config_ms(cfg, "gateway.timeout");
-        go.max_connections    = (int)config_int(cfg, "gateway.max_connections");
-        go.retry.base_ms      = config_ms(cfg, "gateway.backoff_base");
-        go.retry.cap_ms       = config_ms(cfg, "gateway.backoff_max");
-        go.retry.max_attempts = (int)config_int(cfg, "gateway.max_attempts");
-        go.retry.deadline_ms  = config_ms(cfg, "gateway.deadline");
+        gateway_opts_from_config(&go, cfg);
         if (!(e->gw = gateway_new(&go, errstr, errstr_size)))
                 return 2;
         if (!(e->db = store_connect(config_str(cfg, "db.conninfo"), errstr,

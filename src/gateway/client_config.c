@@ -1,0 +1,26 @@
+/*
+ * client_config: the gateway client's options from chargeonce's
+ * configuration, the one place that maps gateway.* keys to them (the
+ * consumer and the reconciler each make a client).
+ */
+#include "gateway/client.h"
+#include "util/config.h"
+
+void gateway_opts_from_config(struct gateway_opts *go, const struct config *cfg)
+{
+        const char *ca = config_str(cfg, "gateway.ca_file");
+
+        gateway_opts_default(go);
+        go->base_url           = config_str(cfg, "gateway.url");
+        go->api_key            = config_str(cfg, "gateway.api_key");
+        go->ca_file            = *ca ? ca : NULL;
+        go->tls_verify         = config_bool(cfg, "gateway.tls_verify");
+        go->idempotency_keys   = config_bool(cfg, "gateway.idempotency_keys");
+        go->connect_timeout_ms = config_ms(cfg, "gateway.connect_timeout");
+        go->timeout_ms         = config_ms(cfg, "gateway.timeout");
+        go->max_connections = (int)config_int(cfg, "gateway.max_connections");
+        go->retry.base_ms   = config_ms(cfg, "gateway.backoff_base");
+        go->retry.cap_ms    = config_ms(cfg, "gateway.backoff_max");
+        go->retry.max_attempts = (int)config_int(cfg, "gateway.max_attempts");
+        go->retry.deadline_ms  = config_ms(cfg, "gateway.deadline");
+}
