@@ -10,7 +10,7 @@ PKGS=(
 	libcurl4-openssl-dev libmicrohttpd-dev libcmocka-dev
 	kcat postgresql postgresql-contrib
 	openjdk-17-jre-headless maven
-	clang-format valgrind python3 python3-jsonschema
+	clang-format valgrind python3 python3-jsonschema gnuplot-nox
 )
 
 missing=()

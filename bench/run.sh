@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# bench/run.sh: the end-to-end benchmark of chargeonce, in one go.
+#
+# Builds chargeonce and the simulator (BUILD_DIR/main, RelWithDebInfo,
+# failpoints off) and the bench tools (BUILD_DIR/bench), starts a private
+# PostgreSQL 15 and Kafka 3.9 with tests/harness/with-services, runs every
+# measurement of bench/measure.sh, prints the table and writes
+# bench/results/ (report.md, the raw JSON lines, the pgbench and sweep
+# data, profiles and inflight.png) for docs/benchmarks.md.
+#
+# usage: bench/run.sh            (about 6-8 minutes on 2 cores)
+# env:   BUILD_DIR (default <repo>/build-bench), RESULTS (default
+#        <repo>/bench/results), and the sizes of bench/measure.sh
+#        (N_INSTANT, N_SIM50, N_BASELINE, N_REPLAY, LAT_SECONDS, SWEEP, ...)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD_DIR:-$root/build-bench}
+results=${RESULTS:-$root/bench/results}
+
+echo "bench: building in $build" >&2
+cmake -S "$root" -B "$build/main" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	-DCHARGEONCE_FAILPOINTS=OFF >/dev/null
+cmake --build "$build/main" -j2 --target chargeonce chargeonce-gatewaysim \
+	>/dev/null
+cmake -S "$root/bench" -B "$build/bench" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	>/dev/null
+cmake --build "$build/bench" -j2 >/dev/null
+export CO_BIN=$build/main/src/chargeonce
+export SIM_BIN=$build/main/tools/gatewaysim/chargeonce-gatewaysim
+export E2E_BIN=$build/bench/e2e/chargeonce-e2e
+
+out=$(mktemp -d "${TMPDIR:-/tmp}/chargeonce-bench.XXXXXX")
+chmod 755 "$out"
+trap 'rm -rf "$out"' EXIT
+echo "bench: $(nproc) cores, $(uptime)" >&2
+"$root/tests/harness/with-services" "$root/bench/measure.sh" "$out" >&2
+
+mkdir -p "$results"
+python3 "$root/bench/report.py" "$out"
+for f in report.md results.jsonl pgbench.txt sweep.dat claim_settle.sql \
+	profile-comm.txt profile-chargeonce.txt profile-postgres.txt \
+	profile-statements.txt; do
+	[ -f "$out/$f" ] && cp "$out/$f" "$results/$f"
+done
+if command -v gnuplot >/dev/null; then
+	gnuplot -e "data='$results/sweep.dat'; out='$results/inflight.png'" \
+		"$root/bench/inflight.gp"
+	echo "bench: plot in $results/inflight.png" >&2
+else
+	echo "bench: no gnuplot (scripts/install-deps.sh installs gnuplot-nox):" \
+		"no plot" >&2
+fi
