@@ -31,7 +31,7 @@ static const struct cmd commands[] = {
           "rewind the consumer group of a partition (not built yet)" },
         { "inspect", cmd_not_built,
           "show one intent: payment, evidence, results (not built yet)" },
-        { "audit", cmd_not_built, "list invariant violations (not built yet)" },
+        { "audit", cmd_audit, "list invariant violations (exit 1 if any)" },
         { "gc", cmd_not_built,
           "reduce expired keys to tombstones (not built yet)" },
 };
