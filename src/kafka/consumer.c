@@ -108,25 +108,19 @@ struct kconsumer *kconsumer_new(const struct config *cfg, const char *topic,
                 goto fail_conf;
         /* defaults a user may override through kafka.* */
         {
-                static const char *const defaults[][2] = {
+                static const struct kconf_default defaults[] = {
                         { "auto.offset.reset", "earliest" },
                         { "enable.partition.eof", "false" },
                         { "client.id", "chargeonce-consumer" },
+                        /* at the in-flight cap the pipeline stops taking
+                         * messages and librdkafka holds its prefetch:
+                         * bound it (librdkafka's default is 64 MB) */
+                        { "queued.max.messages.kbytes", "16384" },
                 };
-                for (size_t i = 0; i < sizeof(defaults) / sizeof(*defaults);
-                     i++) {
-                        bool set = false;
-                        for (size_t k = 0; k < config_kafka_count(cfg); k++) {
-                                const char *nm, *v;
-                                config_kafka_get(cfg, k, &nm, &v);
-                                if (!strcmp(nm, defaults[i][0]))
-                                        set = true;
-                        }
-                        if (!set &&
-                            kconf_set(conf, defaults[i][0], defaults[i][1],
-                                      errstr, errstr_size) < 0)
-                                goto fail_conf;
-                }
+                if (kconf_defaults(conf, cfg, KCONF_CONSUMER, defaults,
+                                   sizeof(defaults) / sizeof(*defaults), errstr,
+                                   errstr_size) < 0)
+                        goto fail_conf;
         }
         rd_kafka_conf_set_rebalance_cb(conf, rebalance_cb);
         rd_kafka_conf_set_opaque(conf, kc);

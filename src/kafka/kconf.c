@@ -3,6 +3,7 @@
 #include "util/config.h"
 #include "util/log.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -73,5 +74,31 @@ int kconf_check(const struct config *cfg, char *errstr, size_t errstr_size)
                         return -1;
                 rd_kafka_conf_destroy(conf);
         }
+        return 0;
+}
+
+static bool kconf_user_set(const struct config *cfg, enum kconf_role role,
+                           const char *name)
+{
+        const char *prefix = role == KCONF_CONSUMER ? "consumer." : "producer.";
+        for (size_t i = 0; i < config_kafka_count(cfg); i++) {
+                const char *nm, *v;
+                config_kafka_get(cfg, i, &nm, &v);
+                if (!strcmp(nm, name) ||
+                    (!strncmp(nm, prefix, 9) && !strcmp(nm + 9, name)))
+                        return true;
+        }
+        return false;
+}
+
+int kconf_defaults(rd_kafka_conf_t *conf, const struct config *cfg,
+                   enum kconf_role role, const struct kconf_default *d,
+                   size_t n, char *errstr, size_t errstr_size)
+{
+        for (size_t i = 0; i < n; i++)
+                if (!kconf_user_set(cfg, role, d[i].name) &&
+                    kconf_set(conf, d[i].name, d[i].value, errstr,
+                              errstr_size) < 0)
+                        return -1;
         return 0;
 }

@@ -32,6 +32,18 @@ int kconf_set(rd_kafka_conf_t *conf, const char *name, const char *value,
               char *errstr, size_t errstr_size)
     __attribute__((warn_unused_result));
 
+/* A property chargeonce sets unless the user set it. */
+struct kconf_default {
+        const char *name, *value;
+};
+
+/* Sets each default that cfg does not set for role (as kafka.<name> or
+ * kafka.<role>.<name>). 0, or -1 naming the property. */
+int kconf_defaults(rd_kafka_conf_t *conf, const struct config *cfg,
+                   enum kconf_role role, const struct kconf_default *d,
+                   size_t n, char *errstr, size_t errstr_size)
+    __attribute__((warn_unused_result));
+
 /* Checks every kafka.* property of cfg; 0 or -1 naming the bad one. */
 int kconf_check(const struct config *cfg, char *errstr, size_t errstr_size)
     __attribute__((warn_unused_result));

@@ -48,6 +48,7 @@ enum stage {
 struct item {
         struct keyq_node kn;        /* first: item_of() */
         struct item *next;          /* pending batch lists */
+        int64_t batched_us;         /* when it joined its batch */
         struct item *aprev, *anext; /* every live item */
         rd_kafka_message_t *rkm;
         int32_t partition;
@@ -82,9 +83,8 @@ struct item {
 };
 
 struct batch {
-        struct item *head, *tail;
+        struct item *head, *tail; /* head: the oldest, its batched_us */
         size_t n;
-        int64_t first_us; /* when the oldest item was added */
 };
 
 struct stats {
@@ -145,13 +145,12 @@ static void ctx_of(const struct pipeline *pl, const struct item *it,
 
 static void batch_add(struct batch *b, struct item *it)
 {
-        it->next = NULL;
+        it->next       = NULL;
+        it->batched_us = time_mono_us();
         if (b->tail)
                 b->tail->next = it;
-        else {
-                b->head     = it;
-                b->first_us = time_mono_us();
-        }
+        else
+                b->head = it;
         b->tail = it;
         b->n++;
 }
@@ -164,8 +163,6 @@ static struct item *batch_take(struct batch *b)
         b->head = it->next;
         if (!b->head)
                 b->tail = NULL;
-        else
-                b->first_us = time_mono_us();
         b->n--;
         it->next = NULL;
         return it;
@@ -749,7 +746,7 @@ static void flush_batches(struct pipeline *pl, bool force)
                 struct batch *b = order[k].b;
                 while (b->n > 0 && dbpool_outstanding(pl->db) < pl->max_jobs &&
                        (force || b->n >= pl->batch_size ||
-                        now - b->first_us >= pl->linger_us ||
+                        now - b->head->batched_us >= pl->linger_us ||
                         dbpool_outstanding(pl->db) == 0))
                         dbpool_submit(pl->db, job_from(pl, b, order[k].kind));
         }
@@ -1030,6 +1027,9 @@ static void teardown(struct pipeline *pl)
         free(pl->gens);
 }
 
+/* How long the in-flight cap may hold before the partitions are paused. */
+#define CAP_PAUSE_MS 10000
+
 int pipeline_run(const struct config *cfg, volatile sig_atomic_t *stop)
 {
         struct pipeline pl;
@@ -1038,6 +1038,7 @@ int pipeline_run(const struct config *cfg, volatile sig_atomic_t *stop)
         int rc;
         bool draining          = false;
         int64_t drain_deadline = 0;
+        int64_t at_cap_since   = 0;
 
         lc.component = "consume";
         memset(&pl, 0, sizeof(pl));
@@ -1072,19 +1073,35 @@ int pipeline_run(const struct config *cfg, volatile sig_atomic_t *stop)
                     (pl.in_flight == 0 || time_mono_ms() > drain_deadline))
                         break;
 
-                /* backpressure: pause at the cap, resume below 3/4 */
+                /*
+                 * Backpressure: at the cap, stop taking messages; what
+                 * librdkafka prefetched waits in its queue (bounded by
+                 * queued.max.messages.kbytes). Pausing at once would make
+                 * librdkafka drop that prefetch and stall after the resume
+                 * (measured: ~500 ms per pause, see docs/benchmarks.md).
+                 * Only a cap held for CAP_PAUSE_MS pauses the partitions,
+                 * so the group still sees us poll during a long outage.
+                 */
                 if (!draining) {
-                        if (pl.in_flight >= pl.max_in_flight)
-                                kconsumer_pause(pl.kc);
-                        else if (pl.in_flight <= pl.max_in_flight * 3 / 4)
+                        int64_t now_ms = time_mono_ms();
+                        if (pl.in_flight < pl.max_in_flight) {
+                                at_cap_since = 0;
                                 kconsumer_resume(pl.kc);
+                        } else if (!at_cap_since) {
+                                at_cap_since = now_ms;
+                        } else if (now_ms - at_cap_since > CAP_PAUSE_MS) {
+                                kconsumer_pause(pl.kc);
+                        }
                 }
                 room = pl.in_flight < pl.max_in_flight
                            ? pl.max_in_flight - pl.in_flight
-                           : 1;
+                           : 0;
                 if (room > sizeof(msgs) / sizeof(*msgs))
                         room = sizeof(msgs) / sizeof(*msgs);
-                n = kconsumer_poll(pl.kc, msgs, room, 0, &fatal);
+                /* paused (long cap, or draining): poll for rebalances */
+                if (room == 0 && kconsumer_paused(pl.kc))
+                        room = 1;
+                n = room ? kconsumer_poll(pl.kc, msgs, room, 0, &fatal) : 0;
                 for (size_t i = 0; i < n; i++)
                         on_message(&pl, msgs[i]);
                 if (fatal || pl.fatal) {
