@@ -7,6 +7,7 @@
  * high-water mark, never puts a message key or a payload into errstr.
  */
 #include "store/relay_sql.h"
+#include "store/store_int.h"
 
 #include "util/log.h"
 
@@ -31,24 +32,6 @@ struct store_relay {
         unsigned cursor; /* where the next search for free shards starts */
 };
 
-/* SQLSTATE and primary message only: DETAIL may hold row values. */
-static void format_error(const PGresult *res, PGconn *conn, const char *what,
-                         char *errstr, size_t errstr_size)
-{
-        const char *state =
-            res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-        const char *msg =
-            res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
-        size_t len;
-
-        if (!msg)
-                msg = PQerrorMessage(conn);
-        snprintf(errstr, errstr_size, "%s: %s%s%s", what, state ? state : "",
-                 state ? " " : "", msg ? msg : "unknown error");
-        len = strlen(errstr);
-        while (len > 0 && (errstr[len - 1] == '\n' || errstr[len - 1] == ' '))
-                errstr[--len] = '\0';
-}
 
 /*
  * Runs sql with text parameters. Returns the result (owned by the caller)
@@ -73,7 +56,7 @@ static PGresult *run(PGconn *conn, const char *what, const char *sql,
                 *rc = STORE_OK;
                 return res;
         }
-        format_error(res, conn, what, errstr, errstr_size);
+        store_format_error(res, conn, what, errstr, errstr_size);
         PQclear(res);
         *rc = PQstatus(conn) == CONNECTION_OK ? STORE_ERR : STORE_ERR_CONN;
         return NULL;
@@ -90,7 +73,7 @@ static int run_ok(PGconn *conn, const char *what, const char *sql, char *errstr,
         res = PQexec(conn, sql);
         st  = PQresultStatus(res);
         if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
-                format_error(res, conn, what, errstr, errstr_size);
+                store_format_error(res, conn, what, errstr, errstr_size);
                 rc = PQstatus(conn) == CONNECTION_OK ? STORE_ERR
                                                      : STORE_ERR_CONN;
         }

@@ -99,8 +99,8 @@ PGconn *store_pgconn(struct store *st)
 
 /* SQLSTATE and primary message only: DETAIL and the statement's
  * parameters may hold keys and payment methods. */
-static void format_error(const PGresult *res, const PGconn *conn,
-                         const char *what, char *errstr, size_t errstr_size)
+void store_format_error(const PGresult *res, const PGconn *conn,
+                        const char *what, char *errstr, size_t errstr_size)
 {
         const char *state =
             res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
@@ -163,7 +163,8 @@ static int prepare(struct store *st, const struct store_stmt *stmt,
                 return STORE_OK;
         res = PQprepare(st->conn, stmt->name, stmt->sql, stmt->nparams, NULL);
         if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-                format_error(res, st->conn, stmt->name, errstr, errstr_size);
+                store_format_error(res, st->conn, stmt->name, errstr,
+                                   errstr_size);
                 rc = PQstatus(st->conn) == CONNECTION_OK ? STORE_ERR
                                                          : STORE_ERR_CONN;
         } else {
@@ -205,7 +206,8 @@ PGresult *store_exec(struct store *st, const struct store_stmt *stmt,
                 status = PQresultStatus(res);
                 if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK)
                         return res;
-                format_error(res, st->conn, stmt->name, errstr, errstr_size);
+                store_format_error(res, st->conn, stmt->name, errstr,
+                                   errstr_size);
                 if (PQstatus(st->conn) != CONNECTION_OK) {
                         /* Sent, maybe committed: the outcome is unknown. */
                         PQclear(res);

@@ -92,4 +92,12 @@ void store_copy_field(const PGresult *res, int row, int col, char *out,
                       size_t outsz);
 int64_t store_i64_field(const PGresult *res, int row, int col);
 
+/*
+ * The reason of a failed statement for errstr: "<what>: <SQLSTATE> <primary
+ * message>". Never DETAIL or parameters, which may hold keys and payment
+ * methods. Used by every file of the store that talks to the server.
+ */
+void store_format_error(const PGresult *res, const PGconn *conn,
+                        const char *what, char *errstr, size_t errstr_size);
+
 #endif
