@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static volatile sig_atomic_t stop;
 
@@ -39,6 +40,7 @@ int cmd_install_signals(volatile sig_atomic_t **flag)
 int cmd_consume(struct config *cfg, int argc, char **argv)
 {
         volatile sig_atomic_t *flag;
+        int rc;
 
         if (argc > 1) {
                 if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
@@ -55,5 +57,8 @@ int cmd_consume(struct config *cfg, int argc, char **argv)
         if (failpoint_init() < 0)
                 return 2;
         cmd_install_signals(&flag);
-        return pipeline_run(cfg, flag);
+        rc = pipeline_run(cfg, flag);
+        if (rc == PIPELINE_EXIT_NOW)
+                _exit(1); /* second signal: no teardown, still safe */
+        return rc;
 }

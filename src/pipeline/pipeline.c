@@ -49,6 +49,7 @@ struct item {
         struct keyq_node kn;        /* first: item_of() */
         struct item *next;          /* pending batch lists */
         int64_t batched_us;         /* when it joined its batch */
+        struct pipeline *pl;        /* its owner, for callbacks */
         struct item *aprev, *anext; /* every live item */
         rd_kafka_message_t *rkm;
         int32_t partition;
@@ -286,15 +287,14 @@ static void start_item(struct pipeline *pl, struct item *it)
 /* ------------------------------------------------------------------ */
 /* DLQ                                                                  */
 
-static void dlq_send(struct pipeline *pl, struct item *it);
+static bool dlq_send(struct pipeline *pl, struct item *it);
 
 static void dlq_done(void *opaque, rd_kafka_resp_err_t err)
 {
         struct item *it     = opaque;
-        struct pipeline *pl = (struct pipeline *)it->next; /* parked */
+        struct pipeline *pl = it->pl;
         struct log_ctx lc;
 
-        it->next = NULL;
         ctx_of(pl, it, &lc);
         if (err) {
                 log_warn(&lc, "DLQ delivery failed (%s); sending again",
@@ -310,7 +310,8 @@ static void dlq_done(void *opaque, rd_kafka_resp_err_t err)
         finish_item(pl, it, true);
 }
 
-static void dlq_send(struct pipeline *pl, struct item *it)
+/* Queues it for the DLQ; false (queue full) puts it on the retry list. */
+static bool dlq_send(struct pipeline *pl, struct item *it)
 {
         char part[16], off[24];
         const rd_kafka_message_t *m = it->rkm;
@@ -326,12 +327,12 @@ static void dlq_send(struct pipeline *pl, struct item *it)
         h[2].len  = strlen(part);
         h[3].len  = strlen(off);
         it->stage = ST_DLQ;
-        it->next  = (struct item *)(void *)pl; /* parked until the report */
         if (kproducer_send(pl->dlq, pl->topic_dlq, m->key, m->key_len,
                            m->payload, m->len, h, 4, dlq_done, it) < 0) {
-                it->next = NULL;
                 batch_add(&pl->dlq_retry, it);
+                return false;
         }
+        return true;
 }
 
 /* ------------------------------------------------------------------ */
@@ -353,6 +354,7 @@ static void on_message(struct pipeline *pl, rd_kafka_message_t *m)
         if (pl->all)
                 pl->all->aprev = it;
         pl->all        = it;
+        it->pl         = pl;
         it->rkm        = m;
         it->partition  = m->partition;
         it->offset     = m->offset;
@@ -413,10 +415,9 @@ static void settle_add(struct pipeline *pl, struct item *it)
 static void on_gateway_done(void *opaque, const struct gateway_result *res)
 {
         struct item *it     = opaque;
-        struct pipeline *pl = (struct pipeline *)it->next; /* parked */
+        struct pipeline *pl = it->pl;
         struct log_ctx lc;
 
-        it->next     = NULL;
         it->attempts = res->attempts;
         ctx_of(pl, it, &lc);
         if (FAILPOINT("gateway.after_answer") < 0) {
@@ -503,12 +504,10 @@ static void charge(struct pipeline *pl, struct item *it)
          * reconciler, which may have posted already: with a gateway that
          * ignores keys, ask before posting (the settle is fenced anyway). */
         req.resume = time_mono_ms() - it->claimed_ms > pl->lease_ms / 2;
-        it->next   = (struct item *)(void *)pl; /* parked */
         if (gateway_charge(pl->gw, &req, on_gateway_done, it, err,
                            sizeof(err)) < 0) {
                 /* the request cannot be sent at all: a defect; the payment
                  * goes to review rather than anywhere near failed */
-                it->next   = NULL;
                 it->status = PAYMENT_STATUS_REVIEW;
                 set_error(it, "gateway_request_invalid", err);
                 log_error(&lc, "gateway request refused by the client: %s",
@@ -1056,7 +1055,7 @@ int pipeline_run(const struct config *cfg, volatile sig_atomic_t *stop)
                         log_warn(&lc, "second signal: exiting now; "
                                       "unfinished work is recovered by "
                                       "redelivery and the reconciler");
-                        _exit(1);
+                        return PIPELINE_EXIT_NOW;
                 }
                 if (*stop && !draining) {
                         draining       = true;
@@ -1118,9 +1117,7 @@ int pipeline_run(const struct config *cfg, volatile sig_atomic_t *stop)
                         }
                 }
                 while (pl.dlq_retry.n > 0) {
-                        struct item *it = batch_take(&pl.dlq_retry);
-                        dlq_send(&pl, it);
-                        if (it->stage == ST_DLQ && it->next == NULL)
+                        if (!dlq_send(&pl, batch_take(&pl.dlq_retry)))
                                 break; /* queue full: later */
                 }
                 kproducer_poll(pl.dlq, 0);

@@ -20,11 +20,16 @@
 
 struct config;
 
+/* pipeline_run()'s answer to a second signal: the caller ends the process
+ * at once, without any teardown (see cmd/consume.c). */
+#define PIPELINE_EXIT_NOW (-1)
+
 /*
  * Runs until *stop becomes non-zero (first signal: drain in-flight work,
  * store and commit offsets, return 0), or a fatal error (returns 1).
- * *stop >= 2 (second signal) makes it return at once with 1; whatever was
- * in flight is recovered by redelivery and the reconciler.
+ * *stop >= 2 (second signal) makes it return PIPELINE_EXIT_NOW at once,
+ * leaving everything as it is; whatever was in flight is recovered by
+ * redelivery and the reconciler.
  */
 int pipeline_run(const struct config *cfg, volatile sig_atomic_t *stop);
 
