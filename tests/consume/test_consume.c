@@ -492,6 +492,7 @@ static void key_order(void)
         struct intent_spec is = { NULL, "shop-o", "key-order-0001", "o-77",
                                   500,  "VND",    "pm_tok" };
         const char *seq;
+        char seq_copy[128];
 
         sc_init(&sc, "order", 1);
         sim_start(&sc, &s, "--latency-ms 30:30");
@@ -510,6 +511,7 @@ static void key_order(void)
         SC_CHECK(seq && !strcmp(seq, "succeeded,succeeded*,conflict,"
                                      "succeeded*"),
                  "results out of order: %s", seq ? seq : "(none)");
+        snprintf(seq_copy, sizeof(seq_copy), "%s", seq); /* sc_sql reuses */
         stop_ok(&c);
 
         /* chargeonce audit: clean, then a planted inconsistency */
@@ -536,7 +538,7 @@ static void key_order(void)
         }
         printf("key_order: %s; audit clean, then catches a planted "
                "mismatch\n",
-               seq);
+               seq_copy);
         sim_stop(&s);
         sc_cleanup(&sc);
 }
