@@ -20,6 +20,7 @@ int cmd_consume(struct config *cfg, int argc, char **argv);
 int cmd_relay(struct config *cfg, int argc, char **argv);
 int cmd_reconcile(struct config *cfg, int argc, char **argv);
 int cmd_audit(struct config *cfg, int argc, char **argv);
+int cmd_inspect(struct config *cfg, int argc, char **argv);
 /* SIGTERM/SIGINT handlers counting signals into *flag (1: drain,
  * 2: exit now); SIGPIPE ignored. */
 #include <signal.h>

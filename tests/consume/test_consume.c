@@ -514,6 +514,59 @@ static void key_order(void)
         snprintf(seq_copy, sizeof(seq_copy), "%s", seq); /* sc_sql reuses */
         stop_ok(&c);
 
+        /* chargeonce inspect: the whole story of the key, by each way in */
+        {
+                char cmd[2048], path[400];
+                const char *pid = NULL;
+                json_t *doc;
+                json_error_t e;
+                char pidbuf[64];
+
+                pid = sc_sql(&sc, "SELECT payment_id FROM payments");
+                SC_CHECK(pid, "payment id");
+                snprintf(pidbuf, sizeof(pidbuf), "%s", pid);
+                const char *ways[][2] = { { "--key", "shop-o/key-order-0001" },
+                                          { "--payment", pidbuf } };
+                for (int w = 0; w < 2; w++) {
+                        snprintf(path, sizeof(path), "%s/inspect.json", sc.dir);
+                        snprintf(cmd, sizeof(cmd),
+                                 "'%s' -X 'db.conninfo=%s' inspect %s '%s' "
+                                 ">'%s' 2>/dev/null",
+                                 getenv("CHARGEONCE_BIN"), sc.conninfo,
+                                 ways[w][0], ways[w][1], path);
+                        SC_CHECK(system(cmd) == 0, "inspect %s failed",
+                                 ways[w][0]);
+                        doc = json_load_file(path, 0, &e);
+                        SC_CHECK(doc, "inspect output: %s", e.text);
+                        SC_CHECK(!strcmp(json_string_value(json_object_get(
+                                             json_object_get(doc, "payment"),
+                                             "status")),
+                                         "succeeded"),
+                                 "inspect: payment status");
+                        SC_CHECK(json_array_size(
+                                     json_object_get(doc, "results")) == 4,
+                                 "inspect: 4 results");
+                        SC_CHECK(json_array_size(
+                                     json_object_get(doc, "events")) == 4,
+                                 "inspect: 4 events");
+                        SC_CHECK(json_array_size(
+                                     json_object_get(doc, "ledger")) == 1,
+                                 "inspect: 1 posting");
+                        json_decref(doc);
+                        snprintf(cmd, sizeof(cmd),
+                                 "grep -qE 'key-order-0001|pm_tok' '%s'", path);
+                        SC_CHECK(system(cmd) != 0,
+                                 "inspect shows the key or the payment "
+                                 "method");
+                }
+                snprintf(cmd, sizeof(cmd),
+                         "'%s' -X 'db.conninfo=%s' inspect --key "
+                         "shop-o/no-such-key >/dev/null 2>&1",
+                         getenv("CHARGEONCE_BIN"), sc.conninfo);
+                SC_CHECK(WEXITSTATUS(system(cmd)) == 1,
+                         "inspect of an unknown key");
+        }
+
         /* chargeonce audit: clean, then a planted inconsistency */
         {
                 char cmd[2048];
@@ -536,8 +589,8 @@ static void key_order(void)
                          sc.dir);
                 SC_CHECK(system(cmd) == 0, "audit did not name the kind");
         }
-        printf("key_order: %s; audit clean, then catches a planted "
-               "mismatch\n",
+        printf("key_order: %s; inspect shows it all; audit clean, then "
+               "catches a planted mismatch\n",
                seq_copy);
         sim_stop(&s);
         sc_cleanup(&sc);

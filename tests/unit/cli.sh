@@ -42,7 +42,7 @@ fi
 check bad-bool 2 'gateway.idempotency_keys: "maybe" is not a boolean' -- "$bin" -X gateway.idempotency_keys=maybe --dump-config
 check precedence 0 'group.id = fromx' -- env CHARGEONCE_GROUP_ID=fromenv "$bin" -X group.id=fromx --dump-config
 check env-applies 0 'group.id = fromenv' -- env CHARGEONCE_GROUP_ID=fromenv "$bin" --dump-config
-for c in webhook replay inspect gc; do
+for c in webhook replay gc; do
 	check "not-built $c" 2 'not built yet' -- "$bin" "$c"
 done
 echo "$passes passed, $fails failed"

@@ -1,0 +1,123 @@
+/*
+ * inspect: one intent's whole story in one read-only query (see
+ * inspect.h). The JSON is built by PostgreSQL (json_build_object), so
+ * every row type keeps its own column names and types.
+ */
+#include "store/inspect.h"
+#include "store/store.h"
+#include "store/store_int.h"
+
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* $1 by (key|event|payment), $2 value, $3 tenant, $4 key (by key). */
+static const char inspect_sql[] =
+    "WITH sel AS ("
+    "  SELECT tenant_id, idem_key FROM inbox"
+    "   WHERE $1 = 'event' AND event_id = $2"
+    "  UNION ALL"
+    "  SELECT tenant_id, idem_key FROM payments"
+    "   WHERE $1 = 'payment' AND payment_id::text = lower($2)"
+    "  UNION ALL"
+    "  SELECT $3, $4 WHERE $1 = 'key' AND (EXISTS (SELECT 1 FROM"
+    "   idempotency_keys WHERE tenant_id = $3 AND idem_key = $4) OR EXISTS"
+    "   (SELECT 1 FROM outbox WHERE tenant_id = $3 AND idem_key = $4))"
+    "  LIMIT 1),"
+    " k AS (SELECT k.* FROM idempotency_keys k JOIN sel s"
+    "        ON k.tenant_id = s.tenant_id AND k.idem_key = s.idem_key),"
+    " p AS (SELECT p.* FROM payments p JOIN sel s"
+    "        ON p.tenant_id = s.tenant_id AND p.idem_key = s.idem_key)"
+    " SELECT json_build_object("
+    "  'tenant_id', (SELECT tenant_id FROM sel),"
+    "  'key', (SELECT json_build_object('request_hash',"
+    "      encode(request_hash, 'hex'), 'state', state, 'status', status,"
+    "      'payment_id', payment_id, 'provider_charge_id',"
+    "      provider_charge_id, 'error_code', error_code, 'result_event_id',"
+    "      result_event_id, 'created_at', created_at, 'finished_at',"
+    "      finished_at, 'expires_at', expires_at, 'tombstoned_at',"
+    "      tombstoned_at) FROM k),"
+    "  'payment', (SELECT json_build_object('payment_id', payment_id,"
+    "      'status', status, 'order_id', order_id, 'customer_id',"
+    "      customer_id, 'amount', amount, 'currency', currency,"
+    "      'provider_charge_id', provider_charge_id, 'error_code',"
+    "      error_code, 'lease_owner', lease_owner, 'lease_epoch',"
+    "      lease_epoch, 'lease_expires_at', lease_expires_at, 'attempts',"
+    "      attempts, 'intent_event_id', intent_event_id, 'created_at',"
+    "      created_at, 'finished_at', finished_at) FROM p),"
+    "  'ledger', (SELECT json_agg(json_build_object('txn_id', t.id,"
+    "      'amount', t.amount, 'currency', t.currency, 'created_at',"
+    "      t.created_at, 'entries', (SELECT json_agg(json_build_object("
+    "        'account', e.account, 'direction', e.direction, 'amount',"
+    "        e.amount) ORDER BY e.id) FROM ledger_entries e"
+    "        WHERE e.txn_id = t.id)))"
+    "      FROM ledger_transactions t JOIN p ON t.payment_id = p.payment_id),"
+    "  'events', (SELECT json_agg(json_build_object('event_id', i.event_id,"
+    "      'disposition', i.disposition, 'topic', i.topic, 'partition',"
+    "      i.kafka_partition, 'offset', i.kafka_offset, 'received_at',"
+    "      i.received_at) ORDER BY i.received_at)"
+    "      FROM inbox i JOIN sel s ON i.tenant_id = s.tenant_id"
+    "       AND i.idem_key = s.idem_key),"
+    "  'results', (SELECT json_agg(json_build_object('outbox_id', o.id,"
+    "      'event_id', o.event_id, 'intent_event_id', o.intent_event_id,"
+    "      'status', o.status, 'replayed', o.replayed, 'created_at',"
+    "      o.created_at, 'published_at', o.published_at) ORDER BY o.id)"
+    "      FROM outbox o JOIN sel s ON o.tenant_id = s.tenant_id"
+    "       AND o.idem_key = s.idem_key),"
+    "  'evidence', (SELECT json_agg(json_build_object('at', g.at, 'kind',"
+    "      g.kind, 'actor', g.actor, 'lease_epoch', g.lease_epoch,"
+    "      'http_status', g.http_status, 'transport_error',"
+    "      g.transport_error, 'outcome', g.outcome, 'provider_charge_id',"
+    "      g.provider_charge_id) ORDER BY g.id)"
+    "      FROM gateway_evidence g JOIN p ON g.payment_id = p.payment_id)"
+    " ), idem_key FROM sel";
+
+int store_inspect(struct store *st, enum inspect_by by, const char *value,
+                  char **json_out, char **key_out, char *errstr,
+                  size_t errstr_size)
+{
+        static const char *const names[] = { "key", "event", "payment" };
+        const char *params[4]            = { names[by], value, "", "" };
+        char *copy                       = NULL, *slash;
+        PGconn *conn                     = store_pgconn(st);
+        PGresult *res;
+        int r = STORE_ERR;
+
+        *json_out = *key_out = NULL;
+        if (by == INSPECT_BY_KEY) {
+                copy = strdup(value);
+                if (!copy || !(slash = strchr(copy, '/'))) {
+                        snprintf(errstr, errstr_size,
+                                 "inspect: a key is <tenant_id>/<key>");
+                        free(copy);
+                        return STORE_ERR;
+                }
+                *slash    = '\0';
+                params[2] = copy;
+                params[3] = slash + 1;
+        }
+        res = PQexecParams(conn, inspect_sql, 4, NULL, params, NULL, NULL, 0);
+        if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+                store_format_error(res, conn, "inspect", errstr, errstr_size);
+                r = PQstatus(conn) == CONNECTION_OK ? STORE_ERR
+                                                    : STORE_ERR_CONN;
+                goto done;
+        }
+        if (PQntuples(res) == 1 && !PQgetisnull(res, 0, 0)) {
+                *json_out = strdup(PQgetvalue(res, 0, 0));
+                *key_out  = strdup(PQgetvalue(res, 0, 1));
+                if (!*json_out || !*key_out) {
+                        free(*json_out);
+                        free(*key_out);
+                        *json_out = *key_out = NULL;
+                        snprintf(errstr, errstr_size, "inspect: out of memory");
+                        goto done;
+                }
+        }
+        r = STORE_OK;
+done:
+        PQclear(res);
+        free(copy);
+        return r;
+}
