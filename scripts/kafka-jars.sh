@@ -7,7 +7,7 @@
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 pom=$top/tools/kafka/pom.xml
-cache=${CHARGEONCE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/chargeonce}
+cache=${CHARGEONCE_CACHE:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/chargeonce}
 key=$(sha256sum "$pom" | cut -c1-16)
 dir=$cache/kafka-jars-$key
 mkdir -p "$cache"
