@@ -15,28 +15,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t stop;
-
-static void on_signal(int sig)
-{
-        (void)sig;
-        if (stop < 2)
-                stop++;
-}
-
-int cmd_install_signals(volatile sig_atomic_t **flag)
-{
-        struct sigaction sa;
-        memset(&sa, 0, sizeof(sa));
-        sa.sa_handler = on_signal;
-        sigemptyset(&sa.sa_mask);
-        sigaction(SIGTERM, &sa, NULL);
-        sigaction(SIGINT, &sa, NULL);
-        signal(SIGPIPE, SIG_IGN);
-        *flag = &stop;
-        return 0;
-}
-
 int cmd_consume(struct config *cfg, int argc, char **argv)
 {
         volatile sig_atomic_t *flag;

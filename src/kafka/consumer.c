@@ -262,13 +262,3 @@ bool kconsumer_paused(const struct kconsumer *kc)
 {
         return kc->paused;
 }
-
-const char *kconsumer_topic(const struct kconsumer *kc)
-{
-        return kc->topic;
-}
-
-rd_kafka_t *kconsumer_handle(struct kconsumer *kc)
-{
-        return kc->rk;
-}

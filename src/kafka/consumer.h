@@ -61,7 +61,5 @@ void kconsumer_pause(struct kconsumer *kc);
 void kconsumer_resume(struct kconsumer *kc);
 bool kconsumer_paused(const struct kconsumer *kc);
 
-const char *kconsumer_topic(const struct kconsumer *kc);
-rd_kafka_t *kconsumer_handle(struct kconsumer *kc);
 
 #endif

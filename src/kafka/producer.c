@@ -130,10 +130,6 @@ int kproducer_poll(struct kproducer *kp, int timeout_ms)
         return rd_kafka_poll(kp->rk, timeout_ms);
 }
 
-int kproducer_outq(struct kproducer *kp)
-{
-        return rd_kafka_outq_len(kp->rk);
-}
 
 rd_kafka_t *kproducer_handle(struct kproducer *kp)
 {

@@ -45,8 +45,6 @@ int kproducer_send(struct kproducer *kp, const char *topic, const void *key,
 
 /* Serves delivery reports. Returns the number of events served. */
 int kproducer_poll(struct kproducer *kp, int timeout_ms);
-/* Messages queued or in flight. */
-int kproducer_outq(struct kproducer *kp);
 rd_kafka_t *kproducer_handle(struct kproducer *kp);
 
 #endif

@@ -91,11 +91,6 @@ void offsets_revoke(struct offsets *ot, int32_t p)
         pt->changed  = false;
 }
 
-bool offsets_assigned(const struct offsets *ot, int32_t p, uint32_t gen)
-{
-        const struct part *pt = part_find(ot, p);
-        return pt && pt->assigned && pt->gen == gen;
-}
 
 int offsets_add(struct offsets *ot, int32_t p, uint32_t gen, int64_t offset)
 {
@@ -162,11 +157,6 @@ int64_t offsets_take_committable(struct offsets *ot, int32_t p)
         return pt->committable;
 }
 
-int64_t offsets_committable(const struct offsets *ot, int32_t p)
-{
-        const struct part *pt = part_find(ot, p);
-        return pt && pt->assigned ? pt->committable : -1;
-}
 
 size_t offsets_pending(const struct offsets *ot)
 {

@@ -27,7 +27,6 @@ void offsets_destroy(struct offsets *ot);
 uint32_t offsets_assign(struct offsets *ot, int32_t p);
 /* Stops tracking p (revoked or lost): pending entries are forgotten. */
 void offsets_revoke(struct offsets *ot, int32_t p);
-bool offsets_assigned(const struct offsets *ot, int32_t p, uint32_t gen);
 
 /* Adds a message. Returns 0, or -1 if p is not assigned with gen or the
  * offset is not above the last one added. */
@@ -41,8 +40,6 @@ void offsets_done(struct offsets *ot, int32_t p, uint32_t gen, int64_t offset);
  * contiguous offset + 1) if it moved since the last call, else -1.
  */
 int64_t offsets_take_committable(struct offsets *ot, int32_t p);
-/* The same, without consuming the change (for a final commit). */
-int64_t offsets_committable(const struct offsets *ot, int32_t p);
 /* Messages added and not yet done, in all partitions / in p. */
 size_t offsets_pending(const struct offsets *ot);
 size_t offsets_pending_in(const struct offsets *ot, int32_t p);
