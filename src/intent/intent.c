@@ -13,7 +13,9 @@
 #include <string.h>
 
 #include "intent/currency.h"
+#include "util/crypto.h"
 #include "util/timeutil.h"
+#include "util/utf8.h"
 #include "util/uuid.h"
 
 #define TENANT_MAX         64
@@ -24,6 +26,7 @@
 #define METADATA_PAIRS_MAX 20
 #define METADATA_KEY_MAX   40
 #define METADATA_VALUE_MAX 500
+#define ECHO_EVENT_ID_MAX  36 /* a rejected event_id is echoed up to this */
 
 /* jansson's decoding flags; see docs/intent-validation.md. */
 #define DECODE_FLAGS (JSON_DECODE_ANY | JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL)
@@ -191,6 +194,10 @@ static bool guard_string(const char *s, size_t len, const char *field,
         return false;
 }
 
+/* The string fields the guard scans, besides idempotency_key and metadata. */
+static const char *const guarded[] = { "payment_method", "order_id",
+                                       "customer_id", "description" };
+
 /* The guard runs before the other rules: it is the one to fix first. */
 static bool check_guard(json_t *root, struct violation *vi)
 {
@@ -202,11 +209,13 @@ static bool check_guard(json_t *root, struct violation *vi)
         if (guard_string(json_string_value(v), json_string_length(v),
                          "idempotency_key", vi))
                 return true;
-        v = json_object_get(root, "payment_method");
-        if (json_is_string(v) &&
-            guard_string(json_string_value(v), json_string_length(v),
-                         "payment_method", vi))
-                return true;
+        for (size_t i = 0; i < sizeof(guarded) / sizeof(*guarded); i++) {
+                v = json_object_get(root, guarded[i]);
+                if (json_is_string(v) &&
+                    guard_string(json_string_value(v), json_string_length(v),
+                                 guarded[i], vi))
+                        return true;
+        }
         meta = json_object_get(root, "metadata");
         if (!json_is_object(meta))
                 return false;
@@ -257,10 +266,8 @@ static bool check_rules(json_t *root, bool lossy, struct violation *vi)
                 return violate(vi, "invalid_event_id", "event_id",
                                "must be a UUID");
         if (!tenant_ok(json_object_get(root, "tenant_id")))
-                return violate(
-                    vi, "invalid_tenant_id",
-                    "%s must be 1-64 characters of A-Z a-z 0-9 . _ -",
-                    "tenant_id");
+                return violate(vi, "invalid_tenant_id", "tenant_id",
+                               "must be 1-64 characters of A-Z a-z 0-9 . _ -");
         if (!key_ok(json_object_get(root, "idempotency_key")))
                 return violate(vi, "invalid_idempotency_key", "idempotency_key",
                                "must be 1-255 printable ASCII characters");
@@ -312,11 +319,17 @@ static char *dup_member(json_t *root, const char *name, bool *oom)
         return d;
 }
 
-/* The redacted copy of a string member (see intent_redact()), or NULL. */
-static char *redact_member(json_t *root, const char *name, bool *oom)
+/*
+ * The redacted copy of a string member (see intent_redact()), cut to
+ * max_chars code points on a code-point boundary, or NULL. Redacted
+ * first, then cut, so a card number is never cut into a part the guard
+ * would no longer see. *oom set on allocation failure.
+ */
+static char *redact_member(json_t *root, const char *name, size_t max_chars,
+                           bool *oom)
 {
         const char *s = json_string_value(json_object_get(root, name));
-        size_t need;
+        size_t need, cut;
         char *d;
 
         if (s == NULL)
@@ -328,7 +341,96 @@ static char *redact_member(json_t *root, const char *name, bool *oom)
                 return NULL;
         }
         (void)intent_redact(s, d, need + 1);
+        cut    = utf8_prefix(d, strlen(d), max_chars, (size_t)-1);
+        d[cut] = '\0';
         return d;
+}
+
+/*
+ * The inbox key of an event: the event_id itself when it is a UUID, else
+ * "sha256:" and the hex SHA-256 of its exact bytes, so that an event id of
+ * any length (or none) is a bounded key that still tells events apart and
+ * never puts a raw value into an index.
+ */
+static void event_key_of(json_t *root, struct intent *in)
+{
+        static const char prefix[] = "sha256:";
+        json_t *v                  = json_object_get(root, "event_id");
+        const char *s              = json_string_value(v);
+        size_t len                 = json_string_length(v);
+        unsigned char d[CRYPTO_SHA256_LEN];
+
+        if (is_c_string(v) && uuid_valid(s, len)) {
+                snprintf(in->event_key, sizeof(in->event_key), "%s", s);
+                return;
+        }
+        crypto_sha256(s != NULL ? s : "", s != NULL ? len : 0, d);
+        memcpy(in->event_key, prefix, sizeof(prefix) - 1);
+        crypto_hex(d, sizeof(d), in->event_key + sizeof(prefix) - 1);
+}
+
+/*
+ * True when every hashed field is valid and free of card numbers and
+ * e-mail addresses (tenant_id too: a digit run can be a card), so the
+ * request hash of a rejected intent is meaningful and its tenant, key and
+ * order id are the sender's exact values.
+ */
+static bool hashed_fields_ok(json_t *root, bool lossy)
+{
+        static const char *const names[] = { "tenant_id", "idempotency_key",
+                                             "order_id", "customer_id",
+                                             "payment_method" };
+        json_t *v;
+        int64_t n;
+
+        if (!tenant_ok(json_object_get(root, "tenant_id")) ||
+            !key_ok(json_object_get(root, "idempotency_key")) ||
+            !chars_ok(json_object_get(root, "order_id"), 1, ID_MAX) ||
+            !chars_ok(json_object_get(root, "customer_id"), 1, ID_MAX) ||
+            !chars_ok(json_object_get(root, "payment_method"), 1, METHOD_MAX))
+                return false;
+        v = json_object_get(root, "amount");
+        if (!get_integer(v, lossy, &n) || n < 1 || n > INTENT_AMOUNT_MAX)
+                return false;
+        v = json_object_get(root, "currency");
+        if (!json_is_string(v) ||
+            !intent_currency_known(json_string_value(v), json_string_length(v)))
+                return false;
+        for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++) {
+                v = json_object_get(root, names[i]);
+                if (intent_has_card_number(json_string_value(v),
+                                           json_string_length(v)) ||
+                    intent_has_email(json_string_value(v),
+                                     json_string_length(v)))
+                        return false;
+        }
+        return true;
+}
+
+/* The request hash of a rejected intent whose hashed fields are valid. */
+static int hash_rejected(json_t *root, struct intent *in)
+{
+        struct intent_hash_fields hf;
+        bool oom = false;
+        char *customer, *method;
+        int rc;
+
+        customer = dup_member(root, "customer_id", &oom);
+        method   = dup_member(root, "payment_method", &oom);
+        if (oom) {
+                free(customer);
+                free(method);
+                return -1;
+        }
+        hf                = intent_hash_fields_of(in);
+        hf.customer_id    = customer;
+        hf.payment_method = method;
+        rc = intent_hash_compute(&hf, in->request_hash, in->request_hash_hex);
+        free(customer);
+        free(method);
+        if (rc == 0)
+                in->has_hash = true;
+        return rc;
 }
 
 static int fill_rejected(json_t *root, bool lossy, struct intent *in)
@@ -337,11 +439,13 @@ static int fill_rejected(json_t *root, bool lossy, struct intent *in)
         json_t *v;
         int64_t n;
 
-        in->event_id        = redact_member(root, "event_id", &oom);
-        in->tenant_id       = redact_member(root, "tenant_id", &oom);
-        in->idempotency_key = redact_member(root, "idempotency_key", &oom);
-        in->order_id        = redact_member(root, "order_id", &oom);
-        v                   = json_object_get(root, "amount");
+        event_key_of(root, in);
+        in->event_id = redact_member(root, "event_id", ECHO_EVENT_ID_MAX, &oom);
+        in->tenant_id = redact_member(root, "tenant_id", TENANT_MAX, &oom);
+        in->idempotency_key =
+            redact_member(root, "idempotency_key", KEY_MAX, &oom);
+        in->order_id = redact_member(root, "order_id", ID_MAX, &oom);
+        v            = json_object_get(root, "amount");
         if (get_integer(v, lossy, &n) && n >= 1 && n <= INTENT_AMOUNT_MAX) {
                 in->has_amount = true;
                 in->amount     = n;
@@ -350,7 +454,12 @@ static int fill_rejected(json_t *root, bool lossy, struct intent *in)
         if (json_is_string(v) &&
             intent_currency_known(json_string_value(v), json_string_length(v)))
                 in->currency = dup_member(root, "currency", &oom);
-        return oom ? -1 : 0;
+        if (oom)
+                return -1;
+        if (strcmp(in->reason, "invalid_schema_version") != 0 &&
+            hashed_fields_ok(root, lossy))
+                return hash_rejected(root, in);
+        return 0;
 }
 
 static int fill_ok(json_t *root, bool lossy, struct intent *in)
@@ -359,6 +468,7 @@ static int fill_ok(json_t *root, bool lossy, struct intent *in)
         struct intent_hash_fields hf;
         bool oom = false;
 
+        event_key_of(root, in);
         in->event_id        = dup_member(root, "event_id", &oom);
         in->tenant_id       = dup_member(root, "tenant_id", &oom);
         in->idempotency_key = dup_member(root, "idempotency_key", &oom);
@@ -378,7 +488,8 @@ static int fill_ok(json_t *root, bool lossy, struct intent *in)
         }
         if (oom)
                 return -1;
-        hf = intent_hash_fields_of(in);
+        hf           = intent_hash_fields_of(in);
+        in->has_hash = true;
         return intent_hash_compute(&hf, in->request_hash, in->request_hash_hex);
 }
 

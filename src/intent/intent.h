@@ -32,6 +32,7 @@
 #define INTENT_AMOUNT_MAX     INT64_C(9007199254740991) /* 2^53 - 1 */
 #define INTENT_REASON_SIZE    40
 #define INTENT_MESSAGE_SIZE   128
+#define INTENT_EVENT_KEY_SIZE 72 /* "sha256:", 64 hex digits, NUL */
 
 enum intent_verdict {
         INTENT_OK = 0,
@@ -45,9 +46,11 @@ enum intent_verdict {
  * not kept. What is set depends on the verdict:
  *   OK:       all fields; description / metadata_json NULL when absent;
  *             request_hash and request_hash_hex.
- *   REJECTED: event_id, tenant_id, idempotency_key (redacted, never NULL);
- *             order_id (redacted) if it was a string; amount (has_amount)
- *             and currency only if they were valid. Nothing else.
+ *   REJECTED: event_id, tenant_id, idempotency_key (redacted, then cut
+ *             to 36, 64 and 255 code points; never NULL); order_id
+ *             (redacted, cut to 64) if it was a string; amount
+ *             (has_amount) and currency only if they were valid;
+ *             event_key; request_hash when has_hash. Nothing else.
  *   DLQ:      nothing but reason.
  */
 struct intent {
@@ -55,7 +58,10 @@ struct intent {
         char reason[INTENT_REASON_SIZE];   /* error.code or dlq-reason */
         char message[INTENT_MESSAGE_SIZE]; /* REJECTED: for error.message */
 
-        char *event_id;
+        char *event_id; /* REJECTED: redacted, at most 36 characters */
+        /* The inbox key: event_id when it is a UUID, else "sha256:<hex>"
+         * of its bytes. Set for OK and REJECTED. */
+        char event_key[INTENT_EVENT_KEY_SIZE];
         char *tenant_id;
         char *idempotency_key;
         char *order_id;
@@ -68,6 +74,11 @@ struct intent {
         char *metadata_json; /* compact, keys sorted; NULL when absent */
         char *occurred_at;
 
+        /* OK: always true. REJECTED: true when every hashed field is
+         * valid (only a non-hashed field broke a rule, and not
+         * schema_version), so a copy of a finished intent can still be
+         * answered with its stored outcome. */
+        bool has_hash;
         unsigned char request_hash[INTENT_HASH_LEN];
         char request_hash_hex[INTENT_HASH_HEX_SIZE];
 };

@@ -577,6 +577,141 @@ static void test_messages_never_hold_values(void **state)
         }
 }
 
+/* order_id, customer_id and description are guarded too, with the usual
+ * separators. */
+static void test_guard_covers_more_fields(void **state)
+{
+        (void)state;
+        REJECT(with(base(), "order_id", json_string("4111 1111 1111 1111")),
+               "card_number_in_field");
+        REJECT(with(base(), "customer_id", json_string("4111-1111-1111-1111")),
+               "card_number_in_field");
+        REJECT(with(base(), "description",
+                    json_string("paid with 4111111111111111 thanks")),
+               "card_number_in_field");
+        REJECT(with(base(), "description",
+                    json_string("receipt to bob@example.com please")),
+               "email_in_field");
+        REJECT(with(base(), "customer_id", json_string("bob@example.com")),
+               "email_in_field");
+        OK(with(base(), "description", json_string("order 10063, 2 items")));
+}
+
+/* A rejected intent echoes nothing unbounded: fields are cut to their
+ * contract limits on code-point boundaries; the inbox key of an event id
+ * that is not a UUID is its SHA-256 (vectors from Python's hashlib). */
+static void test_rejected_is_bounded(void **state)
+{
+        char *big = rep('x', 5000);
+        struct intent in;
+        json_t *o = base();
+        json_t *t;
+
+        (void)state;
+        intent_init(&in);
+        o = with(o, "event_id", json_string(big));
+        o = with(o, "tenant_id", json_string(big));
+        o = with(o, "idempotency_key", json_string(big));
+        o = with(o, "order_id", json_string(big));
+        assert_int_equal(parse_obj(&in, o), INTENT_REJECTED);
+        assert_string_equal(in.reason, "invalid_event_id");
+        assert_int_equal(strlen(in.event_id), 36);
+        assert_int_equal(strlen(in.tenant_id), 64);
+        assert_int_equal(strlen(in.idempotency_key), 255);
+        assert_int_equal(strlen(in.order_id), 64);
+        assert_string_equal(in.event_key,
+                            "sha256:c59d3c0480cc2d71d8f646e735e9"
+                            "2da65450311eec46e81a5db8c7e6e8a92054");
+        assert_false(in.has_hash);
+
+        /* multi-byte text is cut between characters: 64 x U+0111 */
+        t = json_string("\xc4\x91");
+        for (int i = 0; i < 7; i++) {
+                char *d  = NULL;
+                size_t n = strlen(json_string_value(t));
+
+                d = malloc(2 * n + 1);
+                assert_non_null(d);
+                memcpy(d, json_string_value(t), n);
+                memcpy(d + n, json_string_value(t), n + 1);
+                json_decref(t);
+                t = json_string(d);
+                free(d);
+        }
+        /* 128 x U+0111 as order_id, and an invalid event id */
+        o = with(base(), "order_id", t);
+        o = with(o, "event_id", json_string("not-a-uuid"));
+        assert_int_equal(parse_obj(&in, o), INTENT_REJECTED);
+        assert_int_equal(strlen(in.order_id), 128); /* 64 chars, 2 bytes */
+        assert_string_equal(in.event_id, "not-a-uuid");
+        assert_string_equal(in.event_key,
+                            "sha256:2184a32a3bae6ad756d745ec8678"
+                            "ad6adcfcca65c5b81f7ddcd64eb675b63b2d");
+        /* a UUID event id is its own key */
+        OK(base());
+        intent_reset(&in);
+        assert_int_equal(parse_obj(&in, base()), INTENT_OK);
+        assert_string_equal(in.event_key, BASE_EVENT_ID);
+        assert_true(in.has_hash);
+        intent_reset(&in);
+        free(big);
+}
+
+/* A rejection by a field outside the hash keeps the request hash, so a
+ * copy of a finished intent can be answered with its stored outcome. */
+static void test_rejected_keeps_hash(void **state)
+{
+        unsigned char want[INTENT_HASH_LEN];
+        char *big = rep('d', 501);
+        struct intent in;
+
+        (void)state;
+        intent_init(&in);
+        assert_int_equal(parse_obj(&in, base()), INTENT_OK);
+        memcpy(want, in.request_hash, sizeof(want));
+
+        assert_int_equal(
+            parse_obj(&in, with(base(), "description", json_string(big))),
+            INTENT_REJECTED);
+        assert_true(in.has_hash);
+        assert_memory_equal(in.request_hash, want, sizeof(want));
+        assert_string_equal(in.tenant_id, "shop-1");
+        assert_string_equal(in.idempotency_key, "ord-10063-pay-1");
+
+        assert_int_equal(parse_obj(&in, with(base(), "description",
+                                             json_string("a@example.com"))),
+                         INTENT_REJECTED);
+        assert_true(in.has_hash);
+        assert_int_equal(
+            parse_obj(&in, with(base(), "occurred_at", json_string("never"))),
+            INTENT_REJECTED);
+        assert_true(in.has_hash);
+        assert_int_equal(
+            parse_obj(&in, with(base(), "event_id", json_string("e-1"))),
+            INTENT_REJECTED);
+        assert_true(in.has_hash);
+
+        /* a hashed field broken, or another schema: no hash */
+        assert_int_equal(
+            parse_obj(&in, with(base(), "amount", json_integer(0))),
+            INTENT_REJECTED);
+        assert_false(in.has_hash);
+        assert_int_equal(
+            parse_obj(&in, with(base(), "schema_version", json_integer(2))),
+            INTENT_REJECTED);
+        assert_false(in.has_hash);
+        /* a tenant that reads as a card number is echoed redacted, so
+         * it is no lookup key */
+        assert_int_equal(
+            parse_obj(&in, with(with(base(), "tenant_id",
+                                     json_string("4111111111111111")),
+                                "description", json_string(big))),
+            INTENT_REJECTED);
+        assert_false(in.has_hash);
+        intent_reset(&in);
+        free(big);
+}
+
 static void test_verdict_names(void **state)
 {
         (void)state;
@@ -626,6 +761,9 @@ int main(void)
                 cmocka_unit_test(test_rejected_is_redacted),
                 cmocka_unit_test(test_rejected_keeps_valid_parts),
                 cmocka_unit_test(test_messages_never_hold_values),
+                cmocka_unit_test(test_guard_covers_more_fields),
+                cmocka_unit_test(test_rejected_is_bounded),
+                cmocka_unit_test(test_rejected_keeps_hash),
                 cmocka_unit_test(test_verdict_names),
                 cmocka_unit_test(test_reuse),
         };
