@@ -531,7 +531,7 @@ static struct dbjob *job_from(struct pipeline *pl, struct batch *b,
                 switch (kind) {
                 case DBJOB_CLAIM: {
                         struct claim_item *c = &j->claims[j->n];
-                        c->event_id          = it->in.event_id;
+                        c->event_id          = it->in.event_key;
                         c->tenant_id         = it->in.tenant_id;
                         c->idem_key          = it->in.idempotency_key;
                         memcpy(c->request_hash, it->in.request_hash,
@@ -570,7 +570,7 @@ static struct dbjob *job_from(struct pipeline *pl, struct batch *b,
                         struct outbox_item *o = &j->outbox[j->n];
                         o->kind               = it->obx_kind;
                         o->result_event_id    = it->result_event_id;
-                        o->intent_event_id    = it->in.event_id;
+                        o->intent_event_id    = it->in.event_key;
                         o->tenant_id          = it->in.tenant_id;
                         o->idem_key           = it->in.idempotency_key;
                         o->payment_id         = it->obx_kind == OUTBOX_REPLAY

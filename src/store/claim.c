@@ -22,7 +22,8 @@
  * $1..$14 one array element per item (after in-batch event dedup),
  * $15 lease owner, $16 lease ms, $17 key retention ms.
  *
- * fresh:  items whose event id is not in the inbox (statement snapshot).
+ * fresh:  items whose (tenant, event id) is not in the inbox (statement
+ *         snapshot): the inbox is per tenant.
  * rep:    the first fresh item of each (tenant, key): it alone may create.
  * k:      the key upsert. DO UPDATE (a no-op) rather than DO NOTHING so
  *         that an existing row is returned and locked, even one committed
@@ -48,7 +49,8 @@ static const struct store_stmt claim_stmt = {
         "), fresh AS ("
         " SELECT i.*, decode(i.hash_hex, 'hex') AS request_hash FROM input i"
         "  WHERE NOT EXISTS (SELECT 1 FROM inbox b"
-        "                     WHERE b.event_id = i.event_id)"
+        "                     WHERE b.tenant_id = i.tenant_id"
+        "                       AND b.event_id = i.event_id)"
         "), rep AS ("
         " SELECT DISTINCT ON (tenant_id, idem_key) * FROM fresh"
         "  ORDER BY tenant_id, idem_key, ord"
@@ -89,8 +91,8 @@ static const struct store_stmt claim_stmt = {
         "   kafka_partition, kafka_offset"
         "  FROM c WHERE outcome IN ('new', 'in_progress')"
         "  ORDER BY tenant_id, idem_key, event_id"
-        " ON CONFLICT (event_id) DO NOTHING"
-        " RETURNING event_id"
+        " ON CONFLICT (tenant_id, event_id) DO NOTHING"
+        " RETURNING tenant_id, event_id"
         ")"
         " SELECT i.ord,"
         "  CASE WHEN c.ord IS NULL THEN 'dup_event'"
@@ -101,7 +103,8 @@ static const struct store_stmt claim_stmt = {
         "  c.error_code, c.error_message, c.result_json"
         " FROM input i"
         " LEFT JOIN c ON c.ord = i.ord"
-        " LEFT JOIN ib ON ib.event_id = i.event_id"
+        " LEFT JOIN ib ON ib.tenant_id = i.tenant_id"
+        "  AND ib.event_id = i.event_id"
         " LEFT JOIN p ON p.payment_id = i.payment_id"
         " ORDER BY i.ord",
         17
@@ -137,15 +140,17 @@ static int cmp_event(const void *a, const void *b)
 {
         const struct claim_item *x = *(const struct claim_item *const *)a;
         const struct claim_item *y = *(const struct claim_item *const *)b;
-        int c                      = strcmp(x->event_id, y->event_id);
+        int c                      = strcmp(x->tenant_id, y->tenant_id);
 
+        if (c == 0)
+                c = strcmp(x->event_id, y->event_id);
         /* equal ids: the earlier item (lower address) first */
         if (c != 0)
                 return c;
         return x < y ? -1 : x > y;
 }
 
-/* Marks every item whose event id repeats an earlier item's as
+/* Marks every item whose tenant and event id repeat an earlier item's as
  * CLAIM_DUP_EVENT. Returns false when out of memory. */
 static bool mark_batch_dups(struct claim_item *items, size_t n)
 {
@@ -160,7 +165,8 @@ static bool mark_batch_dups(struct claim_item *items, size_t n)
                 v[i] = &items[i];
         qsort(v, n, sizeof(*v), cmp_event);
         for (size_t i = 1; i < n; i++)
-                if (strcmp(v[i - 1]->event_id, v[i]->event_id) == 0)
+                if (strcmp(v[i - 1]->tenant_id, v[i]->tenant_id) == 0 &&
+                    strcmp(v[i - 1]->event_id, v[i]->event_id) == 0)
                         v[i]->outcome = CLAIM_DUP_EVENT;
         free(v);
         return true;
@@ -206,6 +212,7 @@ int store_claim_batch(struct store *st, struct claim_item *items, size_t n,
                 if (!item_valid(&items[i])) {
                         snprintf(errstr, errstr_size,
                                  "claim: item %zu lacks a field", i);
+                        rc = STORE_ERR_DATA;
                         goto fail;
                 }
         }

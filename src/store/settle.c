@@ -117,20 +117,21 @@ static const struct store_stmt outbox_stmt = {
         " SELECT intent_event_id, tenant_id, idem_key, disposition, topic,"
         "   kafka_partition, kafka_offset"
         "  FROM input ORDER BY tenant_id, idem_key, intent_event_id"
-        " ON CONFLICT (event_id) DO NOTHING"
-        " RETURNING event_id"
+        " ON CONFLICT (tenant_id, event_id) DO NOTHING"
+        " RETURNING tenant_id, event_id"
         "), ob AS ("
         " INSERT INTO outbox (event_id, message_key, tenant_id, idem_key,"
         "   payment_id, intent_event_id, status, replayed, payload)"
         " SELECT i.result_event_id, i.tenant_id || '/' || i.idem_key,"
         "   i.tenant_id, i.idem_key, i.payment_id, i.intent_event_id,"
         "   i.status, i.disposition = 'replay', i.result_json"
-        "  FROM input i JOIN ib ON ib.event_id = i.intent_event_id"
+        "  FROM input i JOIN ib ON ib.tenant_id = i.tenant_id"
+        "   AND ib.event_id = i.intent_event_id"
         "  ORDER BY i.ord"
-        " RETURNING intent_event_id"
+        " RETURNING event_id"
         ")"
-        " SELECT i.ord, ob.intent_event_id IS NOT NULL"
-        " FROM input i LEFT JOIN ob ON ob.intent_event_id = i.intent_event_id"
+        " SELECT i.ord, ob.event_id IS NOT NULL"
+        " FROM input i LEFT JOIN ob ON ob.event_id = i.result_event_id"
         " ORDER BY i.ord",
         11
 };
@@ -168,6 +169,25 @@ static int cmp_idx_key(const void *a, const void *b)
         return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
+/* The same with a (tenant, event id) pair: the inbox is per tenant. */
+struct idx_key2 {
+        const char *tenant, *event;
+        size_t idx;
+};
+
+static int cmp_idx_key2(const void *a, const void *b)
+{
+        const struct idx_key2 *x = a;
+        const struct idx_key2 *y = b;
+        int c                    = strcmp(x->tenant, y->tenant);
+
+        if (c == 0)
+                c = strcmp(x->event, y->event);
+        if (c != 0)
+                return c;
+        return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
 static bool settle_item_valid(const struct settle_item *it)
 {
         const char *st = settle_status_name(it->status);
@@ -197,6 +217,7 @@ int store_settle_batch(struct store *st, struct settle_item *items, size_t n,
                 if (!settle_item_valid(&items[i])) {
                         snprintf(errstr, errstr_size,
                                  "settle: item %zu is incomplete", i);
+                        rc = STORE_ERR_DATA;
                         goto done;
                 }
         }
@@ -320,11 +341,11 @@ int store_outbox_batch(struct store *st, struct outbox_item *items, size_t n,
 {
         struct pgarr arr[OUTBOX_ARRAYS];
         const char *values[OUTBOX_ARRAYS];
-        struct idx_key *order = NULL;
-        size_t *sent          = NULL;
-        size_t nsent          = 0;
-        PGresult *res         = NULL;
-        int rc                = STORE_ERR;
+        struct idx_key2 *order = NULL;
+        size_t *sent           = NULL;
+        size_t nsent           = 0;
+        PGresult *res          = NULL;
+        int rc                 = STORE_ERR;
 
         for (int a = 0; a < OUTBOX_ARRAYS; a++)
                 pgarr_init(&arr[a]);
@@ -333,6 +354,7 @@ int store_outbox_batch(struct store *st, struct outbox_item *items, size_t n,
                 if (!outbox_item_valid(&items[i])) {
                         snprintf(errstr, errstr_size,
                                  "outbox: item %zu is incomplete", i);
+                        rc = STORE_ERR_DATA;
                         goto done;
                 }
         }
@@ -344,12 +366,16 @@ int store_outbox_batch(struct store *st, struct outbox_item *items, size_t n,
                 snprintf(errstr, errstr_size, "outbox: out of memory");
                 goto done;
         }
-        /* The first item of an intent event id wins; the rest are dups. */
+        /* The first item of a (tenant, intent event id) wins; the rest are
+         * dups. */
         for (size_t i = 0; i < n; i++)
-                order[i] = (struct idx_key){ items[i].intent_event_id, i };
-        qsort(order, n, sizeof(*order), cmp_idx_key);
+                order[i] = (struct idx_key2){ items[i].tenant_id,
+                                              items[i].intent_event_id, i };
+        qsort(order, n, sizeof(*order), cmp_idx_key2);
         for (size_t k = 0; k < n; k++) {
-                if (k > 0 && strcmp(order[k - 1].key, order[k].key) == 0)
+                if (k > 0 &&
+                    strcmp(order[k - 1].tenant, order[k].tenant) == 0 &&
+                    strcmp(order[k - 1].event, order[k].event) == 0)
                         continue;
                 sent[nsent++] = order[k].idx;
         }

@@ -125,6 +125,16 @@ static bool is_retryable(const PGresult *res)
                (strcmp(state, "40P01") == 0 || strcmp(state, "40001") == 0);
 }
 
+/* A refusal that the same input will always meet (see STORE_ERR_DATA). */
+static bool is_deterministic(const PGresult *res)
+{
+        const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+
+        return state &&
+               (strncmp(state, "22", 2) == 0 || strncmp(state, "23", 2) == 0 ||
+                strncmp(state, "54", 2) == 0);
+}
+
 static void retry_pause(struct store *st, int attempt)
 {
         /* 1..(5 * attempt) ms: enough to let the other side commit. */
@@ -227,8 +237,8 @@ PGresult *store_exec(struct store *st, const struct store_stmt *stmt,
                         retry_pause(st, attempt + 1);
                         continue;
                 }
+                *rc = res && is_deterministic(res) ? STORE_ERR_DATA : STORE_ERR;
                 PQclear(res);
-                *rc = STORE_ERR;
                 return NULL;
         }
 }

@@ -42,6 +42,15 @@ struct store;
  * answers SETTLE_ALREADY, a repeated outbox write `written = false`.
  */
 #define STORE_ERR_CONN -2
+/*
+ * The statement was refused for its data and rolled back: SQLSTATE class
+ * 22 (data exception), 23 (an integrity constraint the statement does not
+ * expect) or 54 (a program limit, e.g. an index row too large), or an
+ * item the store refuses before sending. It will fail again with the same
+ * input: never retry it as it is. A batch that fails so is split by its
+ * caller so the innocent items go on and the guilty one is isolated.
+ */
+#define STORE_ERR_DATA -3
 
 #define STORE_PROVIDER_KEY_LEN 65 /* 64 hex digits and the NUL */
 #define STORE_STATUS_LEN       16

@@ -195,6 +195,25 @@ int main(void)
         CHECK(strcmp(d[0].payment_id, first_pid[0]) != 0);
         clear(d, 1);
 
+        /* 6b. The inbox is per tenant: another tenant's intent that reuses
+         * an event id already answered (here, a moment ago, or in the same
+         * batch) is claimed, never taken for a redelivery. */
+        st_intent(&y, "t3", "key-t3", 1000, 0);
+        memcpy(y.event_id, x.event_id, sizeof(y.event_id));
+        st_intent(&z, "t4", "key-t4", 1000, 0);
+        memcpy(z.event_id, x.event_id, sizeof(z.event_id));
+        st_item(&d[0], &y);
+        st_item(&d[1], &z);
+        REQUIRE(claim(d, 2) == STORE_OK);
+        CHECK_EQ_I(d[0].outcome, CLAIM_NEW);
+        CHECK_EQ_I(d[1].outcome, CLAIM_NEW);
+        clear(d, 2);
+        CHECK_EQ_I(st_count(pg, "SELECT count(DISTINCT tenant_id) FROM inbox "
+                                "WHERE event_id = (SELECT event_id FROM inbox "
+                                "WHERE tenant_id = 't2' AND idem_key = "
+                                "'key-0')"),
+                   3);
+
         /* 7. Settle: succeeded, failed, review. */
         for (int i = 0; i < N; i++) {
                 st_item(&c[i], &in[i]);
@@ -308,6 +327,17 @@ int main(void)
         CHECK_EQ_I(st_count(pg, "SELECT count(*) FROM outbox WHERE status = "
                                 "'rejected'"),
                    1);
+        /* the same event id rejected in another tenant: answered too */
+        snprintf(x.tenant_id, sizeof(x.tenant_id), "t5");
+        outbox_item(&o[0], OUTBOX_REJECTED, &x, NULL, NULL, ev[0]);
+        outbox_item(&o[1], OUTBOX_REJECTED, &x, NULL, NULL, ev[1]);
+        o[1].tenant_id = "t6";
+        REQUIRE(outbox(o, 2) == STORE_OK);
+        CHECK(o[0].written);
+        CHECK(o[1].written);
+        CHECK_EQ_I(st_count(pg, "SELECT count(*) FROM outbox WHERE status = "
+                                "'rejected'"),
+                   3);
 
         /* 11. Fencing: a stale epoch writes nothing. */
         st_settle_item(&s[0], &c[3], SETTLE_SUCCEEDED, ev[0], buf[0],
