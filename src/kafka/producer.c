@@ -10,6 +10,7 @@
 
 struct kproducer {
         rd_kafka_t *rk;
+        rd_kafka_resp_err_t last_err; /* of the last failed kproducer_send */
 };
 
 struct dr {
@@ -111,6 +112,7 @@ int kproducer_send(struct kproducer *kp, const char *topic, const void *key,
             RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_HEADERS(h),
             RD_KAFKA_V_OPAQUE(d), RD_KAFKA_V_END);
         if (err) {
+                kp->last_err = err;
                 if (h)
                         rd_kafka_headers_destroy(h);
                 free(d);
@@ -123,6 +125,11 @@ int kproducer_send(struct kproducer *kp, const char *topic, const void *key,
                 return -1;
         }
         return 0;
+}
+
+rd_kafka_resp_err_t kproducer_last_error(const struct kproducer *kp)
+{
+        return kp->last_err;
 }
 
 int kproducer_poll(struct kproducer *kp, int timeout_ms)

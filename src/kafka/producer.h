@@ -42,6 +42,10 @@ int kproducer_send(struct kproducer *kp, const char *topic, const void *key,
                    const struct kheader *hdrs, size_t n_hdrs,
                    kproducer_dr_cb *cb, void *opaque)
     __attribute__((warn_unused_result));
+/* Why the last kproducer_send() that returned -1 failed
+ * (RD_KAFKA_RESP_ERR__QUEUE_FULL: try again after a poll; anything else,
+ * e.g. RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, will not go by retrying). */
+rd_kafka_resp_err_t kproducer_last_error(const struct kproducer *kp);
 
 /* Serves delivery reports. Returns the number of events served. */
 int kproducer_poll(struct kproducer *kp, int timeout_ms);

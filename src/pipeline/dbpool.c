@@ -55,8 +55,12 @@ struct dbjob *dbjob_new(enum dbjob_kind kind, size_t cap)
         case DBJOB_RENEW:
                 j->leases = calloc(cap, sizeof(*j->leases));
                 break;
+        case DBJOB_PROBE:
+                j->probes = calloc(cap, sizeof(*j->probes));
+                break;
         }
-        if (!j->owners || !(j->claims || j->settles || j->outbox || j->leases))
+        if (!j->owners ||
+            !(j->claims || j->settles || j->outbox || j->leases || j->probes))
                 abort();
         return j;
 }
@@ -71,6 +75,10 @@ void dbjob_free(struct dbjob *j)
         if (j->leases)
                 for (size_t i = 0; i < j->n; i++)
                         free((void *)(uintptr_t)j->leases[i].payment_id);
+        if (j->probes)
+                for (size_t i = 0; i < j->n; i++)
+                        probe_item_clear(&j->probes[i]);
+        free(j->probes);
         free(j->owners);
         free(j->claims);
         free(j->settles);
@@ -106,6 +114,9 @@ static int run_job(struct worker *w, struct dbjob *j)
         case DBJOB_RENEW:
                 return store_lease_renew(w->st, j->leases, j->n, p->owner,
                                          p->o.lease_ms, j->err, sizeof(j->err));
+        case DBJOB_PROBE:
+                return store_probe_batch(w->st, j->probes, j->n, j->err,
+                                         sizeof(j->err));
         }
         return STORE_ERR;
 }
@@ -120,7 +131,7 @@ static void sleep_ms(int64_t ms)
 static const char *job_name(enum dbjob_kind k)
 {
         static const char *const names[] = { "claim", "settle", "outbox",
-                                             "renew" };
+                                             "renew", "probe" };
         return names[k];
 }
 
@@ -165,7 +176,9 @@ static void *worker_main(void *arg)
                         } else {
                                 j->rc = run_job(w, j);
                         }
-                        if (j->rc == STORE_OK)
+                        /* a refusal for the data comes back to the owner,
+                         * which splits the batch; it is never retried */
+                        if (j->rc == STORE_OK || j->rc == STORE_ERR_DATA)
                                 break;
                         if (atomic_load(&p->give_up))
                                 break;

@@ -17,7 +17,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum dbjob_kind { DBJOB_CLAIM, DBJOB_SETTLE, DBJOB_OUTBOX, DBJOB_RENEW };
+enum dbjob_kind {
+        DBJOB_CLAIM,
+        DBJOB_SETTLE,
+        DBJOB_OUTBOX,
+        DBJOB_RENEW,
+        DBJOB_PROBE,
+};
 
 struct dbjob {
         enum dbjob_kind kind;
@@ -27,6 +33,7 @@ struct dbjob {
         struct settle_item *settles;
         struct outbox_item *outbox;
         struct lease_item *leases;
+        struct probe_item *probes;
         /* out */
         int rc; /* STORE_OK, or the last error when the pool stopped */
         char err[256];

@@ -9,6 +9,7 @@ struct slot {
         struct slot *next;
         uint64_t hash;
         struct keyq_node *head, *tail;
+        size_t len; /* nodes queued */
         size_t key_len;
         char key[];
 };
@@ -97,6 +98,7 @@ bool keyq_push(struct keyq *kq, const void *key, size_t key_len,
                 s             = *sp;
                 s->tail->next = n;
                 s->tail       = n;
+                s->len++;
                 return false;
         }
         s = malloc(sizeof(*s) + key_len);
@@ -105,6 +107,7 @@ bool keyq_push(struct keyq *kq, const void *key, size_t key_len,
         s->next = NULL;
         s->hash = h;
         s->head = s->tail = n;
+        s->len            = 1;
         s->key_len        = key_len;
         memcpy(s->key, key, key_len);
         *sp = s;
@@ -123,12 +126,22 @@ struct keyq_node *keyq_pop(struct keyq *kq, const void *key, size_t key_len)
                 return NULL;
         next    = s->head->next;
         s->head = next;
-        if (next)
+        if (next) {
+                s->len--;
                 return next;
+        }
         *sp = s->next;
         free(s);
         kq->n_keys--;
         return NULL;
+}
+
+size_t keyq_len(const struct keyq *kq, const void *key, size_t key_len)
+{
+        struct slot **sp = find((struct keyq *)(uintptr_t)kq, key, key_len,
+                                fnv1a(key, key_len));
+
+        return *sp ? (*sp)->len : 0;
 }
 
 size_t keyq_keys(const struct keyq *kq)

@@ -31,6 +31,8 @@ bool keyq_push(struct keyq *kq, const void *key, size_t key_len,
  * node, which may start now, or NULL (the key is then forgotten).
  */
 struct keyq_node *keyq_pop(struct keyq *kq, const void *key, size_t key_len);
+/* Nodes in key's queue (the head included); 0 for an unknown key. */
+size_t keyq_len(const struct keyq *kq, const void *key, size_t key_len);
 /* Keys with something in flight. */
 size_t keyq_keys(const struct keyq *kq);
 

@@ -43,6 +43,7 @@ enum stage {
         ST_SETTLE, /* in a settle batch */
         ST_OUTBOX, /* in a result-only outbox batch */
         ST_DLQ,    /* being produced to the DLQ */
+        ST_PROBE,  /* rejected copy: is its intent finished already? */
 };
 
 struct item {
@@ -81,6 +82,8 @@ struct item {
         char *result_json;
 
         int64_t t_start_us;
+        bool overflow;     /* queued past consumer.max_per_key */
+        bool dlq_truncate; /* the DLQ refused the whole value: send a cut */
 };
 
 struct batch {
@@ -91,7 +94,7 @@ struct batch {
 struct stats {
         uint64_t consumed, dlq, rejected, dup_event, in_progress, replayed,
             conflict, claimed, succeeded, failed, review, unknown_left, fenced,
-            settled_already;
+            settled_already, too_large, db_refused, dlq_failed;
 };
 
 struct pipeline {
@@ -109,11 +112,13 @@ struct pipeline {
         uint32_t *gens; /* generation of each assigned partition */
         int32_t n_gens;
 
-        struct batch claims, settles, outbox, dlq_retry;
+        struct batch claims, settles, outbox, probes, dlq_retry;
         size_t in_flight, max_in_flight, batch_size;
+        size_t overflow, max_per_key; /* hot keys: see on_message() */
+        size_t max_message_bytes;
+        int64_t dlq_backoff_ms, dlq_next_ms; /* DLQ failures back off */
         int64_t linger_us, lease_ms, renew_every_ms, last_renew_ms;
         int max_jobs;
-        bool fatal;
         bool closing; /* teardown: start nothing new */
         struct item *all;
         struct stats st, st_logged;
@@ -203,7 +208,10 @@ static void finish_item(struct pipeline *pl, struct item *it, bool handled)
                 offsets_done(pl->ot, it->partition, it->gen, it->offset);
         if (it->qkey)
                 next = keyq_pop(pl->kq, it->qkey, it->qkey_len);
-        pl->in_flight--;
+        if (it->overflow)
+                pl->overflow--;
+        else
+                pl->in_flight--;
         item_free(pl, it);
         if (next)
                 start_item(pl, item_of(next));
@@ -249,15 +257,21 @@ static int build_result(struct pipeline *pl, struct item *it, bool replayed,
         return 0;
 }
 
+static bool dlq_send(struct pipeline *pl, struct item *it);
+static void dlq_failed(struct pipeline *pl, struct item *it,
+                       rd_kafka_resp_err_t err);
+static void dead_letter(struct pipeline *pl, struct item *it,
+                        const char *reason);
+
 static void to_outbox(struct pipeline *pl, struct item *it,
                       enum outbox_kind kind, const char *payment_id)
 {
         it->obx_kind = kind;
         if (build_result(pl, it, kind == OUTBOX_REPLAY, payment_id) < 0) {
-                /* a defect in our own data: keep the message unhandled so
-                 * it is not lost; an operator sees the error */
-                pl->fatal = true;
-                finish_item(pl, it, false);
+                /* cannot happen with what intent and gateway let through;
+                 * if it does, this one message is dead-lettered, never
+                 * the process stopped */
+                dead_letter(pl, it, "result_unbuildable");
                 return;
         }
         it->stage = ST_OUTBOX;
@@ -270,14 +284,28 @@ static void set_error(struct item *it, const char *code, const char *msg)
         snprintf(it->error_message, sizeof(it->error_message), "%s", msg);
 }
 
+/* Answers it `rejected` with the rule it broke. */
+static void reject_item(struct pipeline *pl, struct item *it)
+{
+        it->status = PAYMENT_STATUS_REJECTED;
+        set_error(it, it->in.reason, it->in.message);
+        pl->st.rejected++;
+        to_outbox(pl, it, OUTBOX_REJECTED, NULL);
+}
+
 /* A message whose key is free starts here. */
 static void start_item(struct pipeline *pl, struct item *it)
 {
         if (it->in.verdict == INTENT_REJECTED) {
-                it->status = PAYMENT_STATUS_REJECTED;
-                set_error(it, it->in.reason, it->in.message);
-                pl->st.rejected++;
-                to_outbox(pl, it, OUTBOX_REJECTED, NULL);
+                /* Broken only outside the request hash: it may be a copy
+                 * of a finished intent, whose stored outcome it gets
+                 * (a copy never contradicts a stored outcome). */
+                if (it->in.has_hash) {
+                        it->stage = ST_PROBE;
+                        batch_add(&pl->probes, it);
+                        return;
+                }
+                reject_item(pl, it);
                 return;
         }
         it->stage = ST_CLAIM;
@@ -287,7 +315,55 @@ static void start_item(struct pipeline *pl, struct item *it)
 /* ------------------------------------------------------------------ */
 /* DLQ                                                                  */
 
-static bool dlq_send(struct pipeline *pl, struct item *it);
+/* The DLQ's value when the whole message cannot be written there. */
+#define DLQ_TRUNCATED_BYTES 65536
+#define DLQ_BACKOFF_MIN_MS  100
+#define DLQ_BACKOFF_MAX_MS  30000
+
+/* Errors after which the same value will never be accepted. */
+static bool dlq_too_large(rd_kafka_resp_err_t err)
+{
+        return err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE ||
+               err == RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE;
+}
+
+/*
+ * A DLQ write failed: the message goes back on the retry list, which is
+ * not tried again before a backoff (100 ms doubling to 30 s, reset by the
+ * next success), so a DLQ that cannot be written never busy-loops; its
+ * offset is not stored meanwhile. A value too large for the DLQ is sent
+ * again cut to its first 64 KiB (header dlq-truncated: the original size;
+ * the source partition and offset name the whole message).
+ */
+static void dlq_failed(struct pipeline *pl, struct item *it,
+                       rd_kafka_resp_err_t err)
+{
+        int64_t now = time_mono_ms();
+        struct log_ctx lc;
+
+        ctx_of(pl, it, &lc);
+        pl->st.dlq_failed++;
+        if (dlq_too_large(err) && !it->dlq_truncate) {
+                it->dlq_truncate = true;
+                log_warn(&lc,
+                         "DLQ refused the %zu-byte value (%s); sending "
+                         "it cut to %d bytes",
+                         it->rkm->len, rd_kafka_err2str(err),
+                         DLQ_TRUNCATED_BYTES);
+                batch_add(&pl->dlq_retry, it);
+                return;
+        }
+        pl->dlq_backoff_ms = pl->dlq_backoff_ms == 0 ? DLQ_BACKOFF_MIN_MS
+                                                     : pl->dlq_backoff_ms * 2;
+        if (pl->dlq_backoff_ms > DLQ_BACKOFF_MAX_MS)
+                pl->dlq_backoff_ms = DLQ_BACKOFF_MAX_MS;
+        pl->dlq_next_ms = now + pl->dlq_backoff_ms;
+        log_error(&lc,
+                  "DLQ write failed (%s); the message is kept and its "
+                  "offset held; trying again in %lld ms",
+                  rd_kafka_err2str(err), (long long)pl->dlq_backoff_ms);
+        batch_add(&pl->dlq_retry, it);
+}
 
 static void dlq_done(void *opaque, rd_kafka_resp_err_t err)
 {
@@ -297,40 +373,76 @@ static void dlq_done(void *opaque, rd_kafka_resp_err_t err)
 
         ctx_of(pl, it, &lc);
         if (err) {
-                log_warn(&lc, "DLQ delivery failed (%s); sending again",
-                         rd_kafka_err2str(err));
-                if (pl->closing)
-                        finish_item(pl, it, false); /* redelivered later */
-                else
-                        batch_add(&pl->dlq_retry, it);
+                if (pl->closing) {
+                        log_warn(&lc,
+                                 "DLQ delivery failed at shutdown (%s); "
+                                 "redelivered later",
+                                 rd_kafka_err2str(err));
+                        finish_item(pl, it, false);
+                } else {
+                        dlq_failed(pl, it, err);
+                }
                 return;
         }
+        pl->dlq_backoff_ms = 0;
         log_warn(&lc, "dead-lettered: %s", it->in.reason);
         pl->st.dlq++;
         finish_item(pl, it, true);
 }
 
+/*
+ * This message cannot be answered after all (the database refuses it, or
+ * its answer cannot be built): dead-letter it with reason, so it is
+ * recorded exactly once and nothing waits behind it.
+ */
+static void dead_letter(struct pipeline *pl, struct item *it,
+                        const char *reason)
+{
+        struct log_ctx lc;
+
+        ctx_of(pl, it, &lc);
+        log_error(&lc, "message cannot be answered (%s): dead-lettered",
+                  reason);
+        snprintf(it->in.reason, sizeof(it->in.reason), "%s", reason);
+        dlq_send(pl, it);
+}
+
 /* Queues it for the DLQ; false (queue full) puts it on the retry list. */
 static bool dlq_send(struct pipeline *pl, struct item *it)
 {
-        char part[16], off[24];
+        char part[16], off[24], orig[24];
         const rd_kafka_message_t *m = it->rkm;
-        struct kheader h[4]         = {
+        size_t len                  = m->len;
+        int nh                      = 4;
+        struct kheader h[5]         = {
                         { "dlq-reason", it->in.reason, strlen(it->in.reason) },
                         { "dlq-source-topic", pl->topic, strlen(pl->topic) },
                         { "dlq-source-partition", part, 0 },
                         { "dlq-source-offset", off, 0 },
+                        { "dlq-truncated", orig, 0 },
         };
 
         snprintf(part, sizeof(part), "%d", (int)it->partition);
         snprintf(off, sizeof(off), "%lld", (long long)it->offset);
-        h[2].len  = strlen(part);
-        h[3].len  = strlen(off);
+        h[2].len = strlen(part);
+        h[3].len = strlen(off);
+        if (it->dlq_truncate && len > DLQ_TRUNCATED_BYTES) {
+                snprintf(orig, sizeof(orig), "%zu", len);
+                h[4].len = strlen(orig);
+                len      = DLQ_TRUNCATED_BYTES;
+                nh       = 5;
+        }
         it->stage = ST_DLQ;
         if (kproducer_send(pl->dlq, pl->topic_dlq, m->key, m->key_len,
-                           m->payload, m->len, h, 4, dlq_done, it) < 0) {
-                batch_add(&pl->dlq_retry, it);
-                return false;
+                           m->payload, len, h, nh, dlq_done, it) < 0) {
+                rd_kafka_resp_err_t err = kproducer_last_error(pl->dlq);
+
+                if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+                        batch_add(&pl->dlq_retry, it);
+                        return false;
+                }
+                dlq_failed(pl, it, err); /* retried later, after a pause */
+                return true;
         }
         return true;
 }
@@ -368,8 +480,15 @@ static void on_message(struct pipeline *pl, rd_kafka_message_t *m)
                  * work is still safe to do, its offset is just not ours */
                 it->gen = 0;
         }
-        if (intent_parse(m->payload, m->len, &it->in) < 0)
+        if (m->len > pl->max_message_bytes) {
+                /* before parsing: a value this large is no intent */
+                it->in.verdict = INTENT_DLQ;
+                snprintf(it->in.reason, sizeof(it->in.reason),
+                         "message_too_large");
+                pl->st.too_large++;
+        } else if (intent_parse(m->payload, m->len, &it->in) < 0) {
                 abort(); /* out of memory */
+        }
         if (it->in.idempotency_key)
                 log_mask_key(it->in.idempotency_key,
                              strlen(it->in.idempotency_key), it->key_masked,
@@ -392,10 +511,22 @@ static void on_message(struct pipeline *pl, rd_kafka_message_t *m)
                                       &it->qkey, &it->qkey_len) < 0) {
                 abort();
         }
-        if (keyq_push(pl->kq, it->qkey, it->qkey_len, &it->kn))
+        if (keyq_push(pl->kq, it->qkey, it->qkey_len, &it->kn)) {
                 start_item(pl, it);
-        else
-                it->stage = ST_QUEUED;
+                return;
+        }
+        it->stage = ST_QUEUED;
+        /*
+         * One hot key must not take every in-flight slot from the other
+         * keys: past max_per_key waiting messages of one key, a message
+         * counts against a separate budget (pl->overflow, also capped at
+         * max_in_flight, so memory stays bounded), not against in_flight.
+         */
+        if (keyq_len(pl->kq, it->qkey, it->qkey_len) > pl->max_per_key) {
+                it->overflow = true;
+                pl->in_flight--;
+                pl->overflow++;
+        }
 }
 
 /* ------------------------------------------------------------------ */
@@ -404,8 +535,15 @@ static void on_message(struct pipeline *pl, rd_kafka_message_t *m)
 static void settle_add(struct pipeline *pl, struct item *it)
 {
         if (build_result(pl, it, false, it->payment_id) < 0) {
-                pl->fatal = true;
-                finish_item(pl, it, false);
+                struct log_ctx lc;
+
+                /* the payment stays processing; the reconciler settles it
+                 * once the lease expires (never a stopped process) */
+                ctx_of(pl, it, &lc);
+                log_error(&lc, "result cannot be built: payment left "
+                               "processing for the reconciler");
+                pl->st.unknown_left++;
+                finish_item(pl, it, true);
                 return;
         }
         it->stage = ST_SETTLE;
@@ -585,12 +723,70 @@ static struct dbjob *job_from(struct pipeline *pl, struct batch *b,
                         o->offset             = it->offset;
                         break;
                 }
+                case DBJOB_PROBE: {
+                        struct probe_item *q = &j->probes[j->n];
+                        q->tenant_id         = it->in.tenant_id;
+                        q->idem_key          = it->in.idempotency_key;
+                        memcpy(q->request_hash, it->in.request_hash,
+                               sizeof(q->request_hash));
+                        break;
+                }
                 case DBJOB_RENEW:
                         abort();
                 }
                 j->n++;
         }
         return j;
+}
+
+/* Answers it with the stored outcome of its finished intent (replayed). */
+static void replay_stored(struct pipeline *pl, struct item *it,
+                          const char *payment_id,
+                          const struct store_outcome *stored)
+{
+        pl->st.replayed++;
+        if (!payment_status_parse(stored->status, &it->status) ||
+            !payment_status_is_result(it->status)) {
+                dead_letter(pl, it, "stored_outcome_invalid");
+                return;
+        }
+        snprintf(it->replay_payment_id, sizeof(it->replay_payment_id), "%s",
+                 payment_id);
+        snprintf(it->replay_status, sizeof(it->replay_status), "%s",
+                 stored->status);
+        snprintf(it->charge_id, sizeof(it->charge_id), "%s",
+                 stored->provider_charge_id ? stored->provider_charge_id : "");
+        if (stored->error_code)
+                set_error(it, stored->error_code,
+                          stored->error_message ? stored->error_message : "");
+        to_outbox(pl, it, OUTBOX_REPLAY, it->replay_payment_id);
+}
+
+/* A rejected copy whose hashed fields are valid, after the probe. */
+static void on_probed(struct pipeline *pl, struct item *it,
+                      const struct probe_item *q)
+{
+        struct log_ctx lc;
+
+        switch (q->outcome) {
+        case PROBE_FINAL:
+                ctx_of(pl, it, &lc);
+                log_info(&lc,
+                         "copy of a finished intent with a field now "
+                         "rejected (%s): stored outcome replayed",
+                         it->in.reason);
+                replay_stored(pl, it, q->payment_id, &q->stored);
+                return;
+        case PROBE_PROCESSING:
+                /* the first copy's result answers this one */
+                pl->st.in_progress++;
+                finish_item(pl, it, true);
+                return;
+        case PROBE_NONE:
+                reject_item(pl, it);
+                return;
+        }
+        abort();
 }
 
 static void on_claimed(struct pipeline *pl, struct item *it,
@@ -625,29 +821,7 @@ static void on_claimed(struct pipeline *pl, struct item *it,
                 finish_item(pl, it, true);
                 return;
         case CLAIM_REPLAY:
-                pl->st.replayed++;
-                if (!payment_status_parse(c->stored.status, &it->status) ||
-                    !payment_status_is_result(it->status)) {
-                        ctx_of(pl, it, &lc);
-                        log_error(&lc, "stored outcome has no final status");
-                        pl->fatal = true;
-                        finish_item(pl, it, false);
-                        return;
-                }
-                snprintf(it->replay_payment_id, sizeof(it->replay_payment_id),
-                         "%s", c->payment_id);
-                snprintf(it->replay_status, sizeof(it->replay_status), "%s",
-                         c->stored.status);
-                snprintf(it->charge_id, sizeof(it->charge_id), "%s",
-                         c->stored.provider_charge_id
-                             ? c->stored.provider_charge_id
-                             : "");
-                if (c->stored.error_code)
-                        set_error(it, c->stored.error_code,
-                                  c->stored.error_message
-                                      ? c->stored.error_message
-                                      : "");
-                to_outbox(pl, it, OUTBOX_REPLAY, it->replay_payment_id);
+                replay_stored(pl, it, c->payment_id, &c->stored);
                 return;
         case CLAIM_CONFLICT:
                 pl->st.conflict++;
@@ -664,6 +838,52 @@ static void on_claimed(struct pipeline *pl, struct item *it,
         abort();
 }
 
+/*
+ * The database refused a batch for its data (STORE_ERR_DATA: it would fail
+ * again as it is). A batch of several items is split: each item is sent
+ * again alone, so the innocent ones go on. An item refused alone is the
+ * guilty one: a claim or a result-only write is dead-lettered with reason
+ * database_refused; a settle leaves its payment processing for the
+ * reconciler. Counted, logged at error; never retried as it is.
+ */
+static void refused(struct pipeline *pl, struct dbjob *j, struct item *it)
+{
+        struct batch one = { NULL, NULL, 0 };
+        struct log_ctx lc;
+
+        if (pl->closing) {
+                finish_item(pl, it, false);
+                return;
+        }
+        if (j->n > 1) {
+                batch_add(&one, it);
+                dbpool_submit(pl->db, job_from(pl, &one, j->kind));
+                return;
+        }
+        pl->st.db_refused++;
+        ctx_of(pl, it, &lc);
+        if (j->kind == DBJOB_PROBE) {
+                log_error(&lc,
+                          "probe refused by the database (%s): "
+                          "answered rejected",
+                          j->err);
+                reject_item(pl, it);
+                return;
+        }
+        if (j->kind == DBJOB_SETTLE) {
+                log_error(&lc,
+                          "settle refused by the database (%s): payment "
+                          "left processing for the reconciler",
+                          j->err);
+                pl->st.unknown_left++;
+                finish_item(pl, it, true);
+                return;
+        }
+        log_error(&lc, "%s refused by the database: %s",
+                  j->kind == DBJOB_CLAIM ? "claim" : "result", j->err);
+        dead_letter(pl, it, "database_refused");
+}
+
 static void on_job_done(struct pipeline *pl, struct dbjob *j)
 {
         for (size_t i = 0; i < j->n; i++) {
@@ -678,6 +898,10 @@ static void on_job_done(struct pipeline *pl, struct dbjob *j)
                                               "gateway: its settle will be "
                                               "fenced");
                         }
+                        continue;
+                }
+                if (j->rc == STORE_ERR_DATA) {
+                        refused(pl, j, it);
                         continue;
                 }
                 if (j->rc != STORE_OK) {
@@ -722,6 +946,9 @@ static void on_job_done(struct pipeline *pl, struct dbjob *j)
                 case DBJOB_OUTBOX:
                         finish_item(pl, it, true);
                         break;
+                case DBJOB_PROBE:
+                        on_probed(pl, it, &j->probes[i]);
+                        break;
                 case DBJOB_RENEW:
                         break;
                 }
@@ -738,6 +965,7 @@ static void flush_batches(struct pipeline *pl, bool force)
                 enum dbjob_kind kind;
         } order[]   = { { &pl->settles, DBJOB_SETTLE },
                         { &pl->outbox, DBJOB_OUTBOX },
+                        { &pl->probes, DBJOB_PROBE },
                         { &pl->claims, DBJOB_CLAIM } };
         int64_t now = time_mono_us();
 
@@ -875,7 +1103,8 @@ static void log_stats(struct pipeline *pl, bool force)
             "consumed %llu: claimed %llu (succeeded %llu, failed %llu, "
             "review %llu, unknown left %llu, fenced %llu), replayed "
             "%llu, in progress %llu, duplicate events %llu, conflict "
-            "%llu, rejected %llu, dlq %llu; in flight %zu",
+            "%llu, rejected %llu, dlq %llu (too large %llu, refused by "
+            "the database %llu, DLQ write failures %llu); in flight %zu",
             (unsigned long long)s->consumed, (unsigned long long)s->claimed,
             (unsigned long long)s->succeeded, (unsigned long long)s->failed,
             (unsigned long long)s->review, (unsigned long long)s->unknown_left,
@@ -883,7 +1112,8 @@ static void log_stats(struct pipeline *pl, bool force)
             (unsigned long long)s->in_progress,
             (unsigned long long)s->dup_event, (unsigned long long)s->conflict,
             (unsigned long long)s->rejected, (unsigned long long)s->dlq,
-            pl->in_flight);
+            (unsigned long long)s->too_large, (unsigned long long)s->db_refused,
+            (unsigned long long)s->dlq_failed, pl->in_flight + pl->overflow);
 }
 
 static int setup(struct pipeline *pl, const struct config *cfg)
@@ -913,10 +1143,13 @@ static int setup(struct pipeline *pl, const struct config *cfg)
                 snprintf(pl->owner, sizeof(pl->owner), "%s:%d", host,
                          (int)getpid());
         }
-        pl->topic          = config_str(cfg, "topic.intents");
-        pl->topic_dlq      = config_str(cfg, "topic.dlq");
-        pl->max_in_flight  = (size_t)config_int(cfg, "consumer.max_in_flight");
-        pl->batch_size     = (size_t)config_int(cfg, "consumer.batch_size");
+        pl->topic         = config_str(cfg, "topic.intents");
+        pl->topic_dlq     = config_str(cfg, "topic.dlq");
+        pl->max_in_flight = (size_t)config_int(cfg, "consumer.max_in_flight");
+        pl->batch_size    = (size_t)config_int(cfg, "consumer.batch_size");
+        pl->max_per_key   = (size_t)config_int(cfg, "consumer.max_per_key");
+        pl->max_message_bytes =
+            (size_t)config_int(cfg, "consumer.max_message_bytes");
         pl->linger_us      = config_ms(cfg, "consumer.batch_linger") * 1000;
         pl->lease_ms       = config_ms(cfg, "lease.duration");
         pl->renew_every_ms = pl->lease_ms / 3;
@@ -1083,7 +1316,8 @@ int pipeline_run(const struct config *cfg, volatile sig_atomic_t *stop)
                  */
                 if (!draining) {
                         int64_t now_ms = time_mono_ms();
-                        if (pl.in_flight < pl.max_in_flight) {
+                        if (pl.in_flight < pl.max_in_flight &&
+                            pl.overflow < pl.max_in_flight) {
                                 at_cap_since = 0;
                                 kconsumer_resume(pl.kc);
                         } else if (!at_cap_since) {
@@ -1092,7 +1326,8 @@ int pipeline_run(const struct config *cfg, volatile sig_atomic_t *stop)
                                 kconsumer_pause(pl.kc);
                         }
                 }
-                room = pl.in_flight < pl.max_in_flight
+                room = pl.in_flight < pl.max_in_flight &&
+                               pl.overflow < pl.max_in_flight
                            ? pl.max_in_flight - pl.in_flight
                            : 0;
                 if (room > sizeof(msgs) / sizeof(*msgs))
@@ -1103,7 +1338,7 @@ int pipeline_run(const struct config *cfg, volatile sig_atomic_t *stop)
                 n = room ? kconsumer_poll(pl.kc, msgs, room, 0, &fatal) : 0;
                 for (size_t i = 0; i < n; i++)
                         on_message(&pl, msgs[i]);
-                if (fatal || pl.fatal) {
+                if (fatal) {
                         log_error(&lc, "fatal error: stopping");
                         rc = 1;
                         break;
@@ -1116,9 +1351,12 @@ int pipeline_run(const struct config *cfg, volatile sig_atomic_t *stop)
                                 done = next;
                         }
                 }
-                while (pl.dlq_retry.n > 0) {
-                        if (!dlq_send(&pl, batch_take(&pl.dlq_retry)))
-                                break; /* queue full: later */
+                while (pl.dlq_retry.n > 0 && time_mono_ms() >= pl.dlq_next_ms) {
+                        if (!dlq_send(&pl, batch_take(&pl.dlq_retry))) {
+                                /* queue full: later, not at once */
+                                pl.dlq_next_ms = time_mono_ms() + 10;
+                                break;
+                        }
                 }
                 kproducer_poll(pl.dlq, 0);
                 flush_batches(&pl, draining);
@@ -1127,7 +1365,7 @@ int pipeline_run(const struct config *cfg, volatile sig_atomic_t *stop)
                 log_stats(&pl, false);
 
                 timeout = pl.claims.n || pl.settles.n || pl.outbox.n ||
-                                  dbpool_outstanding(pl.db)
+                                  pl.probes.n || dbpool_outstanding(pl.db)
                               ? 1
                               : 10;
                 if (gateway_poll(pl.gw, timeout) < 0)

@@ -357,3 +357,121 @@ done:
                 pgarr_free(&arr[a]);
         return rc;
 }
+
+/* ------------------------------------------------------------------ */
+/* probe                                                                */
+
+static const struct store_stmt probe_stmt = {
+        STORE_STMT_PROBE, "co_probe_keys",
+        "SELECT i.ord,"
+        "  CASE WHEN k.tenant_id IS NULL"
+        "        OR k.request_hash <> decode(i.hash_hex, 'hex') THEN 'none'"
+        "       WHEN k.state = 'processing' THEN 'processing'"
+        "       ELSE 'final' END,"
+        "  k.payment_id, k.status, k.provider_charge_id, k.error_code,"
+        "  k.error_message, k.result_json"
+        " FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY"
+        "   AS i(tenant_id, idem_key, hash_hex, ord)"
+        " LEFT JOIN idempotency_keys k ON k.tenant_id = i.tenant_id"
+        "  AND k.idem_key = i.idem_key"
+        " ORDER BY i.ord",
+        3
+};
+
+void probe_item_clear(struct probe_item *it)
+{
+        free(it->stored.provider_charge_id);
+        free(it->stored.error_code);
+        free(it->stored.error_message);
+        free(it->stored.result_json);
+        memset(&it->stored, 0, sizeof(it->stored));
+        memset(it->payment_id, 0, sizeof(it->payment_id));
+        it->outcome = PROBE_NONE;
+}
+
+int store_probe_batch(struct store *st, struct probe_item *items, size_t n,
+                      char *errstr, size_t errstr_size)
+{
+        struct pgarr arr[3];
+        const char *values[3];
+        PGresult *res = NULL;
+        bool oom      = false;
+        int rc        = STORE_ERR;
+
+        for (int a = 0; a < 3; a++)
+                pgarr_init(&arr[a]);
+        for (size_t i = 0; i < n; i++) {
+                probe_item_clear(&items[i]);
+                if (!items[i].tenant_id || !items[i].idem_key) {
+                        snprintf(errstr, errstr_size,
+                                 "probe: item %zu lacks a field", i);
+                        rc = STORE_ERR_DATA;
+                        goto done;
+                }
+                pgarr_text(&arr[0], items[i].tenant_id);
+                pgarr_text(&arr[1], items[i].idem_key);
+                pgarr_hex(&arr[2], items[i].request_hash, CRYPTO_SHA256_LEN);
+        }
+        if (n == 0) {
+                rc = STORE_OK;
+                goto done;
+        }
+        for (int a = 0; a < 3; a++) {
+                values[a] = pgarr_finish(&arr[a]);
+                if (!values[a]) {
+                        snprintf(errstr, errstr_size, "probe: out of memory");
+                        goto done;
+                }
+        }
+        res = store_exec(st, &probe_stmt, values, &rc, errstr, errstr_size);
+        if (!res)
+                goto done;
+        rc = STORE_ERR;
+        if ((size_t)PQntuples(res) != n || PQnfields(res) != 8) {
+                snprintf(errstr, errstr_size,
+                         "probe: unexpected result shape (%d rows)",
+                         PQntuples(res));
+                goto done;
+        }
+        for (int r = 0; r < PQntuples(res); r++) {
+                long ord = strtol(PQgetvalue(res, r, 0), NULL, 10);
+                const char *o;
+                struct probe_item *it;
+
+                if (ord < 1 || (size_t)ord > n) {
+                        snprintf(errstr, errstr_size,
+                                 "probe: unexpected row order");
+                        goto done;
+                }
+                it = &items[ord - 1];
+                o  = PQgetvalue(res, r, 1);
+                if (strcmp(o, "none") == 0)
+                        continue;
+                it->outcome =
+                    strcmp(o, "final") == 0 ? PROBE_FINAL : PROBE_PROCESSING;
+                store_copy_field(res, r, 2, it->payment_id,
+                                 sizeof(it->payment_id));
+                if (it->outcome != PROBE_FINAL)
+                        continue;
+                store_copy_field(res, r, 3, it->stored.status,
+                                 sizeof(it->stored.status));
+                it->stored.provider_charge_id =
+                    store_strdup_field(res, r, 4, &oom);
+                it->stored.error_code    = store_strdup_field(res, r, 5, &oom);
+                it->stored.error_message = store_strdup_field(res, r, 6, &oom);
+                it->stored.result_json   = store_strdup_field(res, r, 7, &oom);
+        }
+        if (oom) {
+                snprintf(errstr, errstr_size, "probe: out of memory");
+                goto done;
+        }
+        rc = STORE_OK;
+done:
+        if (rc != STORE_OK)
+                for (size_t i = 0; i < n; i++)
+                        probe_item_clear(&items[i]);
+        PQclear(res);
+        for (int a = 0; a < 3; a++)
+                pgarr_free(&arr[a]);
+        return rc;
+}

@@ -110,6 +110,10 @@ void store_format_error(const PGresult *res, const PGconn *conn,
 
         if (!msg)
                 msg = PQerrorMessage(conn);
+        /* a data exception's message may quote the refused value */
+        if (state && strncmp(state, "22", 2) == 0)
+                msg = "data exception (message withheld: it may quote a "
+                      "value)";
         snprintf(errstr, errstr_size, "%s: %s%s%s", what, state ? state : "",
                  state ? " " : "", msg ? msg : "unknown error");
         len = strlen(errstr);

@@ -280,6 +280,40 @@ int store_outbox_batch(struct store *st, struct outbox_item *items, size_t n,
     __attribute__((warn_unused_result));
 
 /* ------------------------------------------------------------------ */
+/* Probe: what a rejected copy of an intent may still be answered with.  */
+
+enum probe_outcome {
+        PROBE_NONE = 0,   /* no key, or the key has another request hash */
+        PROBE_PROCESSING, /* same hash, payment still processing */
+        PROBE_FINAL,      /* same hash, final: `stored` is its outcome */
+};
+
+struct probe_item {
+        /* In, borrowed. */
+        const char *tenant_id;
+        const char *idem_key;
+        unsigned char request_hash[CRYPTO_SHA256_LEN];
+        /* Out (owned; probe_item_clear). */
+        enum probe_outcome outcome;
+        char payment_id[UUID_STR_LEN];
+        struct store_outcome stored;
+};
+
+/* Frees what a probe returned and clears the out part. */
+void probe_item_clear(struct probe_item *it);
+
+/*
+ * Looks up each item's (tenant, key) and compares its request hash, in one
+ * read-only statement that locks nothing and writes nothing. Used for an
+ * intent rejected for a field outside the request hash: a copy of a
+ * finished intent is still answered with the stored outcome. Returns
+ * STORE_OK, STORE_ERR, STORE_ERR_CONN or STORE_ERR_DATA.
+ */
+int store_probe_batch(struct store *st, struct probe_item *items, size_t n,
+                      char *errstr, size_t errstr_size)
+    __attribute__((warn_unused_result));
+
+/* ------------------------------------------------------------------ */
 /* Leases.                                                             */
 
 struct lease_item {

@@ -33,6 +33,7 @@ enum {
         STORE_STMT_TAKEOVER,
         STORE_STMT_TAKEOVER_ONE,
         STORE_STMT_INVARIANTS,
+        STORE_STMT_PROBE,
         STORE_STMT_COUNT_
 };
 

@@ -24,9 +24,15 @@ static void test_one_key_in_order(void **state)
         assert_false(keyq_push(kq, "t/k", 3, &n[2]));
         assert_true(keyq_push(kq, "t/other", 7, &n[3])); /* independent */
         assert_int_equal(keyq_keys(kq), 2);
+        assert_int_equal(keyq_len(kq, "t/k", 3), 3);
+        assert_int_equal(keyq_len(kq, "t/other", 7), 1);
+        assert_int_equal(keyq_len(kq, "t/none", 6), 0);
         assert_ptr_equal(keyq_pop(kq, "t/k", 3), &n[1]);
+        assert_int_equal(keyq_len(kq, "t/k", 3), 2);
         assert_ptr_equal(keyq_pop(kq, "t/k", 3), &n[2]);
+        assert_int_equal(keyq_len(kq, "t/k", 3), 1);
         assert_null(keyq_pop(kq, "t/k", 3));
+        assert_int_equal(keyq_len(kq, "t/k", 3), 0);
         assert_int_equal(keyq_keys(kq), 1);
         assert_null(keyq_pop(kq, "t/other", 7));
         assert_int_equal(keyq_keys(kq), 0);

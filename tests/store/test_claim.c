@@ -271,6 +271,44 @@ int main(void)
         CHECK(d[1].stored.error_message &&
               strcmp(d[1].stored.error_message, "The card was declined") == 0);
         CHECK(d[1].stored.provider_charge_id == NULL);
+        /* the probe of a rejected copy: final with the same hash gives
+         * the stored outcome; another hash or an unknown key, none; a
+         * key still processing, processing */
+        {
+                struct probe_item q[4];
+                struct st_intent pz;
+
+                memset(q, 0, sizeof(q));
+                q[0].tenant_id = "t1";
+                q[0].idem_key  = "key-1";
+                memcpy(q[0].request_hash, d[1].request_hash,
+                       sizeof(q[0].request_hash));
+                q[1] = q[0];
+                q[1].request_hash[0] ^= 1; /* another request */
+                q[2]          = q[0];
+                q[2].idem_key = "key-never-seen";
+                st_intent(&pz, "t3", "key-t3", 1000, 0); /* processing */
+                q[3].tenant_id = "t3";
+                q[3].idem_key  = "key-t3";
+                {
+                        struct claim_item tmp;
+                        st_item(&tmp, &pz);
+                        memcpy(q[3].request_hash, tmp.request_hash,
+                               sizeof(q[3].request_hash));
+                }
+                REQUIRE(store_probe_batch(st, q, 4, err, sizeof(err)) ==
+                        STORE_OK);
+                CHECK_EQ_I(q[0].outcome, PROBE_FINAL);
+                CHECK(strcmp(q[0].stored.status, "failed") == 0);
+                CHECK(q[0].stored.error_code &&
+                      strcmp(q[0].stored.error_code, "card_declined") == 0);
+                CHECK(strcmp(q[0].payment_id, first_pid[1]) == 0);
+                CHECK_EQ_I(q[1].outcome, PROBE_NONE);
+                CHECK_EQ_I(q[2].outcome, PROBE_NONE);
+                CHECK_EQ_I(q[3].outcome, PROBE_PROCESSING);
+                for (int i = 0; i < 4; i++)
+                        probe_item_clear(&q[i]);
+        }
         /* the replayed result, written once per intent event */
         outbox_item(&o[0], OUTBOX_REPLAY, &x, d[0].payment_id,
                     d[0].stored.status, ev[0]);
