@@ -728,6 +728,73 @@ static void small_cap(void)
         sc_cleanup(&sc);
 }
 
+/*
+ * A batch the database refuses for one item's data (here a CHECK added
+ * for the test: SQLSTATE 23514) is split: the innocent intents of the
+ * batch are charged and answered, the guilty one is dead-lettered once
+ * with dlq-reason database_refused, nothing is charged for it, and the
+ * process keeps running.
+ */
+static void db_refused(void)
+{
+        static const char *const slow[] = { "consumer.batch_linger=300ms",
+                                            NULL };
+        struct scenario sc;
+        struct sim s;
+        struct co c;
+        struct sc_msg *m;
+        size_t n;
+        long refused = 0;
+        json_t *st;
+        const int total = 20;
+
+        sc_init(&sc, "refused", 1);
+        sim_start(&sc, &s, "");
+        co_start(&sc, &c, "consume", &s, slow, NULL);
+        (void)sc_sql(&sc, "ALTER TABLE payments ADD CONSTRAINT test_refuse"
+                          " CHECK (order_id <> 'o-poison')");
+        for (int i = 0; i < total; i++) {
+                char key[32], order[32];
+                struct intent_spec is = { NULL,    "shop-r", key,       order,
+                                          100 + i, "VND",    "pm_tok_1" };
+                snprintf(key, sizeof(key), "refused-%03d", i);
+                snprintf(order, sizeof(order), i == 7 ? "o-poison" : "o-%d", i);
+                sc_produce_intent(&sc, 0, &is, NULL);
+        }
+        sc_flush(&sc);
+        SC_CHECK(sc_wait_consumed(&sc, T_WAIT), "not everything consumed");
+        SC_CHECK(co_alive(&c), "the consumer stopped");
+        SC_CHECK(sc_sql_long(&sc, "SELECT count(*) FROM outbox WHERE status ="
+                                  " 'succeeded' AND tenant_id = 'shop-r'") ==
+                     total - 1,
+                 "innocent intents answered");
+        SC_CHECK(sc_sql_long(&sc, "SELECT count(*) FROM payments WHERE"
+                                  " order_id = 'o-poison'") == 0,
+                 "a payment for the refused intent");
+        st = sim_stats(&s);
+        SC_CHECK(sim_charges_order(st, "shop-r", "o-poison") == 0,
+                 "the refused intent was charged");
+        SC_CHECK(sim_stat(st, "succeeded_charges") == total - 1,
+                 "charges of the innocent intents");
+        json_decref(st);
+        n = sc_read_topic(&sc, sc.t_dlq, 1500, &m);
+        for (size_t i = 0; i < n; i++)
+                if (m[i].headers &&
+                    strstr(m[i].headers, "dlq-reason=database_refused"))
+                        refused++;
+        SC_CHECK(refused == 1 && n == 1, "%zu DLQ messages, %ld refused", n,
+                 refused);
+        sc_messages_free(m, n);
+        (void)sc_sql(&sc, "ALTER TABLE payments DROP CONSTRAINT test_refuse");
+        sc_check_invariants(&sc);
+        stop_ok(&c);
+        printf("db_refused: %d intents, 1 refused by the database and "
+               "dead-lettered, the rest answered\n",
+               total);
+        sim_stop(&s);
+        sc_cleanup(&sc);
+}
+
 int main(int argc, char **argv)
 {
         if (!testenv_have_services())
@@ -748,6 +815,8 @@ int main(int argc, char **argv)
                 key_order();
         else if (!strcmp(argv[1], "small_cap"))
                 small_cap();
+        else if (!strcmp(argv[1], "db_refused"))
+                db_refused();
         else if (!strcmp(argv[1], "rebalance_eager"))
                 rebalance("range,roundrobin");
         else if (!strcmp(argv[1], "rebalance_cooperative"))
