@@ -18,7 +18,40 @@ struct kconsumer {
         char *topic;
         struct kconsumer_hooks hooks;
         bool paused;
+        int32_t *held; /* partitions held by kconsumer_hold() */
+        int n_held, cap_held;
 };
+
+static bool is_held(const struct kconsumer *kc, int32_t p)
+{
+        for (int i = 0; i < kc->n_held; i++)
+                if (kc->held[i] == p)
+                        return true;
+        return false;
+}
+
+static void unhold(struct kconsumer *kc, int32_t p)
+{
+        for (int i = 0; i < kc->n_held; i++)
+                if (kc->held[i] == p) {
+                        kc->held[i] = kc->held[--kc->n_held];
+                        return;
+                }
+}
+
+/* Pauses or resumes partition p of the topic alone. */
+static void pause_one(struct kconsumer *kc, int32_t p, bool pause)
+{
+        rd_kafka_topic_partition_list_t *l =
+            rd_kafka_topic_partition_list_new(1);
+
+        rd_kafka_topic_partition_list_add(l, kc->topic, p);
+        if (pause)
+                rd_kafka_pause_partitions(kc->rk, l);
+        else
+                rd_kafka_resume_partitions(kc->rk, l);
+        rd_kafka_topic_partition_list_destroy(l);
+}
 
 static void parts_of(const rd_kafka_topic_partition_list_t *l, int32_t *out,
                      int *n)
@@ -65,6 +98,9 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                 bool lost = rd_kafka_assignment_lost(rk);
                 log_info(&lc, "revoking %d partition(s)%s", n,
                          lost ? " (assignment lost)" : "");
+                /* a hold ends with the assignment */
+                for (int i = 0; i < n; i++)
+                        unhold(kc, ps[i]);
                 kc->hooks.revoking(kc->hooks.opaque, ps, n, lost);
                 if (!lost)
                         (void)kconsumer_commit(kc);
@@ -153,6 +189,7 @@ fail:
                 rd_kafka_queue_destroy(kc->q);
         if (kc->rk)
                 rd_kafka_destroy(kc->rk);
+        free(kc->held);
         free(kc->topic);
         free(kc);
         return NULL;
@@ -237,13 +274,42 @@ static void pause_resume(struct kconsumer *kc, bool pause)
 {
         rd_kafka_topic_partition_list_t *a = NULL;
         if (rd_kafka_assignment(kc->rk, &a) == 0 && a) {
-                if (pause)
+                if (pause) {
                         rd_kafka_pause_partitions(kc->rk, a);
-                else
+                } else {
+                        /* held partitions stay paused */
+                        for (int i = a->cnt - 1; i >= 0; i--)
+                                if (is_held(kc, a->elems[i].partition))
+                                        rd_kafka_topic_partition_list_del_by_idx(
+                                            a, i);
                         rd_kafka_resume_partitions(kc->rk, a);
+                }
                 rd_kafka_topic_partition_list_destroy(a);
         }
         kc->paused = pause;
+}
+
+void kconsumer_hold(struct kconsumer *kc, int32_t p, bool hold)
+{
+        if (hold == is_held(kc, p))
+                return;
+        if (hold) {
+                if (kc->n_held == kc->cap_held) {
+                        int cap = kc->cap_held ? kc->cap_held * 2 : 8;
+                        int32_t *h =
+                            realloc(kc->held, (size_t)cap * sizeof(*h));
+                        if (!h)
+                                abort();
+                        kc->held     = h;
+                        kc->cap_held = cap;
+                }
+                kc->held[kc->n_held++] = p;
+                pause_one(kc, p, true);
+                return;
+        }
+        unhold(kc, p);
+        if (!kc->paused)
+                pause_one(kc, p, false);
 }
 
 void kconsumer_pause(struct kconsumer *kc)

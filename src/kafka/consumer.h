@@ -60,6 +60,13 @@ int kconsumer_commit(struct kconsumer *kc);
 void kconsumer_pause(struct kconsumer *kc);
 void kconsumer_resume(struct kconsumer *kc);
 bool kconsumer_paused(const struct kconsumer *kc);
+/*
+ * Holds (pauses) one partition, or releases it, independently of the
+ * pause above: a held partition stays paused through kconsumer_resume()
+ * until released; a hold ends when the partition is revoked. Fetching
+ * resumes after the last message returned by kconsumer_poll().
+ */
+void kconsumer_hold(struct kconsumer *kc, int32_t p, bool hold);
 
 
 #endif

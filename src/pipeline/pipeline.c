@@ -111,6 +111,8 @@ struct pipeline {
         char owner[128];
         uint32_t *gens; /* generation of each assigned partition */
         int32_t n_gens;
+        size_t *hot; /* overflow items of each partition (held while > 0) */
+        int32_t n_hot;
 
         struct batch claims, settles, outbox, probes, dlq_retry;
         size_t in_flight, max_in_flight, batch_size;
@@ -196,6 +198,30 @@ static void item_free(struct pipeline *pl, struct item *it)
 }
 
 /*
+ * Counts an overflow item of partition p in or out. The partition is held
+ * (its fetching paused, see kconsumer_hold) while it has any, so a hot key
+ * stalls only its own partition, never the others.
+ */
+static void hot_adjust(struct pipeline *pl, int32_t p, int delta)
+{
+        if (p < 0)
+                return;
+        if (p >= pl->n_hot) {
+                size_t *h = realloc(pl->hot, (size_t)(p + 1) * sizeof(*h));
+                if (!h)
+                        abort();
+                memset(h + pl->n_hot, 0,
+                       (size_t)(p + 1 - pl->n_hot) * sizeof(*h));
+                pl->hot   = h;
+                pl->n_hot = p + 1;
+        }
+        if (delta > 0 && pl->hot[p]++ == 0 && pl->kc)
+                kconsumer_hold(pl->kc, p, true);
+        if (delta < 0 && --pl->hot[p] == 0 && pl->kc)
+                kconsumer_hold(pl->kc, p, false);
+}
+
+/*
  * The item is finished. handled: its message is durably dealt with, so its
  * offset may be stored; false (shutdown) leaves it to redelivery. Starts
  * the next message of the same key.
@@ -208,10 +234,12 @@ static void finish_item(struct pipeline *pl, struct item *it, bool handled)
                 offsets_done(pl->ot, it->partition, it->gen, it->offset);
         if (it->qkey)
                 next = keyq_pop(pl->kq, it->qkey, it->qkey_len);
-        if (it->overflow)
+        if (it->overflow) {
                 pl->overflow--;
-        else
+                hot_adjust(pl, it->partition, -1);
+        } else {
                 pl->in_flight--;
+        }
         item_free(pl, it);
         if (next)
                 start_item(pl, item_of(next));
@@ -480,8 +508,9 @@ static void on_message(struct pipeline *pl, rd_kafka_message_t *m)
                  * work is still safe to do, its offset is just not ours */
                 it->gen = 0;
         }
-        if (m->len > pl->max_message_bytes) {
-                /* before parsing: a value this large is no intent */
+        if (m->len + m->key_len > pl->max_message_bytes) {
+                /* before parsing: a message this large is no intent (the
+                 * key counts too: it is copied for the per-key queue) */
                 it->in.verdict = INTENT_DLQ;
                 snprintf(it->in.reason, sizeof(it->in.reason),
                          "message_too_large");
@@ -520,12 +549,15 @@ static void on_message(struct pipeline *pl, rd_kafka_message_t *m)
          * One hot key must not take every in-flight slot from the other
          * keys: past max_per_key waiting messages of one key, a message
          * counts against a separate budget (pl->overflow, also capped at
-         * max_in_flight, so memory stays bounded), not against in_flight.
+         * max_in_flight, so memory stays bounded), not against in_flight,
+         * and its partition is held until that key's queue is short
+         * again: the hot key stalls its own partition only.
          */
         if (keyq_len(pl->kq, it->qkey, it->qkey_len) > pl->max_per_key) {
                 it->overflow = true;
                 pl->in_flight--;
                 pl->overflow++;
+                hot_adjust(pl, it->partition, +1);
         }
 }
 
@@ -1241,9 +1273,9 @@ static void teardown(struct pipeline *pl)
         if (pl->kc)
                 store_offsets(pl);
         /* what remains was not handled: redelivered after a restart */
-        if (pl->in_flight)
+        if (pl->in_flight + pl->overflow)
                 log_info(&lc, "%zu message(s) left unhandled for redelivery",
-                         pl->in_flight);
+                         pl->in_flight + pl->overflow);
         while (pl->all)
                 item_free(pl, pl->all);
         /* the consumer leaves the group after a final commit */
@@ -1257,6 +1289,7 @@ static void teardown(struct pipeline *pl)
         if (pl->kq)
                 keyq_destroy(pl->kq);
         free(pl->gens);
+        free(pl->hot);
 }
 
 /* How long the in-flight cap may hold before the partitions are paused. */
@@ -1299,10 +1332,10 @@ int pipeline_run(const struct config *cfg, volatile sig_atomic_t *stop)
                         log_info(&lc,
                                  "stopping: fetching paused, finishing "
                                  "%zu in flight",
-                                 pl.in_flight);
+                                 pl.in_flight + pl.overflow);
                 }
-                if (draining &&
-                    (pl.in_flight == 0 || time_mono_ms() > drain_deadline))
+                if (draining && (pl.in_flight + pl.overflow == 0 ||
+                                 time_mono_ms() > drain_deadline))
                         break;
 
                 /*
@@ -1376,7 +1409,7 @@ int pipeline_run(const struct config *cfg, volatile sig_atomic_t *stop)
                 log_info(&lc,
                          "stopped: %zu left in flight (redelivered or "
                          "reconciled)",
-                         pl.in_flight);
+                         pl.in_flight + pl.overflow);
         teardown(&pl);
         return rc;
 }

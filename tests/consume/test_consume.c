@@ -795,6 +795,89 @@ static void db_refused(void)
         sc_cleanup(&sc);
 }
 
+/*
+ * One hot key cannot take every in-flight slot: 60 copies of one intent
+ * on partition 0 wait behind its first copy, which is at a 2 s gateway,
+ * with room for 16 messages in flight and 4 per key. The 10 intents of
+ * other keys on partition 1 are still taken and claimed at once: each of
+ * their payments is created before the hot intent's payment finishes
+ * (without the per-key budget they would wait for it, as measured before
+ * it was built: 0 of 10).
+ */
+static void hot_key(void)
+{
+        static const char *const cap[] = { "consumer.max_in_flight=16",
+                                           "consumer.max_per_key=4",
+                                           "consumer.batch_linger=2ms", NULL };
+        struct intent_spec hot = { NULL,   "shop-h", "hot-key-0001", "o-hot",
+                                   777000, "VND",    "pm_tok_1" };
+        struct scenario sc;
+        struct sim s;
+        struct co c;
+        const int copies = 60, others = 10;
+        json_t *st;
+
+        sc_init(&sc, "hotkey", 2);
+        sim_start(&sc, &s, "--latency-ms 2000:2000");
+        co_start(&sc, &c, "consume", &s, cap, NULL);
+        for (int i = 0; i <= copies; i++)
+                sc_produce_intent(&sc, 0, &hot, NULL); /* new event ids */
+        sc_flush(&sc);
+        /* the hot intent is at the gateway and its copies are being
+         * taken: only then come the other keys */
+        SC_CHECK(sc_wait_sql(&sc,
+                             "SELECT count(*) = 1 FROM payments WHERE"
+                             " tenant_id = 'shop-h'",
+                             T_WAIT),
+                 "hot intent claimed");
+        usleep(300 * 1000);
+        for (int i = 0; i < others; i++) {
+                char key[32], order[32];
+                struct intent_spec is = { NULL,    "shop-o", key,       order,
+                                          100 + i, "VND",    "pm_tok_1" };
+                snprintf(key, sizeof(key), "cold-%03d", i);
+                snprintf(order, sizeof(order), "o-cold-%d", i);
+                sc_produce_intent(&sc, 1, &is, NULL);
+        }
+        sc_flush(&sc);
+        SC_CHECK(sc_wait_consumed(&sc, T_WAIT), "not everything consumed");
+        SC_CHECK(sc_wait_sql(&sc,
+                             "SELECT count(*) = 10 FROM payments WHERE"
+                             " tenant_id = 'shop-o' AND status ="
+                             " 'succeeded'",
+                             T_WAIT),
+                 "other keys answered (%ld of %d)",
+                 sc_sql_long(&sc, "SELECT count(*) FROM payments WHERE"
+                                  " tenant_id = 'shop-o' AND status ="
+                                  " 'succeeded'"),
+                 others);
+        SC_CHECK(sc_sql_long(&sc,
+                             "SELECT count(*) FROM payments o, payments h"
+                             " WHERE o.tenant_id = 'shop-o' AND h.tenant_id"
+                             " = 'shop-h' AND o.created_at < h.finished_at") ==
+                     others,
+                 "the other keys waited for the hot key (%ld of %d claimed "
+                 "before it finished)",
+                 sc_sql_long(&sc, "SELECT count(*) FROM payments o, payments"
+                                  " h WHERE o.tenant_id = 'shop-o' AND"
+                                  " h.tenant_id = 'shop-h' AND o.created_at"
+                                  " < h.finished_at"),
+                 others);
+        SC_CHECK(results(&sc, "shop-h", "hot-key-0001", true) >= 1,
+                 "hot key answered");
+        st = sim_stats(&s);
+        SC_CHECK(sim_charges_order(st, "shop-h", "o-hot") == 1,
+                 "hot key charged once");
+        json_decref(st);
+        sc_check_invariants(&sc);
+        stop_ok(&c);
+        printf("hot_key: %d copies of one key and %d other keys through 16 "
+               "slots; the others were not held back\n",
+               copies + 1, others);
+        sim_stop(&s);
+        sc_cleanup(&sc);
+}
+
 int main(int argc, char **argv)
 {
         if (!testenv_have_services())
@@ -817,6 +900,8 @@ int main(int argc, char **argv)
                 small_cap();
         else if (!strcmp(argv[1], "db_refused"))
                 db_refused();
+        else if (!strcmp(argv[1], "hot_key"))
+                hot_key();
         else if (!strcmp(argv[1], "rebalance_eager"))
                 rebalance("range,roundrobin");
         else if (!strcmp(argv[1], "rebalance_cooperative"))
