@@ -35,6 +35,12 @@ static bool is_label_char(unsigned char c)
         return is_alpha(c) || is_digit(c) || c == '-' || c >= 0x80;
 }
 
+/* What may stand, once, between two digit groups of a card number. */
+static bool is_card_sep(unsigned char c)
+{
+        return c == ' ' || c == '-' || c == '.' || c == '_';
+}
+
 static bool luhn_ok(const unsigned char *digits, size_t n)
 {
         unsigned sum = 0;
@@ -134,7 +140,7 @@ static bool find_card(const char *s, size_t len, size_t from, size_t *start,
                                 best_end = g;
                         }
                         /* One separator, then another group, continues. */
-                        if (g + 1 < len && (s[g] == ' ' || s[g] == '-') &&
+                        if (g + 1 < len && is_card_sep((unsigned char)s[g]) &&
                             is_digit((unsigned char)s[g + 1]))
                                 j = g + 1;
                         else

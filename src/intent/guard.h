@@ -3,10 +3,12 @@
  * them. Pure, no allocation, any thread.
  *
  * A card number is a sequence of 13-19 digits that passes the Luhn check.
- * The digits may be split into groups by single spaces or single dashes;
- * a candidate is one or more consecutive such groups. A digit run of 20 or
- * more digits without separators is not taken as a card number (it cannot
- * be one, and numeric keys of that length are common).
+ * The digits may be split into groups by a single space, dash, dot or
+ * underscore; a candidate is one or more consecutive such groups, grouped
+ * as cards are printed (fours, or 4-6-5 / 4-6-4) and not glued to a hex
+ * digit, so a UUID is never one. A digit run of 20 or more digits without
+ * separators is not taken as a card number (it cannot be one, and numeric
+ * keys of that length are common).
  *
  * An e-mail address is local@domain.tld: a local part of at least one of
  * [A-Za-z0-9.!#$%&'*+/=?^_`{|}~-] or non-ASCII, then '@', then at least
