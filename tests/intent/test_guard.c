@@ -267,6 +267,112 @@ static void test_redact_never_leaks(void **state)
         }
 }
 
+/*
+ * Work per input byte that a linear scan stays under on every input below;
+ * the most any of them needs is printed. A quadratic scan would need about
+ * n / (pattern length) times more on 1 MB, thousands of times this bound.
+ */
+#define STEPS_PER_BYTE 16
+
+/* 1 MB (plus the tail) of `pattern` repeated, then `tail`. */
+static char *repeat(const char *pattern, const char *tail)
+{
+        size_t pl = strlen(pattern), tl = strlen(tail), n = 0;
+        size_t size = (1u << 20) + pl + tl + 1;
+        char *s     = malloc(size);
+
+        assert_non_null(s);
+        while (n + pl <= (1u << 20)) {
+                memcpy(s + n, pattern, pl);
+                n += pl;
+        }
+        memcpy(s + n, tail, tl + 1);
+        return s;
+}
+
+/*
+ * The guard's three scans on adversarial 1 MB inputs: many cards and no
+ * e-mail, many e-mails and no card, runs of '@', long local parts and
+ * domains, digit runs with every separator. Counted, not timed: the step
+ * counter of guard.c counts every character examined.
+ */
+static void test_linear(void **state)
+{
+        static const struct {
+                const char *pattern, *tail;
+        } inputs[] = {
+                { "4111 1111 1111 1111 ", "" },
+                { "4111111111111111-", "" },
+                { "x4111.1111.1111.1111_", "" },
+                { "3782_822463_10005 ", "" },
+                { "bob@example.com ", "" },
+                { "a@b.co,", "" },
+                { "a@", "" },
+                { "@", "a.co" },
+                { "a.", "@" },
+                { "a.", "@b.co" },
+                { ".a", "" },
+                { "a@b.co.x", "" },
+                { "bob@example.com4111111111111111 ", "" },
+                { "4111111111111111@a.co ", "" },
+                { "1-", "1" },
+                { "1 ", "1" },
+                { "1.", "1" },
+                { "1_", "1" },
+                { "4444-", "4" },
+                { "4444.4444.", "x" },
+                { "4111.1111.1111.1112.", "" },
+                { "1111", "" },
+                { "0", "@a.co" },
+                { "12345678-1234-4129-8123-123456789012 ", "" },
+                { "\xc4\x91", "" },
+                { "\x80", "" },
+        };
+        size_t worst    = 0;
+        const char *who = "";
+
+        (void)state;
+        for (size_t i = 0; i < sizeof(inputs) / sizeof(inputs[0]); i++) {
+                char *s   = repeat(inputs[i].pattern, inputs[i].tail);
+                size_t n  = strlen(s);
+                char *out = malloc(2 * n + 16);
+                size_t steps[3], need;
+                unsigned long long t;
+
+                assert_non_null(out);
+                t = intent_guard_steps();
+                (void)intent_has_card_number(s, n);
+                steps[0] = (size_t)(intent_guard_steps() - t);
+                t        = intent_guard_steps();
+                (void)intent_has_email(s, n);
+                steps[1] = (size_t)(intent_guard_steps() - t);
+                t        = intent_guard_steps();
+                need     = intent_redact(s, out, 2 * n + 16);
+                steps[2] = (size_t)(intent_guard_steps() - t);
+                assert_int_equal(strlen(out), need);
+                for (int k = 0; k < 3; k++) {
+                        /* redaction reads every byte: the count is real */
+                        if (k == 2)
+                                assert_true(steps[k] >= n);
+                        if (steps[k] > STEPS_PER_BYTE * n)
+                                fail_msg("%s on \"%s\"...: %zu steps for "
+                                         "%zu bytes",
+                                         k == 0   ? "has_card"
+                                         : k == 1 ? "has_email"
+                                                  : "redact",
+                                         inputs[i].pattern, steps[k], n);
+                        if (steps[k] / (n / 1000) > worst) {
+                                worst = steps[k] / (n / 1000);
+                                who   = inputs[i].pattern;
+                        }
+                }
+                free(out);
+                free(s);
+        }
+        print_message("most work: %zu.%03zu steps per byte (\"%s\")\n",
+                      worst / 1000, worst % 1000, who);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -279,6 +385,7 @@ int main(void)
                 cmocka_unit_test(test_redact),
                 cmocka_unit_test(test_redact_truncation),
                 cmocka_unit_test(test_redact_never_leaks),
+                cmocka_unit_test(test_linear),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
