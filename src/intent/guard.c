@@ -14,6 +14,25 @@
 
 static const char email_mask[] = "[email]";
 
+/* Characters examined on this thread (see intent_guard_steps()). */
+static _Thread_local unsigned long long guard_steps;
+
+/*
+ * One scan over one string. `steps` counts every character examined, so a
+ * test can check that the work is linear in `len` without a timer; it is
+ * added to guard_steps once per public call.
+ */
+struct scan {
+        const char *s;
+        size_t len;
+        unsigned long long steps;
+};
+
+unsigned long long intent_guard_steps(void)
+{
+        return guard_steps;
+}
+
 static bool is_digit(unsigned char c)
 {
         return c >= '0' && c <= '9';
@@ -35,10 +54,17 @@ static bool is_label_char(unsigned char c)
         return is_alpha(c) || is_digit(c) || c == '-' || c >= 0x80;
 }
 
-static bool luhn_ok(const unsigned char *digits, size_t n)
+/* What may stand, once, between two digit groups of a card number. */
+static bool is_card_sep(unsigned char c)
+{
+        return c == ' ' || c == '-' || c == '.' || c == '_';
+}
+
+static bool luhn_ok(struct scan *sc, const unsigned char *digits, size_t n)
 {
         unsigned sum = 0;
 
+        sc->steps += n;
         for (size_t i = 0; i < n; i++) {
                 unsigned d = digits[n - 1 - i];
 
@@ -72,6 +98,21 @@ static bool card_grouping(const size_t *sizes, size_t k)
         return sizes[k - 1] >= 1 && sizes[k - 1] <= 4;
 }
 
+/*
+ * True if more groups after sizes[0..k) could still make a card_grouping():
+ * all fours so far, or 4-6. Stopping a chain as soon as this is false
+ * keeps the work per digit group small on runs like "1-1-1-1-...".
+ */
+static bool card_grouping_can_grow(const size_t *sizes, size_t k)
+{
+        if (k == 2 && sizes[0] == 4 && sizes[1] == 6)
+                return true;
+        for (size_t i = 0; i < k; i++)
+                if (sizes[i] != 4)
+                        return false;
+        return true;
+}
+
 static bool is_hex_alnum(unsigned char c)
 {
         return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
@@ -96,20 +137,25 @@ static bool stands_alone(const char *s, size_t len, size_t start, size_t end)
 /*
  * Finds the first card number that starts at or after `from`. On success
  * sets [*start, *end) to the span from its first to its last digit.
+ *
+ * Linear: every digit group is the start of at most one chain, a chain
+ * reads at most CARD_MAX_DIGITS + 1 digits and the separators between
+ * them, and ends as soon as no card grouping can come of it.
  */
-static bool find_card(const char *s, size_t len, size_t from, size_t *start,
-                      size_t *end)
+static bool find_card(struct scan *sc, size_t from, size_t *start, size_t *end)
 {
-        size_t i = from;
+        const char *s = sc->s;
+        size_t len = sc->len, i = from;
 
         while (i < len) {
+                sc->steps++;
                 if (!is_digit((unsigned char)s[i])) {
                         i++;
                         continue;
                 }
                 /* i starts a digit group; try chains of groups from it. */
                 unsigned char digits[CARD_MAX_DIGITS];
-                size_t sizes[CARD_MAX_DIGITS];
+                size_t sizes[CARD_MAX_DIGITS + 1];
                 size_t n = 0, j = i, best_end = 0, k = 0;
                 bool found = false;
 
@@ -117,6 +163,7 @@ static bool find_card(const char *s, size_t len, size_t from, size_t *start,
                         size_t g = j, before = n;
 
                         while (g < len && is_digit((unsigned char)s[g])) {
+                                sc->steps++;
                                 if (n == CARD_MAX_DIGITS) {
                                         n++; /* too long: stop the chain */
                                         break;
@@ -129,12 +176,15 @@ static bool find_card(const char *s, size_t len, size_t from, size_t *start,
                         sizes[k++] = n - before;
                         if (n >= CARD_MIN_DIGITS && card_grouping(sizes, k) &&
                             (k == 1 || stands_alone(s, len, i, g)) &&
-                            luhn_ok(digits, n)) {
+                            luhn_ok(sc, digits, n)) {
                                 found    = true;
                                 best_end = g;
                         }
+                        if (!card_grouping_can_grow(sizes, k))
+                                break;
                         /* One separator, then another group, continues. */
-                        if (g + 1 < len && (s[g] == ' ' || s[g] == '-') &&
+                        sc->steps++;
+                        if (g + 1 < len && is_card_sep((unsigned char)s[g]) &&
                             is_digit((unsigned char)s[g + 1]))
                                 j = g + 1;
                         else
@@ -146,8 +196,10 @@ static bool find_card(const char *s, size_t len, size_t from, size_t *start,
                         return true;
                 }
                 /* Next group: skip the digits of this one. */
-                while (i < len && is_digit((unsigned char)s[i]))
+                while (i < len && is_digit((unsigned char)s[i])) {
+                        sc->steps++;
                         i++;
+                }
         }
         return false;
 }
@@ -157,10 +209,15 @@ static bool find_card(const char *s, size_t len, size_t from, size_t *start,
  * that is a domain (two or more labels, the last one starting with two or
  * more letters), or 0 if there is none. Erring towards "yes": in
  * "bob@example.com-x" the address "bob@example.com" is found.
+ *
+ * Reads up to the first character that is neither a label character nor a
+ * dot, so never past the next '@': the domains scanned for two '@' never
+ * overlap.
  */
-static size_t domain_end(const char *s, size_t len, size_t i)
+static size_t domain_end(struct scan *sc, size_t i)
 {
-        size_t labels = 0, valid_end = 0;
+        const char *s = sc->s;
+        size_t len = sc->len, labels = 0, valid_end = 0;
 
         while (i < len) {
                 size_t ls = i, alpha = 0;
@@ -168,6 +225,7 @@ static size_t domain_end(const char *s, size_t len, size_t i)
                 while (i < len && is_label_char((unsigned char)s[i])) {
                         unsigned char c = (unsigned char)s[i];
 
+                        sc->steps++;
                         if (alpha == i - ls && (is_alpha(c) || c >= 0x80))
                                 alpha++;
                         i++;
@@ -177,6 +235,7 @@ static size_t domain_end(const char *s, size_t len, size_t i)
                 labels++;
                 if (labels >= 2 && alpha >= 2)
                         valid_end = ls + alpha;
+                sc->steps++;
                 if (i + 1 < len && s[i] == '.')
                         i++;
                 else
@@ -185,20 +244,31 @@ static size_t domain_end(const char *s, size_t len, size_t i)
         return valid_end;
 }
 
-/* Finds the first e-mail address at or after `from`; see find_card(). */
-static bool find_email(const char *s, size_t len, size_t from, size_t *start,
-                       size_t *end)
+/*
+ * Finds the first e-mail address at or after `from`; see find_card().
+ *
+ * Linear: the local part of an '@' is read backwards only down to the
+ * previous '@' (not a local character) or `from`, and its domain forwards
+ * only up to the next '@', so each character is read a bounded number of
+ * times.
+ */
+static bool find_email(struct scan *sc, size_t from, size_t *start, size_t *end)
 {
-        for (size_t a = from; a < len; a++) {
+        const char *s = sc->s;
+
+        for (size_t a = from; a < sc->len; a++) {
                 size_t ls = a, de;
 
+                sc->steps++;
                 if (s[a] != '@')
                         continue;
-                while (ls > from && is_local_char((unsigned char)s[ls - 1]))
+                while (ls > from && is_local_char((unsigned char)s[ls - 1])) {
+                        sc->steps++;
                         ls--;
+                }
                 if (ls == a)
                         continue;
-                de = domain_end(s, len, a + 1);
+                de = domain_end(sc, a + 1);
                 if (de == 0)
                         continue;
                 *start = ls;
@@ -210,16 +280,22 @@ static bool find_email(const char *s, size_t len, size_t from, size_t *start,
 
 bool intent_has_card_number(const char *s, size_t len)
 {
+        struct scan sc = { s, len, 0 };
         size_t a, b;
+        bool found = find_card(&sc, 0, &a, &b);
 
-        return find_card(s, len, 0, &a, &b);
+        guard_steps += sc.steps;
+        return found;
 }
 
 bool intent_has_email(const char *s, size_t len)
 {
+        struct scan sc = { s, len, 0 };
         size_t a, b;
+        bool found = find_email(&sc, 0, &a, &b);
 
-        return find_email(s, len, 0, &a, &b);
+        guard_steps += sc.steps;
+        return found;
 }
 
 /* Bounded output: whole units only, so nothing is ever cut in half. */
@@ -242,34 +318,54 @@ static void out_unit(struct redact_out *o, const char *b, size_t n)
         o->len += n;
 }
 
-static size_t utf8_unit_len(const char *s, size_t len, size_t i)
+static size_t utf8_unit_len(struct scan *sc, size_t end, size_t i)
 {
         size_t n = 1;
 
-        while (i + n < len && ((unsigned char)s[i + n] & 0xC0) == 0x80)
+        while (i + n < end && ((unsigned char)sc->s[i + n] & 0xC0) == 0x80)
                 n++;
+        sc->steps += n;
         return n;
 }
 
+/*
+ * Linear in strlen(in): the next card and the next e-mail are each
+ * remembered and searched for again only once the output has gone past
+ * their start. Searching again from pos gives what the remembered search
+ * would have given for every span starting at or after pos, because pos
+ * is never inside a digit group (a card ends before a non-digit, an
+ * e-mail after a letter) and an e-mail's local part never reaches back
+ * before the point its search started from.
+ */
 size_t intent_redact(const char *in, char *out, size_t outsz)
 {
         struct redact_out o = { out, outsz > 0 ? outsz - 1 : 0, 0, 0, false };
-        size_t len = strlen(in), pos = 0;
+        struct scan sc      = { in, strlen(in), 0 };
+        size_t len = sc.len, pos = 0;
+        size_t cs = 0, ce = 0, es = 0, ee = 0;
+        bool card_searched = false, email_searched = false;
 
         if (outsz == 0)
                 o.full = true;
         while (pos < len) {
-                size_t cs = len, ce = 0, es = len, ee = 0, stop;
-                bool card  = find_card(in, len, pos, &cs, &ce);
-                bool email = find_email(in, len, pos, &es, &ee);
+                size_t stop;
 
-                if (!card)
-                        cs = len;
-                if (!email)
-                        es = len;
+                /* No card or e-mail left is written as a start of len. */
+                if (!card_searched || cs < pos) {
+                        if (!find_card(&sc, pos, &cs, &ce))
+                                cs = len;
+                        card_searched = true;
+                }
+                if (!email_searched || es < pos) {
+                        if (!find_email(&sc, pos, &es, &ee))
+                                es = len;
+                        email_searched = true;
+                }
+                bool email = es < len;
+
                 stop = cs < es ? cs : es;
                 while (pos < stop) {
-                        size_t n = utf8_unit_len(in, stop, pos);
+                        size_t n = utf8_unit_len(&sc, stop, pos);
 
                         out_unit(&o, in + pos, n);
                         pos += n;
@@ -291,6 +387,7 @@ size_t intent_redact(const char *in, char *out, size_t outsz)
 
                 if (overlap)
                         cut = es;
+                sc.steps += 2 * (ce - cs);
                 for (size_t k = cs; k < ce; k++)
                         if (is_digit((unsigned char)in[k]))
                                 ndig++;
@@ -310,5 +407,6 @@ size_t intent_redact(const char *in, char *out, size_t outsz)
         }
         if (outsz > 0)
                 out[o.len] = '\0';
+        guard_steps += sc.steps;
         return o.need;
 }

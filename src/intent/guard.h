@@ -3,15 +3,21 @@
  * them. Pure, no allocation, any thread.
  *
  * A card number is a sequence of 13-19 digits that passes the Luhn check.
- * The digits may be split into groups by single spaces or single dashes;
- * a candidate is one or more consecutive such groups. A digit run of 20 or
- * more digits without separators is not taken as a card number (it cannot
- * be one, and numeric keys of that length are common).
+ * The digits may be split into groups by a single space, dash, dot or
+ * underscore; a candidate is one or more consecutive such groups, grouped
+ * as cards are printed (fours, or 4-6-5 / 4-6-4) and not glued to a hex
+ * digit, so a UUID is never one. A digit run of 20 or more digits without
+ * separators is not taken as a card number (it cannot be one, and numeric
+ * keys of that length are common).
  *
  * An e-mail address is local@domain.tld: a local part of at least one of
  * [A-Za-z0-9.!#$%&'*+/=?^_`{|}~-] or non-ASCII, then '@', then at least
  * two dot-separated labels of [A-Za-z0-9-] or non-ASCII, the last one (the
  * top-level domain) at least two letters or non-ASCII characters.
+ *
+ * Every function here is linear in the length of its input, whatever the
+ * input: each character is examined a bounded number of times (see
+ * intent_guard_steps()).
  *
  * Never copies a raw card number or e-mail address into its output.
  */
@@ -37,5 +43,13 @@ bool intent_has_email(const char *s, size_t len);
  * NUL), as snprintf does.
  */
 size_t intent_redact(const char *in, char *out, size_t outsz);
+
+/*
+ * Characters examined so far by the functions above on the calling thread
+ * (every read of a character, Luhn digits and output bytes included). For
+ * tests: the difference around a call proves the work is linear in the
+ * input length without timing it. Costs one addition per call.
+ */
+unsigned long long intent_guard_steps(void);
 
 #endif

@@ -1,7 +1,10 @@
 /*
  * log: JSON-lines logger. A line is built in a local buffer and written with
  * one write(2) to stderr; stderr is never buffered by stdio here.
- * Must never log card data, secrets or full idempotency keys: callers mask.
+ * Must never write past the line buffer or emit anything but one valid
+ * JSON object in valid UTF-8 per line, whatever the fields hold (see
+ * log.h). Must never log card data, secrets or full idempotency keys:
+ * callers mask.
  */
 #include "util/log.h"
 #include "util/crypto.h"
@@ -41,50 +44,131 @@ bool log_level_parse(const char *s, enum log_level *out)
         return false;
 }
 
+/* A cut field ends with U+2026; a cut line ends with TAIL_CUT. */
+static const char log_ellipsis[] = "\xE2\x80\xA6";
+#define TAIL     "}\n"
+#define TAIL_CUT ",\"truncated\":true}\n"
+
+/*
+ * A line being built. Every write goes through line_room(), which keeps
+ * the room for TAIL_CUT and a NUL, so the line can always be closed and
+ * nothing is ever written past buf.
+ */
 struct line {
-        char buf[4096];
+        char buf[LOG_LINE_MAX];
         size_t len;
+        bool cut; /* something was cut or left out */
 };
 
-static void line_raw(struct line *l, const char *s)
+static size_t line_room(const struct line *l)
 {
-        size_t n = strlen(s);
-        if (n > sizeof(l->buf) - 2 - l->len)
-                n = sizeof(l->buf) - 2 - l->len;
+        size_t reserve = sizeof(TAIL_CUT); /* with the NUL of json_escape */
+
+        return l->len + reserve <= sizeof(l->buf)
+                   ? sizeof(l->buf) - reserve - l->len
+                   : 0;
+}
+
+/* Appends n trusted bytes only when they fit whole. */
+static bool line_raw(struct line *l, const char *s, size_t n)
+{
+        if (n > line_room(l)) {
+                l->cut = true;
+                return false;
+        }
         memcpy(l->buf + l->len, s, n);
         l->len += n;
+        return true;
+}
+
+/*
+ * Appends ,"key":"val" with val escaped (see json_escape_n()) in at most
+ * cap bytes and the room left. A value that does not fit whole, or that
+ * was cut before (`was_cut`), ends in "…"; a field with no room for even
+ * that is left out. Either way the line is marked cut. key is trusted.
+ */
+static void line_str_n(struct line *l, const char *key, const char *val,
+                       size_t vlen, size_t cap, bool was_cut)
+{
+        size_t klen = strlen(key), over = klen + 6; /* ,"key":"" */
+        size_t room       = line_room(l), budget, used, w;
+        const size_t mark = sizeof(log_ellipsis) - 1;
+
+        if (room < over + mark) {
+                l->cut = true;
+                return;
+        }
+        budget = room - over;
+        if (budget > cap)
+                budget = cap;
+        (void)line_raw(l, ",\"", 2);
+        (void)line_raw(l, key, klen);
+        (void)line_raw(l, "\":\"", 3);
+        w = json_escape_n(val, vlen, l->buf + l->len, budget + 1, &used);
+        if (used < vlen || was_cut) {
+                /* again, leaving room for the mark after the last whole
+                 * escape or character */
+                if (w + mark > budget)
+                        w = json_escape_n(val, vlen, l->buf + l->len,
+                                          budget - mark + 1, &used);
+                l->len += w;
+                (void)line_raw(l, log_ellipsis, mark);
+                l->cut = true;
+        } else {
+                l->len += w;
+        }
+        (void)line_raw(l, "\"", 1);
 }
 
 static void line_str(struct line *l, const char *key, const char *val)
 {
-        line_raw(l, ",\"");
-        line_raw(l, key);
-        line_raw(l, "\":\"");
-        l->len += json_escape(val, strlen(val), l->buf + l->len,
-                              sizeof(l->buf) - 4 - l->len);
-        line_raw(l, "\"");
+        line_str_n(l, key, val, strlen(val), LOG_FIELD_MAX, false);
 }
 
 static void line_int(struct line *l, const char *key, long long v)
 {
-        char tmp[32];
-        line_raw(l, ",\"");
-        line_raw(l, key);
-        line_raw(l, "\":");
-        snprintf(tmp, sizeof(tmp), "%lld", v);
-        line_raw(l, tmp);
+        char tmp[64];
+        int n = snprintf(tmp, sizeof(tmp), ",\"%s\":%lld", key, v);
+
+        if (n > 0 && (size_t)n < sizeof(tmp))
+                (void)line_raw(l, tmp, (size_t)n);
+        else
+                l->cut = true;
+}
+
+/*
+ * The length of s[0..len) without a last UTF-8 character that vsnprintf
+ * cut in half (only the end is checked: the rest is json_escape_n's).
+ */
+static size_t msg_drop_partial_char(const char *s, size_t len)
+{
+        size_t i = len, need;
+        unsigned char c;
+
+        while (i > 0 && len - i < 3 && ((unsigned char)s[i - 1] & 0xC0) == 0x80)
+                i--;
+        if (i == 0)
+                return len;
+        c    = (unsigned char)s[i - 1];
+        need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+        return len - (i - 1) < need ? i - 1 : len;
 }
 
 void log_emit(enum log_level level, const struct log_ctx *ctx, const char *fmt,
               ...)
 {
-        struct line l = { .len = 0 };
-        char msg[2048];
+        struct line l = { .len = 0, .cut = false };
+        char msg[LOG_MSG_MAX];
         char ts[64];
         struct timespec now;
         struct tm tm;
         va_list ap;
+        int r;
+        size_t mlen;
+        bool msg_cut = false;
 
+        if ((unsigned)level > LOG_LVL_DEBUG)
+                level = LOG_LVL_DEBUG;
         clock_gettime(CLOCK_REALTIME, &now);
         gmtime_r(&now.tv_sec, &tm);
         snprintf(ts, sizeof(ts), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
@@ -93,14 +177,24 @@ void log_emit(enum log_level level, const struct log_ctx *ctx, const char *fmt,
                  tm.tm_sec % 100, (int)(now.tv_nsec / 1000000) % 1000);
 
         va_start(ap, fmt);
-        vsnprintf(msg, sizeof(msg), fmt, ap);
+        r = vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
+        if (r < 0) {
+                mlen    = 0;
+                msg_cut = true;
+        } else if ((size_t)r >= sizeof(msg)) {
+                mlen    = msg_drop_partial_char(msg, sizeof(msg) - 1);
+                msg_cut = true;
+        } else {
+                mlen = (size_t)r;
+        }
 
-        line_raw(&l, "{\"ts\":\"");
-        line_raw(&l, ts);
-        line_raw(&l, "\",\"level\":\"");
-        line_raw(&l, log_level_names[level]);
-        line_raw(&l, "\"");
+        (void)line_raw(&l, "{\"ts\":\"", 7);
+        (void)line_raw(&l, ts, strlen(ts));
+        (void)line_raw(&l, "\",\"level\":\"", 11);
+        (void)line_raw(&l, log_level_names[level],
+                       strlen(log_level_names[level]));
+        (void)line_raw(&l, "\"", 1);
         const char *component =
             ctx && ctx->component ? ctx->component : log_default_component;
         if (component)
@@ -119,11 +213,18 @@ void log_emit(enum log_level level, const struct log_ctx *ctx, const char *fmt,
                 if (ctx->key_masked)
                         line_str(&l, "key", ctx->key_masked);
         }
-        line_str(&l, "msg", msg);
-        line_raw(&l, "}\n");
+        line_str_n(&l, "msg", msg, mlen, sizeof(l.buf), msg_cut);
+        /* line_room() kept this room */
+        if (l.cut) {
+                memcpy(l.buf + l.len, TAIL_CUT, sizeof(TAIL_CUT) - 1);
+                l.len += sizeof(TAIL_CUT) - 1;
+        } else {
+                memcpy(l.buf + l.len, TAIL, sizeof(TAIL) - 1);
+                l.len += sizeof(TAIL) - 1;
+        }
         /* one write: lines of concurrent threads never interleave */
-        ssize_t r = write(STDERR_FILENO, l.buf, l.len);
-        (void)r;
+        ssize_t w = write(STDERR_FILENO, l.buf, l.len);
+        (void)w;
 }
 
 char *log_mask_key(const char *key, size_t key_len, char *out, size_t outsz)

@@ -2,6 +2,16 @@
  * log: JSON lines on stderr, one line per event, written with one write(2)
  * so lines of concurrent threads never interleave.
  *
+ * A line is built in a fixed buffer of LOG_LINE_MAX bytes and never
+ * written past it, whatever the fields hold: it is always one valid JSON
+ * object, valid UTF-8, at most LOG_LINE_MAX bytes, ending in "\n". Each
+ * context field keeps at most LOG_FIELD_MAX escaped bytes and the message
+ * the room left (the formatted message itself at most LOG_MSG_MAX - 1
+ * bytes); a field that does not fit is cut before the first escape or
+ * UTF-8 character that does not fit whole and ends in "…" (U+2026), and
+ * the line then ends with "truncated":true. Invalid UTF-8 in any field
+ * becomes \ufffd; control bytes are escaped.
+ *
  * Never pass card data, secrets or a full idempotency key to a log call:
  * use log_mask_key() for keys. Any thread may call these functions.
  */
@@ -11,6 +21,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#define LOG_LINE_MAX  4096 /* bytes of a line, "\n" included */
+#define LOG_FIELD_MAX 256  /* escaped bytes of one context field's value */
+#define LOG_MSG_MAX   2048 /* bytes of the formatted message, NUL included */
 
 enum log_level {
         LOG_LVL_ERROR = 0,

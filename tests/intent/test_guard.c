@@ -6,6 +6,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -42,6 +44,13 @@ static void test_luhn_negative(void **state)
         assert_false(card("41111111111111111115")); /* 20 digits */
         assert_false(card("4111--1111-1111-1111")); /* double separator */
         assert_false(card("4111 _1111 1111 1111"));
+        assert_false(card("4111..1111.1111.1111"));
+        assert_false(card("4111__1111_1111_1111"));
+        assert_false(card("4111._1111.1111.1111"));
+        assert_false(card("4111/1111/1111/1111"));   /* not a separator */
+        assert_false(card("4111.1111.1111.1112"));   /* checksum */
+        assert_false(card("411.111.111.111.111.1")); /* not fours */
+        assert_false(card("1.2.3.4 10.0.0.1 2026.11.29 v1.2.3"));
         assert_false(card(""));
         assert_false(card("ord-10063-pay-1"));
         assert_false(card("2026-11-29T10:47:03Z"));
@@ -61,6 +70,41 @@ static void test_separated_and_embedded(void **state)
         assert_true(card("pay 4111-1111 1111-1111 now"));
 }
 
+/* Spaces, dashes, dots and underscores between groups; mixed too. */
+static void test_separators(void **state)
+{
+        static const char *const seps = " -._";
+
+        (void)state;
+        for (const char *p = seps; *p; p++) {
+                char visa[32], amex[32], amex4[32], in[64];
+                char c = *p;
+
+                snprintf(visa, sizeof(visa), "4111%c1111%c1111%c1111", c, c, c);
+                snprintf(amex, sizeof(amex), "3782%c822463%c10005", c, c);
+                snprintf(amex4, sizeof(amex4), "3056%c930902%c5904", c, c);
+                assert_true(card(visa));
+                assert_true(card(amex));
+                assert_true(card(amex4)); /* Diners 4-6-4 */
+                snprintf(in, sizeof(in), "pay %s now", visa);
+                assert_true(card(in));
+                snprintf(in, sizeof(in), "ord_%s_x", amex);
+                assert_true(card(in));
+                snprintf(in, sizeof(in), "%s%c12%c26", visa, c, c);
+                assert_true(card(in)); /* followed by its expiry date */
+                /* four groups of four with a wrong checksum: no card */
+                snprintf(in, sizeof(in), "4111%c1111%c1111%c1112", c, c, c);
+                assert_false(card(in));
+                /* not how cards are grouped: 8-8, 4-4-8 */
+                snprintf(in, sizeof(in), "41111111%c11111111", c);
+                assert_false(card(in));
+                snprintf(in, sizeof(in), "4111%c1111%c11111111", c, c);
+                assert_false(card(in));
+        }
+        assert_true(card("4111.1111_1111-1111"));
+        assert_true(card("4111 1111.1111_1111"));
+}
+
 /*
  * UUID v4 keys (what clients are told to use) are never card numbers, even
  * when digit-only groups chain into a Luhn-valid run of 16: 12345678-1234-
@@ -76,6 +120,9 @@ static void test_uuid_keys_are_not_cards(void **state)
         (void)state;
         assert_false(card("12345678-1234-4129-8123-123456789012"));
         assert_false(card("12345678-1234-4129"));
+        assert_false(card("12345678.1234.4129.8123.123456789012"));
+        assert_false(card("12345678_1234_4129_8123_123456789012"));
+        assert_false(card("12345678 1234 4129 8123 123456789012"));
         /* and the guard still finds what it must */
         assert_true(card("card 4111 1111 1111 1111 12/26"));
         assert_true(card("x4111-1111-1111-1111y"));
@@ -93,8 +140,13 @@ static void test_uuid_keys_are_not_cards(void **state)
                 u[14]                        = '4';
                 u[19]                        = "89ab"[(x >> 20) & 3];
                 u[36]                        = '\0';
-                if (card(u))
-                        fail_msg("a UUID taken for a card number: %s", u);
+                /* the same groups with each separator the guard knows */
+                for (const char *sep = "-._ "; *sep; sep++) {
+                        u[8] = u[13] = u[18] = u[23] = *sep;
+                        if (card(u))
+                                fail_msg("a UUID taken for a card number: %s",
+                                         u);
+                }
         }
 }
 
@@ -133,6 +185,11 @@ static void test_redact(void **state)
         redacts_to("4111111111111111", "************1111");
         redacts_to("4111 1111 1111 1111", "**** **** **** 1111");
         redacts_to("k-4111-1111-1111-1111-x", "k-****-****-****-1111-x");
+        redacts_to("k.4111.1111.1111.1111.x", "k.****.****.****.1111.x");
+        redacts_to("k_4111_1111_1111_1111_x", "k_****_****_****_1111_x");
+        redacts_to("3782.822463.10005", "****.******.*0005");
+        redacts_to("3782_822463_10005 and 4111 1111.1111-1111",
+                   "****_******_*0005 and **** ****.****-1111");
         redacts_to("4111111111111112", "4111111111111112");
         redacts_to("bob@example.com", "[email]");
         redacts_to("to bob@example.com.", "to [email].");
@@ -178,13 +235,17 @@ static void test_redact_never_leaks(void **state)
         static const char *const secrets[] = {
                 "4111111111111111",    "4111 1111 1111 1111",
                 "4111-1111-1111-1111", "378282246310005",
+                "4111.1111.1111.1111", "4111_1111_1111_1111",
+                "3782 822463 10005",   "3782.822463.10005",
+                "3782_822463_10005",   "3782-822463-10005",
                 "6304000000000000000", "bob@example.com"
         };
         (void)state;
         for (size_t w = 0; w < sizeof(wraps) / sizeof(wraps[0]); w++) {
                 for (size_t i = 0; i < sizeof(secrets) / sizeof(secrets[0]);
                      i++) {
-                        char in[128] = "", out[256];
+                        char in[128] = "", out[256], digits[32];
+                        size_t nd    = 0;
 
                         strcat(in, wraps[w][0]);
                         strcat(in, secrets[i]);
@@ -192,11 +253,124 @@ static void test_redact_never_leaks(void **state)
                         (void)intent_redact(in, out, sizeof(out));
                         assert_null(strstr(out, secrets[i]));
                         assert_null(strstr(out, "41111111"));
+                        /* not even a card's first group survives */
+                        for (const char *q = secrets[i]; *q && nd < 4; q++)
+                                if (*q >= '0' && *q <= '9')
+                                        digits[nd++] = *q;
+                        digits[nd] = '\0';
+                        if (nd > 0)
+                                assert_null(strstr(out, digits));
                         assert_null(strstr(out, "bob@"));
                         assert_false(intent_has_card_number(out, strlen(out)));
                         assert_false(intent_has_email(out, strlen(out)));
                 }
         }
+}
+
+/*
+ * Work per input byte that a linear scan stays under on every input below;
+ * the most any of them needs is printed. A quadratic scan would need about
+ * n / (pattern length) times more on 1 MB, thousands of times this bound.
+ */
+#define STEPS_PER_BYTE 16
+
+/* 1 MB (plus the tail) of `pattern` repeated, then `tail`. */
+static char *repeat(const char *pattern, const char *tail)
+{
+        size_t pl = strlen(pattern), tl = strlen(tail), n = 0;
+        size_t size = (1u << 20) + pl + tl + 1;
+        char *s     = malloc(size);
+
+        assert_non_null(s);
+        while (n + pl <= (1u << 20)) {
+                memcpy(s + n, pattern, pl);
+                n += pl;
+        }
+        memcpy(s + n, tail, tl + 1);
+        return s;
+}
+
+/*
+ * The guard's three scans on adversarial 1 MB inputs: many cards and no
+ * e-mail, many e-mails and no card, runs of '@', long local parts and
+ * domains, digit runs with every separator. Counted, not timed: the step
+ * counter of guard.c counts every character examined.
+ */
+static void test_linear(void **state)
+{
+        static const struct {
+                const char *pattern, *tail;
+        } inputs[] = {
+                { "4111 1111 1111 1111 ", "" },
+                { "4111111111111111-", "" },
+                { "x4111.1111.1111.1111_", "" },
+                { "3782_822463_10005 ", "" },
+                { "bob@example.com ", "" },
+                { "a@b.co,", "" },
+                { "a@", "" },
+                { "@", "a.co" },
+                { "a.", "@" },
+                { "a.", "@b.co" },
+                { ".a", "" },
+                { "a@b.co.x", "" },
+                { "bob@example.com4111111111111111 ", "" },
+                { "4111111111111111@a.co ", "" },
+                { "1-", "1" },
+                { "1 ", "1" },
+                { "1.", "1" },
+                { "1_", "1" },
+                { "4444-", "4" },
+                { "4444.4444.", "x" },
+                { "4111.1111.1111.1112.", "" },
+                { "1111", "" },
+                { "0", "@a.co" },
+                { "12345678-1234-4129-8123-123456789012 ", "" },
+                { "\xc4\x91", "" },
+                { "\x80", "" },
+        };
+        size_t worst    = 0;
+        const char *who = "";
+
+        (void)state;
+        for (size_t i = 0; i < sizeof(inputs) / sizeof(inputs[0]); i++) {
+                char *s   = repeat(inputs[i].pattern, inputs[i].tail);
+                size_t n  = strlen(s);
+                char *out = malloc(2 * n + 16);
+                size_t steps[3], need;
+                unsigned long long t;
+
+                assert_non_null(out);
+                t = intent_guard_steps();
+                (void)intent_has_card_number(s, n);
+                steps[0] = (size_t)(intent_guard_steps() - t);
+                t        = intent_guard_steps();
+                (void)intent_has_email(s, n);
+                steps[1] = (size_t)(intent_guard_steps() - t);
+                t        = intent_guard_steps();
+                need     = intent_redact(s, out, 2 * n + 16);
+                steps[2] = (size_t)(intent_guard_steps() - t);
+                assert_int_equal(strlen(out), need);
+                for (int k = 0; k < 3; k++) {
+                        /* redaction reads every byte: the count is real */
+                        if (k == 2)
+                                assert_true(steps[k] >= n);
+                        if (steps[k] > STEPS_PER_BYTE * n)
+                                fail_msg("%s on \"%s\"...: %zu steps for "
+                                         "%zu bytes",
+                                         k == 0   ? "has_card"
+                                         : k == 1 ? "has_email"
+                                                  : "redact",
+                                         inputs[i].pattern, steps[k], n);
+                        if (steps[k] / (n / 1000) > worst) {
+                                worst = steps[k] / (n / 1000);
+                                who   = inputs[i].pattern;
+                        }
+                }
+                free(out);
+                free(s);
+        }
+        print_message("most work: %zu.%03zu steps per byte (\"%s\")\n",
+                      worst / 1000, worst % 1000, who);
 }
 
 int main(void)
@@ -205,11 +379,13 @@ int main(void)
                 cmocka_unit_test(test_luhn_lengths),
                 cmocka_unit_test(test_luhn_negative),
                 cmocka_unit_test(test_separated_and_embedded),
+                cmocka_unit_test(test_separators),
                 cmocka_unit_test(test_uuid_keys_are_not_cards),
                 cmocka_unit_test(test_emails),
                 cmocka_unit_test(test_redact),
                 cmocka_unit_test(test_redact_truncation),
                 cmocka_unit_test(test_redact_never_leaks),
+                cmocka_unit_test(test_linear),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
