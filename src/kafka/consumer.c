@@ -203,6 +203,7 @@ void kconsumer_destroy(struct kconsumer *kc)
         /* leaves the group: the revoke hook runs and commits */
         rd_kafka_consumer_close(kc->rk);
         rd_kafka_destroy(kc->rk);
+        free(kc->held);
         free(kc->topic);
         free(kc);
 }
