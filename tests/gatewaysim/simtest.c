@@ -29,7 +29,8 @@
         "\"p_drop_after_charge\":0,\"p_500_after_charge\":0,"                  \
         "\"p_500_before_charge\":0,\"p_429\":0,\"retry_after\":1,"             \
         "\"decline_prefix\":\"pm_decline\",\"p_webhook_dup\":0,"               \
-        "\"webhook_delay_ms\":0}"
+        "\"webhook_delay_ms\":0,\"decline_message_bytes\":0,"                  \
+        "\"decline_message_invalid_utf8\":false,\"charge_id_bytes\":0}"
 
 void simtest_sleep_ms(long ms)
 {

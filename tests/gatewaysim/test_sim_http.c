@@ -2,7 +2,9 @@
  * Integration tests of chargeonce-gatewaysim over HTTP: idempotent replay,
  * 409 in progress, 422 mismatch, ignore-idempotency, key retention, every
  * fault kind and its counter, 429 Retry-After, declines, auth, validation,
- * GET ?reference=, reset, seed determinism and the CLI's exit codes. One
+ * GET ?reference=, reset, seed determinism, hostile answers (long
+ * Vietnamese declines, invalid UTF-8, long charge ids) and the CLI's exit
+ * codes. One
  * simulator for the group; each test resets it. Loopback only.
  */
 #include <pthread.h>
@@ -19,7 +21,9 @@
 #include <cmocka.h>
 #include <curl/curl.h>
 
+#include "sim_hostile.h"
 #include "simtest.h"
+#include "util/utf8.h"
 
 static struct simtest_sim sim;
 static struct simtest_sim sim2; /* a second one, for auth_and_cli */
@@ -384,6 +388,107 @@ static void decline_402(void **state)
         simtest_resp_free(&r);
 }
 
+/* The decline message of a charge object (asserts it is there). */
+static const char *decline_text(json_t *charge)
+{
+        return jstr(json_object_get(charge, "error"), "message");
+}
+
+/* A long Vietnamese decline: the same text in the 402, its replay and the
+ * GET ?reference= listing; exactly the configured bytes, valid UTF-8. */
+static void decline_long_vietnamese(void **state)
+{
+        const char *body =
+            simtest_charge_body("ref-vn", "ovn", "pm_decline_vn", 1250000);
+        struct simtest_resp r;
+        char want[2101];
+        json_t *o, *list;
+
+        (void)state;
+        sim_decline_message(want, 2100);
+        simtest_config(sim.port, "{\"decline_message_bytes\":2100}");
+        simtest_post_charge(sim.port, "key-vn", body, &r);
+        assert_int_equal(r.status, 402);
+        o = parse(r.body);
+        assert_string_equal(decline_text(o), want);
+        assert_int_equal(strlen(decline_text(o)), 2100);
+        assert_true(utf8_valid(decline_text(o), 2100));
+        assert_string_equal(jstr(json_object_get(o, "error"), "code"),
+                            "card_declined");
+        json_decref(o);
+        simtest_resp_free(&r);
+        /* replayed and listed with the same text */
+        simtest_post_charge(sim.port, "key-vn", body, &r);
+        assert_int_equal(r.status, 402);
+        assert_true(r.replayed);
+        o = parse(r.body);
+        assert_string_equal(decline_text(o), want);
+        json_decref(o);
+        simtest_resp_free(&r);
+        simtest_http(sim.port, "GET", "/v1/charges?reference=ref-vn", NULL,
+                     NULL, &r);
+        assert_int_equal(r.status, 200);
+        o    = parse(r.body);
+        list = json_object_get(o, "data");
+        assert_int_equal(json_array_size(list), 1);
+        assert_string_equal(decline_text(json_array_get(list, 0)), want);
+        json_decref(o);
+        simtest_resp_free(&r);
+        /* a success carries no message at all */
+        simtest_post_charge(sim.port, NULL,
+                            simtest_charge_body("ref-ok", "ook", "pm_tok", 5),
+                            &r);
+        assert_int_equal(r.status, 200);
+        o = parse(r.body);
+        assert_true(json_is_null(json_object_get(o, "error")));
+        json_decref(o);
+        simtest_resp_free(&r);
+}
+
+/* Invalid UTF-8 in the message (not JSON a strict parser accepts) and a
+ * 1,000-byte charge id, in the answer and in the listing. */
+static void decline_invalid_utf8_and_long_id(void **state)
+{
+        struct simtest_resp r;
+        json_t *o;
+        char *p, *q;
+
+        (void)state;
+        simtest_config(sim.port, "{\"decline_message_invalid_utf8\":true,"
+                                 "\"charge_id_bytes\":1000}");
+        simtest_post_charge(
+            sim.port, "key-bad",
+            simtest_charge_body("ref-bad", "obad", "pm_decline_bad", 7), &r);
+        assert_int_equal(r.status, 402);
+        assert_false(utf8_valid(r.body, strlen(r.body)));
+        assert_null(json_loads(r.body, 0, NULL));
+        p = strstr(r.body, "\"message\":\"" SIM_INVALID_UTF8 "Your card");
+        assert_non_null(p);
+        assert_non_null(strstr(r.body, SIM_INVALID_UTF8 "\"}}"));
+        /* the id: "ch_" and 1,000 bytes before its closing quote */
+        p = strstr(r.body, "\"id\":\"ch_");
+        assert_non_null(p);
+        p += 6;
+        q = strchr(p, '"');
+        assert_non_null(q);
+        assert_int_equal(q - p, 1000);
+        simtest_resp_free(&r);
+        simtest_http(sim.port, "GET", "/v1/charges?reference=ref-bad", NULL,
+                     NULL, &r);
+        assert_int_equal(r.status, 200);
+        assert_non_null(strstr(r.body, SIM_INVALID_UTF8 "Your card"));
+        simtest_resp_free(&r);
+        /* a success has a long id too, and is still valid JSON */
+        simtest_post_charge(sim.port, NULL,
+                            simtest_charge_body("ref-ok2", "ok2", "pm_tok", 5),
+                            &r);
+        assert_int_equal(r.status, 200);
+        o = parse(r.body);
+        assert_int_equal(strlen(jstr(o, "id")), 1000);
+        json_decref(o);
+        simtest_resp_free(&r);
+}
+
 static void validation_and_get_by_reference(void **state)
 {
         struct simtest_resp r;
@@ -548,6 +653,9 @@ int main(void)
                 cmocka_unit_test_setup(fault_429_retry_after, test_setup),
                 cmocka_unit_test_setup(fault_latency_and_tail, test_setup),
                 cmocka_unit_test_setup(decline_402, test_setup),
+                cmocka_unit_test_setup(decline_long_vietnamese, test_setup),
+                cmocka_unit_test_setup(decline_invalid_utf8_and_long_id,
+                                       test_setup),
                 cmocka_unit_test_setup(validation_and_get_by_reference,
                                        test_setup),
                 cmocka_unit_test_setup(reset_clears_everything, test_setup),

@@ -1,20 +1,23 @@
 /*
  * Unit tests of the simulator's pure parts: fault PRNG determinism, option
- * parsing, request validation and fingerprints, webhook signing. Never
- * starts a server or touches the network.
+ * parsing, request validation and fingerprints, webhook signing, the
+ * hostile answers' text. Never starts a server or touches the network.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "sim_config.h"
+#include "sim_hostile.h"
 #include "sim_prng.h"
 #include "sim_request.h"
 #include "sim_webhook_sign.h"
+#include "util/utf8.h"
 
 static void prng_same_seed_same_draws(void **state)
 {
@@ -255,6 +258,129 @@ static void webhook_signature_vector(void **state)
                          -1);
 }
 
+/* Every length: exactly n bytes, valid UTF-8, a 3-byte character on bytes
+ * c-2..c of every cut point c < n, so keeping c-1 or c bytes cuts it. */
+static void decline_message_cut_points(void **state)
+{
+        static char buf[20001];
+        size_t n, i, cuts = 0;
+
+        (void)state;
+        for (n = 0; n <= 20000; n += n < 600 ? 1 : 97) {
+                sim_decline_message(buf, n);
+                assert_int_equal(strlen(buf), n);
+                assert_true(utf8_valid(buf, n));
+                for (i = 0; i < sim_n_cut_points; i++) {
+                        size_t c = sim_cut_points[i];
+
+                        if (c >= n)
+                                break;
+                        assert_int_equal(utf8_seq_len(buf + c - 2, n - c + 2),
+                                         3);
+                        assert_false(utf8_valid(buf, c - 1));
+                        assert_false(utf8_valid(buf, c));
+                        assert_true(utf8_valid(buf, c - 2));
+                        assert_true(utf8_valid(buf, c + 1));
+                        cuts++;
+                }
+        }
+        assert_true(cuts > 1000);
+        /* it reads as the phrase, and most of it is not ASCII */
+        sim_decline_message(buf, 2048);
+        assert_memory_equal(buf, "Giao dịch bị từ chối", 26);
+        assert_true(utf8_count(buf, 2048) < 2048 * 9 / 10);
+        assert_non_null(strstr(buf, SIM_DECLINE_PHRASE));
+}
+
+static void spoil_and_charge_id(void **state)
+{
+        static const char bad[] = SIM_INVALID_UTF8;
+        const size_t blen       = sizeof(bad) - 1;
+        char msg[301], id[2000], *s;
+        size_t len;
+
+        (void)state;
+        sim_decline_message(msg, 300);
+        s = sim_spoil_utf8(msg);
+        assert_non_null(s);
+        len = strlen(s);
+        assert_int_equal(len, 300 + 3 * blen);
+        assert_false(utf8_valid(s, len));
+        assert_memory_equal(s, bad, blen);
+        assert_memory_equal(s + len - blen, bad, blen);
+        /* the middle one sits on a code-point boundary: without the three
+         * insertions the text is the message again */
+        {
+                char *mid = strstr(s + blen, bad);
+                size_t a;
+
+                assert_non_null(mid);
+                a = (size_t)(mid - (s + blen));
+                assert_true(a >= 150 && a < 154);
+                assert_memory_equal(s + blen, msg, a);
+                assert_memory_equal(mid + blen, msg + a, 300 - a);
+                assert_true(utf8_valid(msg, a));
+        }
+        free(s);
+        s = sim_spoil_utf8("");
+        assert_non_null(s);
+        assert_int_equal(strlen(s), 3 * blen);
+        free(s);
+
+        assert_true(sim_charge_id("ch_ab", 0, id, sizeof(id)));
+        assert_string_equal(id, "ch_ab");
+        assert_true(sim_charge_id("ch_ab", 8, id, sizeof(id)));
+        assert_string_equal(id, "ch_ab_xx");
+        assert_true(sim_charge_id("ch_ab", 1999, id, sizeof(id)));
+        assert_int_equal(strlen(id), 1999);
+        assert_false(sim_charge_id("ch_ab", 2000, id, sizeof(id)));
+}
+
+static void config_hostile_options(void **state)
+{
+        struct sim_config cfg;
+        char err[256];
+        const char *ok[]  = { "sim",
+                              "--port",
+                              "0",
+                              "--decline-message-bytes",
+                              "4000",
+                              "--decline-message-invalid-utf8",
+                              "--charge-id-bytes=300" };
+        const char *big[] = { "sim", "--port", "0", "--decline-message-bytes",
+                              "65537" };
+        json_t *j;
+
+        (void)state;
+        sim_config_defaults(&cfg);
+        assert_int_equal(cfg.decline_message_bytes, 0);
+        assert_false(cfg.decline_message_invalid_utf8);
+        assert_int_equal(cfg.charge_id_bytes, 0);
+        assert_int_equal(
+            sim_config_parse_args(&cfg, 7, (char **)ok, err, sizeof(err)), 0);
+        assert_int_equal(cfg.decline_message_bytes, 4000);
+        assert_true(cfg.decline_message_invalid_utf8);
+        assert_int_equal(cfg.charge_id_bytes, 300);
+        sim_config_defaults(&cfg);
+        assert_int_equal(
+            sim_config_parse_args(&cfg, 5, (char **)big, err, sizeof(err)), -1);
+        assert_non_null(strstr(err, "--decline-message-bytes"));
+        j = json_loads("{\"decline_message_bytes\":2100,"
+                       "\"charge_id_bytes\":5000}",
+                       0, NULL);
+        assert_int_equal(sim_config_apply_json(&cfg, j, err, sizeof(err)), 0);
+        json_decref(j);
+        assert_int_equal(cfg.decline_message_bytes, 2100);
+        assert_int_equal(cfg.charge_id_bytes, 5000);
+        j = sim_config_to_json(&cfg);
+        assert_int_equal(
+            json_integer_value(json_object_get(j, "decline_message_bytes")),
+            2100);
+        assert_true(
+            json_is_false(json_object_get(j, "decline_message_invalid_utf8")));
+        json_decref(j);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -265,6 +391,9 @@ int main(void)
                 cmocka_unit_test(request_valid_and_fingerprint),
                 cmocka_unit_test(request_invalid),
                 cmocka_unit_test(webhook_signature_vector),
+                cmocka_unit_test(decline_message_cut_points),
+                cmocka_unit_test(spoil_and_charge_id),
+                cmocka_unit_test(config_hostile_options),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -22,6 +22,7 @@
 #include <curl/curl.h>
 
 #include "simtest.h"
+#include "sim_hostile.h"
 #include "util/crypto.h"
 
 #define SECRET_B64 "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -32,6 +33,7 @@ struct event {
         char type[32];
         char charge_id[64];
         bool signature_ok;
+        char message_sha[65]; /* hex SHA-256 of data.error.message, or "" */
 };
 
 static struct {
@@ -90,6 +92,17 @@ static void record(struct MHD_Connection *conn, const struct upload *up)
                  o ? json_string_value(
                          json_object_get(json_object_get(o, "data"), "id"))
                    : "");
+        if (o) {
+                const char *m = json_string_value(json_object_get(
+                    json_object_get(json_object_get(o, "data"), "error"),
+                    "message"));
+                unsigned char h[32];
+
+                if (m) {
+                        crypto_sha256(m, strlen(m), h);
+                        crypto_hex(h, sizeof(h), e.message_sha);
+                }
+        }
         e.signature_ok = id && ts && sig && up->p &&
                          llabs(atoll(ts) - (long long)time(NULL)) <= 300 &&
                          verify(id, ts, sig, up->p, up->n);
@@ -275,6 +288,31 @@ static void signed_events_for_success_and_decline(void **state)
         simtest_resp_free(&b);
 }
 
+/* A charge.failed event carries the long Vietnamese decline text. */
+static void decline_event_long_message(void **state)
+{
+        struct simtest_resp r;
+        char want[3001], sha[65];
+        unsigned char h[32];
+
+        (void)state;
+        sim_decline_message(want, 3000);
+        crypto_sha256(want, 3000, h);
+        crypto_hex(h, sizeof(h), sha);
+        simtest_config(sim.port, "{\"decline_message_bytes\":3000}");
+        simtest_post_charge(
+            sim.port, "wk-vn",
+            simtest_charge_body("wr-vn", "wovn", "pm_decline", 10), &r);
+        assert_int_equal(r.status, 402);
+        simtest_resp_free(&r);
+        assert_int_equal(wait_events(1), 1);
+        pthread_mutex_lock(&rx.lock);
+        assert_true(rx.ev[0].signature_ok);
+        assert_string_equal(rx.ev[0].type, "charge.failed");
+        assert_string_equal(rx.ev[0].message_sha, sha);
+        pthread_mutex_unlock(&rx.lock);
+}
+
 static void duplicates_share_the_id(void **state)
 {
         struct simtest_resp r;
@@ -328,6 +366,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup(signed_events_for_success_and_decline,
                                        test_setup),
+                cmocka_unit_test_setup(decline_event_long_message, test_setup),
                 cmocka_unit_test_setup(duplicates_share_the_id, test_setup),
                 cmocka_unit_test_setup(delayed_and_retried, test_setup),
         };

@@ -92,6 +92,17 @@ static const struct opt opts[] = {
           0, true, false,
           "payment methods starting with this are declined (402, "
           "card_declined; default pm_decline)" },
+        { "decline_message_bytes", OPT_INT, OFF(decline_message_bytes), 0, 0,
+          65536, true, false,
+          "error.message of a decline: N bytes of Vietnamese text with a "
+          "multi-byte character across every usual cut point (default 0: "
+          "\"Your card was declined.\")" },
+        { "decline_message_invalid_utf8", OPT_BOOL,
+          OFF(decline_message_invalid_utf8), 0, 0, 0, true, false,
+          "put invalid UTF-8 at the start, middle and end of the decline "
+          "message" },
+        { "charge_id_bytes", OPT_INT, OFF(charge_id_bytes), 0, 0, 65536, true,
+          false, "pad every charge id to N bytes (default 0: ch_ and 28 hex)" },
         { "webhook_url", OPT_STR, OFF(webhook_url), SZ(webhook_url), 0, 0, true,
           false, "send charge webhooks here (default: none)" },
         { "webhook_secret", OPT_WHSEC, OFF(webhook_secret), SZ(webhook_secret),

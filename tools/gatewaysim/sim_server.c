@@ -28,6 +28,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "sim_hostile.h"
 #include "sim_prng.h"
 #include "sim_request.h"
 #include "sim_store.h"
@@ -341,20 +342,80 @@ static void draw_all(const struct sim_config *cfg, uint64_t seq,
         d->wh_dup_delay = sim_prng_range(&prng, 0, cfg->webhook_delay_ms);
 }
 
-static char *charge_json(const char *id, bool succeeded,
-                         const struct sim_request *req)
+/*
+ * The decline's error object: the message is SIM_DECLINE_DEFAULT or
+ * decline_message_bytes of Vietnamese text; with
+ * decline_message_invalid_utf8 it is spoiled after the JSON is built (see
+ * charge_json). Returns a new string (malloc) or NULL.
+ */
+static char *decline_message(const struct sim_config *cfg)
 {
-        json_t *o = json_pack(
-            "{sssssIsssssOso}", "id", id, "status",
-            succeeded ? "succeeded" : "failed", "amount",
-            (json_int_t)req->amount, "currency", req->currency, "reference",
-            req->reference, "metadata", req->metadata, "error",
-            succeeded ? json_null()
-                      : json_pack("{ssss}", "code", "card_declined", "message",
-                                  "Your card was declined."));
-        char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        size_t n = (size_t)cfg->decline_message_bytes;
+        char *msg;
 
+        if (!n)
+                return strdup(SIM_DECLINE_DEFAULT);
+        msg = malloc(n + 1);
+        if (msg)
+                sim_decline_message(msg, n);
+        return msg;
+}
+
+/*
+ * The charge object as compact JSON (malloc). jansson refuses to write
+ * invalid UTF-8, so a spoiled message is appended by hand: the object is
+ * dumped without "error" (always its last member) and
+ * ,"error":{"code":"card_declined","message":"<bytes>"}} is added. The
+ * messages made here hold no '"', '\\' or control byte, so they need no
+ * escaping.
+ */
+static char *charge_json(const char *id, bool succeeded,
+                         const struct sim_request *req,
+                         const struct sim_config *cfg)
+{
+        static const char tail_fmt[] =
+            ",\"error\":{\"code\":\"card_declined\",\"message\":\"%s\"}}";
+        bool spoil = !succeeded && cfg->decline_message_invalid_utf8;
+        char *msg = NULL, *bad = NULL, *text = NULL, *out;
+        json_t *o, *err = json_null();
+        size_t len, tlen;
+
+        if (!succeeded) {
+                msg = decline_message(cfg);
+                if (!msg)
+                        return NULL;
+                if (!spoil &&
+                    !(err = json_pack("{ssss}", "code", "card_declined",
+                                      "message", msg))) {
+                        free(msg);
+                        return NULL;
+                }
+        }
+        o = json_pack("{sssssIsssssO}", "id", id, "status",
+                      succeeded ? "succeeded" : "failed", "amount",
+                      (json_int_t)req->amount, "currency", req->currency,
+                      "reference", req->reference, "metadata", req->metadata);
+        if (o && !spoil)
+                json_object_set(o, "error", err);
+        json_decref(err);
+        text = o ? json_dumps(o, JSON_COMPACT) : NULL;
         json_decref(o);
+        if (!spoil || !text)
+                goto out;
+        bad  = sim_spoil_utf8(msg);
+        len  = strlen(text);
+        tlen = bad ? sizeof(tail_fmt) + strlen(bad) : 0;
+        out  = bad ? malloc(len + tlen) : NULL;
+        if (out) {
+                /* replace the closing brace */
+                memcpy(out, text, len - 1);
+                snprintf(out + len - 1, tlen, tail_fmt, bad);
+        }
+        free(text);
+        text = out;
+out:
+        free(bad);
+        free(msg);
         return text;
 }
 
@@ -378,7 +439,7 @@ static enum MHD_Result post_charge(struct sim_server *srv, struct conn_ctx *cx)
         const char *code, *param, *key;
         enum sim_key_result kr;
         enum MHD_Result ret;
-        char id[40], *charge = NULL, *wbody;
+        char base_id[40], *id, *charge = NULL, *wbody;
         bool succeeded;
         uint64_t seq;
         int64_t delay;
@@ -478,9 +539,13 @@ static enum MHD_Result post_charge(struct sim_server *srv, struct conn_ctx *cx)
         plen = strlen(cfg.decline_prefix);
         succeeded =
             !(plen && !strncmp(req.payment_method, cfg.decline_prefix, plen));
-        snprintf(id, sizeof(id), "ch_%s%016" PRIxFAST64, srv->id_prefix,
-                 atomic_fetch_add(&srv->next_charge, 1));
-        charge = charge_json(id, succeeded, &req);
+        snprintf(base_id, sizeof(base_id), "ch_%s%016" PRIxFAST64,
+                 srv->id_prefix, atomic_fetch_add(&srv->next_charge, 1));
+        id = malloc((size_t)cfg.charge_id_bytes + sizeof(base_id));
+        if (id && sim_charge_id(base_id, (size_t)cfg.charge_id_bytes, id,
+                                (size_t)cfg.charge_id_bytes + sizeof(base_id)))
+                charge = charge_json(id, succeeded, &req, &cfg);
+        free(id);
         if (!charge ||
             sim_store_add_charge(srv->st, req.reference, req.tenant_id,
                                  req.order_id, succeeded, charge) < 0) {
