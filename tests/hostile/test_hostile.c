@@ -704,6 +704,8 @@ static void make_items(void)
  * $HOSTILE_ONLY (a comma-separated list of catalogue names, "honest" for
  * the 300 honest intents) runs a part of the test, to reproduce one case:
  * HOSTILE_ONLY=event_id_5k. The replay copy brings its original along.
+ * $HOSTILE_LAG_S replaces the minute the lag has to reach 0 in (for such
+ * runs only: the test's verdict is about the minute).
  */
 static void select_items(void)
 {
@@ -764,8 +766,11 @@ static rd_kafka_t *producer_new(void)
 static void produce(rd_kafka_t *rk, const char *topic, struct item *it)
 {
         rd_kafka_resp_err_t err;
-        rd_kafka_headers_t *h =
-            it->hdrs ? rd_kafka_headers_copy(it->hdrs) : NULL;
+        rd_kafka_headers_t *h;
+
+        if (it->skip)
+                return;
+        h = it->hdrs ? rd_kafka_headers_copy(it->hdrs) : NULL;
 
         for (int tries = 0;; tries++) {
                 err = rd_kafka_producev(
@@ -1336,8 +1341,11 @@ static void run(void)
         rd_kafka_t *rk;
         int64_t t0, lag;
         json_t *st;
-        int rc;
+        int rc, lag_s = 60;
 
+        /* a shorter wait for partial runs that reproduce one case */
+        if (getenv("HOSTILE_LAG_S") && atoi(getenv("HOSTILE_LAG_S")) > 0)
+                lag_s = atoi(getenv("HOSTILE_LAG_S"));
         for (size_t i = 0; i < sizeof(cards) / sizeof(cards[0]); i++)
                 SC_CHECK(luhn(cards[i]), "catalogue card %zu fails Luhn", i);
         make_items();
@@ -1381,13 +1389,13 @@ static void run(void)
         SC_CHECK(rd_kafka_flush(rk, 30000) == 0, "flush");
         t0 = now_ms();
 
-        lag = wait_lag_zero(&sc, 60000);
+        lag = wait_lag_zero(&sc, lag_s * 1000);
         if (lag != 0) {
-                fail("the group's lag is %lld, not 0, a minute after the last "
+                fail("the group's lag is %lld, not 0, %d s after the last "
                      "publish",
-                     (long long)lag);
+                     (long long)lag, lag_s);
                 /* a little longer, so that the report can say more */
-                lag = wait_lag_zero(&sc, 45000);
+                lag = wait_lag_zero(&sc, lag_s * 750);
                 printf("     lag %lld after %.1f s\n", (long long)lag,
                        (double)(now_ms() - t0) / 1e3);
         } else {
