@@ -14,14 +14,17 @@
  *     exactly once (found by dlq-source-partition / dlq-source-offset,
  *     with the dlq-reason the entry names, and dlq-source-topic), never
  *     both;
- *   - the group's lag reaches 0 within a minute of the last publish;
+ *   - the group's lag reaches 0 within a minute of the last publish, no
+ *     payment is left processing (lease 5 s, so the reconciler's work
+ *     counts) and the outbox is published;
  *   - the process never exits by itself, and exits 0 on SIGTERM;
  *   - no result message value is over 64 KiB, every one is JSON;
  *   - no result and no DLQ message answers something that was not sent;
  *   - the consumer's stderr (at log level debug) holds no card number and
  *     no e-mail address of the catalogue, and neither the gateway API key
  *     nor the provider key secret;
- *   - `chargeonce audit` finds nothing, the simulator no double charge.
+ *   - `chargeonce audit` finds nothing, the simulator no double charge;
+ *   - the size limit is the configuration key consume.max_message_bytes.
  *
  * Unlike other end-to-end tests it does not stop at the first failure: it
  * checks everything, prints one line per catalogue entry (ok / FAIL, with
@@ -95,8 +98,11 @@ struct item {
  * its own event id, tenant HOSTILE_T and key "h-<name>". */
 static json_t *base(struct item *it)
 {
+        char order[64];
         json_t *o;
 
+        /* its own order: the simulator counts charges per order */
+        snprintf(order, sizeof(order), "o-%.60s", it->name);
         SC_CHECK(uuid_v4(it->event_id), "uuid");
         snprintf(it->tenant, sizeof(it->tenant), "%s", HOSTILE_T);
         snprintf(it->key, sizeof(it->key), "h-%s", it->name);
@@ -105,7 +111,7 @@ static json_t *base(struct item *it)
                       "s:s}",
                       "schema_version", 1, "event_id", it->event_id,
                       "tenant_id", it->tenant, "idempotency_key", it->key,
-                      "order_id", "ord-h", "customer_id", "cus-h", "amount",
+                      "order_id", order, "customer_id", "cus-h", "amount",
                       (json_int_t)125000, "currency", "VND", "payment_method",
                       "pm_tok_hostile", "description", "a hostile message",
                       "occurred_at", "2026-11-29T10:47:03Z");
@@ -518,6 +524,7 @@ static void mk_replay_original(struct item *it)
 
         snprintf(it->key, sizeof(it->key), "h-replay");
         json_object_set_new(o, "idempotency_key", json_string(it->key));
+        json_object_set_new(o, "order_id", json_string("o-replay"));
         done(it, o);
 }
 
@@ -528,6 +535,7 @@ static void mk_replay_copy(struct item *it)
 
         snprintf(it->key, sizeof(it->key), "h-replay");
         json_object_set_new(o, "idempotency_key", json_string(it->key));
+        json_object_set_new(o, "order_id", json_string("o-replay"));
         json_object_set_new(o, "description", json_string(v));
         free(v);
         done(it, o);
@@ -822,8 +830,11 @@ static struct co *cur;
 static struct scenario *the_sc;
 static struct sim *the_sim;
 static int64_t t_start;
+/* a short lease, so that a payment the consumer leaves unfinished is the
+ * reconciler's within the test's waits */
 static const char *const co_xs[] = { "consumer.batch_linger=2ms",
-                                     "log.level=debug", NULL };
+                                     "log.level=debug", "lease.duration=5s",
+                                     NULL };
 
 static void consumer_start(void)
 {
@@ -1311,6 +1322,27 @@ static void check_log(const char *path)
         free(log);
 }
 
+/* The size limit is the configuration key the issue names. */
+static void check_size_key(void)
+{
+        static const char key[] = "consume.max_message_bytes";
+        char cmd[1200], line[512];
+        bool found = false;
+        FILE *p;
+
+        snprintf(cmd, sizeof(cmd), "'%.1000s' --help 2>&1",
+                 getenv("CHARGEONCE_BIN"));
+        p = popen(cmd, "r");
+        while (p && fgets(line, sizeof(line), p))
+                if (!strncmp(line + strspn(line, " "), key, sizeof(key) - 1) &&
+                    line[strspn(line, " ") + sizeof(key) - 1] == ' ')
+                        found = true;
+        if (p)
+                pclose(p);
+        if (!found)
+                fail("chargeonce --help lists no configuration key %s", key);
+}
+
 static bool luhn(const char *s)
 {
         int sum = 0, n = 0;
@@ -1402,6 +1434,14 @@ static void run(void)
                 printf("lag 0 after %.1f s\n", (double)(now_ms() - t0) / 1e3);
         }
         if (!wait_sql(&sc,
+                      "SELECT count(*) = 0 FROM payments WHERE status = "
+                      "'processing'",
+                      30000))
+                fail("%ld payments still processing 30 s after that (the "
+                     "lease is 5 s)",
+                     sc_sql_long(&sc, "SELECT count(*) FROM payments WHERE "
+                                      "status = 'processing'"));
+        if (!wait_sql(&sc,
                       "SELECT count(*) = 0 FROM outbox WHERE published_at IS "
                       "NULL",
                       20000))
@@ -1452,6 +1492,7 @@ static void run(void)
         outs_free(dlq, n_dlq);
         rd_kafka_destroy(rk);
         sim_stop(&s);
+        check_size_key();
         if (failures) {
                 printf("\n%d check(s) failed; the logs are kept in %s\n",
                        failures, sc.dir);
