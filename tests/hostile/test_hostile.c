@@ -735,6 +735,16 @@ static void select_items(void)
         printf("HOSTILE_ONLY=%s: a partial run\n", only);
 }
 
+static void items_free(void)
+{
+        for (size_t k = 0; k < N_ITEMS; k++) {
+                free(items[k].value);
+                free(items[k].mkey);
+                if (items[k].hdrs)
+                        rd_kafka_headers_destroy(items[k].hdrs);
+        }
+}
+
 /* ------------------------------------------------------------------ */
 /* producing                                                            */
 
@@ -1493,6 +1503,7 @@ static void run(void)
         rd_kafka_destroy(rk);
         sim_stop(&s);
         check_size_key();
+        items_free();
         if (failures) {
                 printf("\n%d check(s) failed; the logs are kept in %s\n",
                        failures, sc.dir);
