@@ -1123,7 +1123,7 @@ static bool matches(const struct item *it, const char *event,
  * answer nothing that was sent. */
 static size_t check_results(struct out *r, size_t n)
 {
-        size_t stray = 0, big = 0, broken = 0;
+        size_t stray = 0, big = 0, broken = 0, largest = 0;
 
         for (size_t i = 0; i < n; i++) {
                 json_error_t je;
@@ -1132,6 +1132,8 @@ static size_t check_results(struct out *r, size_t n)
                 const char *ev, *tn, *ky, *st, *code, *msg;
                 bool rep, any = false;
 
+                if (r[i].len > largest)
+                        largest = r[i].len;
                 if (r[i].len > MAX_RESULT && big++ < 5)
                         fail("result %d/%lld is %zu bytes (over 64 KiB)",
                              (int)r[i].partition, (long long)r[i].offset,
@@ -1178,6 +1180,7 @@ static size_t check_results(struct out *r, size_t n)
                              r[i].value);
                 json_decref(o);
         }
+        printf("largest result: %zu bytes\n", largest);
         if (big > 5 || broken > 5)
                 fail("(%zu results over 64 KiB, %zu not JSON in all)", big,
                      broken);
