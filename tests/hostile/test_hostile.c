@@ -24,7 +24,7 @@
  *     no e-mail address of the catalogue, and neither the gateway API key
  *     nor the provider key secret;
  *   - `chargeonce audit` finds nothing, the simulator no double charge;
- *   - the size limit is the configuration key consume.max_message_bytes.
+ *   - the size limit is the configuration key consumer.max_message_bytes.
  *
  * Unlike other end-to-end tests it does not stop at the first failure: it
  * checks everything, prints one line per catalogue entry (ok / FAIL, with
@@ -280,7 +280,7 @@ static void mk_description_100k(struct item *it)
 {
         set_description(it, 100 * 1024);
 }
-/* the largest message under the default consume.max_message_bytes */
+/* the largest message under the default consumer.max_message_bytes */
 static void mk_description_240k(struct item *it)
 {
         set_description(it, 240 * 1024);
@@ -323,7 +323,7 @@ static void mk_metadata_value_200k(struct item *it)
 {
         set_metadata_value(it, 200 * 1024);
 }
-/* 900 KB: over consume.max_message_bytes (default 256 KiB), under the
+/* 900 KB: over consumer.max_message_bytes (default 256 KiB), under the
  * broker's 1 MiB */
 static void mk_message_900k(struct item *it)
 {
@@ -1338,7 +1338,7 @@ static void check_log(const char *path)
 /* The size limit is the configuration key the issue names. */
 static void check_size_key(void)
 {
-        static const char key[] = "consume.max_message_bytes";
+        static const char key[] = "consumer.max_message_bytes";
         char cmd[1200], line[512];
         bool found = false;
         FILE *p;
