@@ -28,6 +28,7 @@
 #include "util/failpoint.h"
 #include "util/log.h"
 #include "util/timeutil.h"
+#include "util/utf8.h"
 #include "util/uuid.h"
 
 #include <stddef.h>
@@ -306,10 +307,14 @@ static void to_outbox(struct pipeline *pl, struct item *it,
         batch_add(&pl->outbox, it);
 }
 
+/* error.code and error.message of the result, always valid UTF-8 cut on
+ * a code-point boundary, whatever the gateway or the store handed in. */
 static void set_error(struct item *it, const char *code, const char *msg)
 {
-        snprintf(it->error_code, sizeof(it->error_code), "%s", code);
-        snprintf(it->error_message, sizeof(it->error_message), "%s", msg);
+        (void)utf8_clean(code, strlen(code), (size_t)-1, it->error_code,
+                         sizeof(it->error_code), NULL);
+        (void)utf8_clean(msg, strlen(msg), (size_t)-1, it->error_message,
+                         sizeof(it->error_message), NULL);
 }
 
 /* Answers it `rejected` with the rule it broke. */
