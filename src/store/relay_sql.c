@@ -335,12 +335,13 @@ int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
          * the held shards (all rows of a key are in one shard, so a key's
          * first row in w is its first unpublished row). f: that first row
          * of each key. A row whose key has an earlier unpublished row is
-         * never offered, whatever ids commit later.
+         * never offered, whatever ids commit later. Parked rows (0006) are
+         * not waited for: they are holes an operator looks at.
          */
         res = run(sr->work, "relay fetch",
                   "WITH w AS ("
                   "  SELECT id, message_key FROM outbox"
-                  "   WHERE published_at IS NULL"
+                  "   WHERE published_at IS NULL AND parked_at IS NULL"
                   "     AND (hashtext(message_key) & 2147483647) % $1::int"
                   "         = ANY ($2::int[])"
                   "   ORDER BY id LIMIT $3::int),"
@@ -513,6 +514,7 @@ int store_relay_oldest_age(struct store_relay *sr, int64_t *age_ms,
                       "SELECT greatest(0, (extract(epoch FROM"
                           "        now() - created_at) * 1000)::bigint)"
                           "  FROM outbox WHERE published_at IS NULL"
+                          "   AND parked_at IS NULL"
                           " ORDER BY id LIMIT 1",
                       0, NULL, &rc, errstr, errstr_size);
         if (!res)
@@ -576,4 +578,132 @@ int store_relay_republish(const char *conninfo,
         }
         PQfinish(conn);
         return rc;
+}
+
+int store_relay_park(struct store_relay *sr, int64_t id, const char *reason,
+                     int attempts, int64_t *parked, char *errstr,
+                     size_t errstr_size)
+{
+        char num[24], att[16];
+        const char *v[3] = { num, reason, att };
+        PGresult *res;
+        int rc;
+
+        *parked = 0;
+        snprintf(num, sizeof(num), "%" PRId64, id);
+        snprintf(att, sizeof(att), "%d", attempts > 0 ? attempts : 0);
+        res = run(sr->work, "relay park",
+                  "UPDATE outbox SET parked_at = now(), park_reason = $2,"
+                  "       publish_attempts = publish_attempts + $3::int"
+                  " WHERE id = $1::bigint AND published_at IS NULL"
+                  "   AND parked_at IS NULL",
+                  3, v, &rc, errstr, errstr_size);
+        if (!res)
+                return rc;
+        *parked = strtoll(PQcmdTuples(res), NULL, 10);
+        PQclear(res);
+        return STORE_OK;
+}
+
+int store_relay_unpark(const char *conninfo, int64_t id, int64_t *unparked,
+                       char *errstr, size_t errstr_size)
+{
+        PGconn *conn;
+        PGresult *res;
+        char num[24];
+        const char *v[1] = { num };
+        int rc;
+
+        *unparked = 0;
+        snprintf(num, sizeof(num), "%" PRId64, id);
+        conn = connect_one(conninfo ? conninfo : "", "chargeonce unpark",
+                           errstr, errstr_size);
+        if (!conn)
+                return STORE_ERR_CONN;
+        /* the NOTIFY of 0003 is for inserts only: the relays find the
+         * row at their next poll (relay.poll_interval) */
+        res = run(conn, "unpark",
+                  "UPDATE outbox SET parked_at = NULL, park_reason = NULL"
+                  " WHERE parked_at IS NOT NULL AND published_at IS NULL"
+                  "   AND ($1::bigint = 0 OR id = $1::bigint)",
+                  1, v, &rc, errstr, errstr_size);
+        if (res) {
+                *unparked = strtoll(PQcmdTuples(res), NULL, 10);
+                PQclear(res);
+        }
+        PQfinish(conn);
+        return rc;
+}
+
+void store_relay_parked_free(struct store_relay_parked *p, size_t n)
+{
+        for (size_t i = 0; p && i < n; i++) {
+                free(p[i].event_id);
+                free(p[i].tenant_id);
+                free(p[i].payment_id);
+                free(p[i].status);
+                free(p[i].parked_at);
+                free(p[i].reason);
+        }
+        free(p);
+}
+
+static char *dup_or_null(PGresult *res, int r, int c)
+{
+        char *s;
+
+        if (PQgetisnull(res, r, c))
+                return NULL;
+        if (!(s = strdup(PQgetvalue(res, r, c))))
+                abort();
+        return s;
+}
+
+int store_relay_parked_list(const char *conninfo,
+                            struct store_relay_parked **out, size_t *n,
+                            char *errstr, size_t errstr_size)
+{
+        PGconn *conn;
+        PGresult *res;
+        int rc, rows;
+
+        *out = NULL;
+        *n   = 0;
+        conn = connect_one(conninfo ? conninfo : "", "chargeonce audit", errstr,
+                           errstr_size);
+        if (!conn)
+                return STORE_ERR_CONN;
+        res = run(conn, "parked rows",
+                  "SELECT id, event_id, tenant_id, payment_id, status,"
+                  "       to_char(parked_at AT TIME ZONE 'UTC',"
+                  "               'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'),"
+                  "       park_reason, payload_bytes, publish_attempts"
+                  "  FROM outbox_parked ORDER BY id",
+                  0, NULL, &rc, errstr, errstr_size);
+        if (!res) {
+                PQfinish(conn);
+                return rc;
+        }
+        rows = PQntuples(res);
+        if (rows > 0) {
+                *out = calloc((size_t)rows, sizeof(**out));
+                if (!*out)
+                        abort();
+        }
+        for (int r = 0; r < rows; r++) {
+                struct store_relay_parked *p = &(*out)[r];
+                p->id            = strtoll(PQgetvalue(res, r, 0), NULL, 10);
+                p->event_id      = dup_or_null(res, r, 1);
+                p->tenant_id     = dup_or_null(res, r, 2);
+                p->payment_id    = dup_or_null(res, r, 3);
+                p->status        = dup_or_null(res, r, 4);
+                p->parked_at     = dup_or_null(res, r, 5);
+                p->reason        = dup_or_null(res, r, 6);
+                p->payload_bytes = strtoll(PQgetvalue(res, r, 7), NULL, 10);
+                p->attempts      = strtoll(PQgetvalue(res, r, 8), NULL, 10);
+        }
+        *n = (size_t)rows;
+        PQclear(res);
+        PQfinish(conn);
+        return STORE_OK;
 }

@@ -112,6 +112,18 @@ int store_relay_note_failed(struct store_relay *sr, const int64_t *ids,
     __attribute__((warn_unused_result));
 
 /*
+ * Parks row id (0006): parked_at = now(), park_reason = reason (the
+ * relay's words and sizes, never a payload), publish_attempts +
+ * attempts (produce attempts not counted yet), in one statement; only
+ * while the row is neither published nor parked. *parked gets 1, or 0 when it
+ * was not (published or parked by another relay meanwhile). store_relay_fetch
+ * never offers a parked row, so later rows of its key go on.
+ */
+int store_relay_park(struct store_relay *sr, int64_t id, const char *reason,
+                     int attempts, int64_t *parked, char *errstr,
+                     size_t errstr_size) __attribute__((warn_unused_result));
+
+/*
  * Waits up to timeout_ms for a notification on the channel. Returns 1
  * (notified: rows may be there), 0 (timeout) or STORE_ERR_CONN.
  */
@@ -150,5 +162,39 @@ int store_relay_republish(const char *conninfo,
                           const struct store_republish *sel, int64_t *reset,
                           char *errstr, size_t errstr_size)
     __attribute__((warn_unused_result));
+
+/*
+ * Unparks row id (0: every parked row) on its own connection: parked_at
+ * and park_reason back to NULL, so that the running relays publish it at
+ * their next poll (after the later rows of its key, which went on
+ * without it). *unparked gets the number of rows.
+ */
+int store_relay_unpark(const char *conninfo, int64_t id, int64_t *unparked,
+                       char *errstr, size_t errstr_size)
+    __attribute__((warn_unused_result));
+
+/* One parked row as the audit shows it (no key, no payload). */
+struct store_relay_parked {
+        int64_t id;
+        char *event_id;
+        char *tenant_id;
+        char *payment_id; /* NULL for a row without a payment */
+        char *status;
+        char *parked_at; /* RFC 3339, UTC */
+        char *reason;
+        int64_t payload_bytes;
+        int64_t attempts; /* publish_attempts */
+};
+
+/*
+ * The rows of the outbox_parked view (0006), oldest first, read on its
+ * own connection. *out (NULL when none) is owned by the caller:
+ * store_relay_parked_free.
+ */
+int store_relay_parked_list(const char *conninfo,
+                            struct store_relay_parked **out, size_t *n,
+                            char *errstr, size_t errstr_size)
+    __attribute__((warn_unused_result));
+void store_relay_parked_free(struct store_relay_parked *p, size_t n);
 
 #endif
