@@ -1,11 +1,14 @@
 /*
  * cmd/audit: `chargeonce audit` lists every row of the database's
  * invariant_violations view (double postings, unbalanced ledger entries,
- * results that disagree with their payment, ...) as JSON lines on stdout.
- * Exit 0: none; 1: violations found (or the database could not be read).
- * Read-only: never repairs anything.
+ * results that disagree with their payment, ...) and every outbox row the
+ * relay parked (kind outbox_parked, view outbox_parked of 0006: a result
+ * that can never be produced as it is) as JSON lines on stdout.
+ * Exit 0: none; 1: findings (or the database could not be read).
+ * Read-only: never repairs anything (`chargeonce relay --unpark` does).
  */
 #include "cmd/cmd.h"
+#include "store/relay_sql.h"
 #include "store/store.h"
 #include "util/config.h"
 #include "util/jsonesc.h"
@@ -29,8 +32,9 @@ static void put_str(const char *name, const char *v, bool comma)
 int cmd_audit(struct config *cfg, int argc, char **argv)
 {
         struct store *st;
-        struct store_violation *v = NULL;
-        size_t n                  = 0;
+        struct store_violation *v    = NULL;
+        struct store_relay_parked *p = NULL;
+        size_t n = 0, np = 0;
         char err[512];
         struct log_ctx lc = LOG_CTX_INIT;
 
@@ -39,8 +43,9 @@ int cmd_audit(struct config *cfg, int argc, char **argv)
                 if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
                         printf("usage: chargeonce audit\n"
                                "Lists the invariant violations of the "
-                               "database as JSON lines. Exit 0 when there "
-                               "are none, 1 otherwise.\n");
+                               "database and the outbox rows the relay\n"
+                               "parked (kind outbox_parked) as JSON lines. "
+                               "Exit 0 when there are none, 1 otherwise.\n");
                         return 0;
                 }
                 return cmd_usage_error("audit", "unexpected argument %s",
@@ -53,6 +58,13 @@ int cmd_audit(struct config *cfg, int argc, char **argv)
         }
         if (store_invariant_violations(st, &v, &n, err, sizeof(err)) < 0) {
                 log_error(&lc, "%s", err);
+                store_destroy(st);
+                return 1;
+        }
+        if (store_relay_parked_list(config_str(cfg, "db.conninfo"), &p, &np,
+                                    err, sizeof(err)) != STORE_OK) {
+                log_error(&lc, "%s", err);
+                store_violations_free(v, n);
                 store_destroy(st);
                 return 1;
         }
@@ -69,11 +81,36 @@ int cmd_audit(struct config *cfg, int argc, char **argv)
                 put_str("detail", v[i].detail, true);
                 printf("}\n");
         }
+        /* the same fields as a violation; the key is never shown (the
+         * outbox id and event id lead to it with `chargeonce inspect`) */
+        for (size_t i = 0; i < np; i++) {
+                char detail[1024];
+                snprintf(detail, sizeof(detail),
+                         "result %s (status %s, %" PRId64 " payload bytes, "
+                         "%" PRId64 " produce attempt(s)) parked at %s: %s",
+                         p[i].event_id ? p[i].event_id : "?",
+                         p[i].status ? p[i].status : "?", p[i].payload_bytes,
+                         p[i].attempts, p[i].parked_at ? p[i].parked_at : "?",
+                         p[i].reason ? p[i].reason : "no reason");
+                putchar('{');
+                put_str("kind", "outbox_parked", false);
+                put_str("payment_id", p[i].payment_id, true);
+                put_str("tenant_id", p[i].tenant_id, true);
+                printf(",\"outbox_id\":%" PRId64, p[i].id);
+                put_str("detail", detail, true);
+                printf("}\n");
+        }
         if (n)
                 log_error(&lc, "%zu invariant violation(s)", n);
-        else
+        if (np)
+                log_error(&lc,
+                          "%zu parked outbox row(s): fix the cause, then "
+                          "`chargeonce relay --unpark ID|all`",
+                          np);
+        if (!n && !np)
                 log_info(&lc, "no invariant violation");
         store_violations_free(v, n);
+        store_relay_parked_free(p, np);
         store_destroy(st);
-        return n ? 1 : 0;
+        return n || np ? 1 : 0;
 }

@@ -8,10 +8,13 @@
  *   chargeonce relay --republish-since TIME [--until TIME]
  *   chargeonce relay --republish-intent EVENT_ID
  *   chargeonce relay --republish-key TENANT/KEY
+ *   chargeonce relay --unpark OUTBOX_ID|all
  *
  * The --republish-* forms reset published_at of the matching retained
  * rows (running relays publish them again, same event ids) and exit. TIME
- * is RFC 3339 or a duration meaning that long ago ("2h").
+ * is RFC 3339 or a duration meaning that long ago ("2h"). --unpark clears
+ * the park of one parked row (or of all) once its cause is fixed: the
+ * running relays publish it at their next poll, then exit.
  */
 #include "cmd/cmd.h"
 #include "relay/relay.h"
@@ -20,8 +23,10 @@
 #include "util/log.h"
 #include "util/timeutil.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void usage(const struct config *cfg)
@@ -31,6 +36,7 @@ static void usage(const struct config *cfg)
                "[--until TIME]\n"
                "       chargeonce relay --republish-intent EVENT_ID\n"
                "       chargeonce relay --republish-key TENANT/KEY\n"
+               "       chargeonce relay --unpark OUTBOX_ID|all\n"
                "Publishes the outbox to %s. SIGTERM drains and exits 0; a "
                "second SIGTERM exits at once.\n"
                "--republish-*: mark the matching published rows that are "
@@ -38,7 +44,12 @@ static void usage(const struct config *cfg)
                "running relays publish them again\nwith the same event ids; "
                "then exit. The time range applies to when the rows\nwere "
                "published. TIME: RFC 3339 (2026-11-29T10:00:00Z) or a "
-               "duration ago (2h).\n",
+               "duration ago (2h).\n"
+               "--unpark: a parked row (one that could never be produced, "
+               "listed by\n`chargeonce audit` as outbox_parked) is "
+               "published again by the running relays,\nafter the later "
+               "rows of its key; fix the cause first (e.g. the topic's\n"
+               "max.message.bytes). Then exit.\n",
                config_str(cfg, "topic.results"));
 }
 
@@ -56,6 +67,32 @@ static const char *parse_time(const char *arg, char *buf, size_t bufsz)
         return NULL;
 }
 
+/* `--unpark ID|all`: 0 done, 1 database error, 2 usage. */
+static int unpark(const struct config *cfg, const char *arg)
+{
+        char err[1024], *end = NULL;
+        int64_t id = 0, n = 0;
+
+        if (strcmp(arg, "all")) {
+                long long v;
+                errno = 0;
+                v     = strtoll(arg, &end, 10);
+                if (errno || !end || *end || v <= 0)
+                        return cmd_usage_error("relay",
+                                               "--unpark needs an outbox id "
+                                               "or \"all\"");
+                id = (int64_t)v;
+        }
+        if (relay_unpark(cfg, id, &n, err, sizeof(err)) < 0) {
+                fprintf(stderr, "chargeonce relay: %s\n", err);
+                return 1;
+        }
+        printf("unpark: %" PRId64 " row(s) unparked; running relays publish "
+               "them\n",
+               n);
+        return 0;
+}
+
 int cmd_relay(struct config *cfg, int argc, char **argv)
 {
         struct relay_republish sel = { NULL, NULL, NULL, NULL };
@@ -71,6 +108,17 @@ int cmd_relay(struct config *cfg, int argc, char **argv)
                 if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
                         usage(cfg);
                         return 0;
+                }
+                if (!strcmp(a, "--unpark")) {
+                        if (!v || !*v)
+                                return cmd_usage_error("relay",
+                                                       "--unpark needs a "
+                                                       "value");
+                        if (argc != 3)
+                                return cmd_usage_error("relay",
+                                                       "--unpark takes no "
+                                                       "other argument");
+                        return unpark(cfg, v);
                 }
                 if (strcmp(a, "--republish-since") && strcmp(a, "--until") &&
                     strcmp(a, "--republish-intent") &&

@@ -9,13 +9,24 @@
  * it. Rounds follow each other while there is work; otherwise the relay
  * waits for a NOTIFY or relay.poll_interval.
  *
+ * A row that can never be produced is parked (0006) instead of being
+ * retried forever in front of its key: one over the producer's
+ * message.max.bytes before it is sent, one whose delivery failed with an
+ * error of the row (relay/policy.c) after it failed again produced alone
+ * (the broker refuses a whole batch, so the other rows of that batch get
+ * the same error and must not be parked with it). Errors of the topic or
+ * the broker are never parked: the round backs off (bounded exponential,
+ * jittered) and every row waits.
+ *
  * It must never: mark a row published before its delivery report
- * succeeded; produce a row while an earlier row of its key is unmarked;
- * log a full idempotency key or a payload.
+ * succeeded; produce a row while an earlier unparked row of its key is
+ * unmarked; park a row on an error it did not get alone; log a full
+ * idempotency key or a payload.
  */
 #include "relay/relay.h"
 
 #include "kafka/producer.h"
+#include "relay/policy.h"
 #include "store/relay_sql.h"
 #include "util/config.h"
 #include "util/failpoint.h"
@@ -30,18 +41,30 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define RELAY_CLIENT_ID "chargeonce-relay"
 /* Longest wait for the reports of one round when not stopping. librdkafka
  * reports every message within message.timeout.ms (default 5 min); past
  * this the producer is replaced, which fails what is left. */
 #define RELAY_ROUND_MAX_MS (20 * 60 * 1000)
-#define RELAY_BACKOFF_MIN  100
-#define RELAY_BACKOFF_MAX  5000
+/* Back-off after a failed round: 100 ms doubling to 10 s, jittered
+ * (relay_backoff_next); an error of the topic goes straight to 10 s. */
+#define RELAY_BACKOFF_MIN 100
+#define RELAY_BACKOFF_MAX 10000
+/* At most this many rows produced alone per round (each costs a round
+ * trip); the others are tried again in the next round. */
+#define RELAY_ISOLATE_MAX 50
 /* Retention cleanup: at most this many DELETEs per cleanup tick. */
 #define RELAY_CLEANUP_ROUNDS 20
 
-enum slot_state { SLOT_UNSENT = 0, SLOT_PENDING, SLOT_OK, SLOT_FAILED };
+enum slot_state {
+        SLOT_UNSENT = 0,
+        SLOT_PENDING,
+        SLOT_OK,
+        SLOT_FAILED,
+        SLOT_PARKED, /* parked: not to be marked or retried */
+};
 
 /* One produced row, the opaque of its delivery report. */
 struct slot {
@@ -49,6 +72,7 @@ struct slot {
         int64_t id;
         enum slot_state state;
         rd_kafka_resp_err_t err;
+        int attempts; /* produce attempts of this round */
 };
 
 struct relay {
@@ -66,7 +90,10 @@ struct relay {
         int64_t *ids;           /* batch_size, scratch */
         size_t pending;         /* delivery reports still due */
 
-        int64_t backoff_ms, retry_at;
+        size_t max_msg;     /* the producer's message.max.bytes */
+        int64_t backoff_ms; /* nominal, before jitter; 0 after a success */
+        int64_t retry_at;
+        uint32_t rng;   /* xorshift32 state for the jitter */
         bool abandoned; /* a round left reports due (stopping) */
 
         volatile sig_atomic_t *ext_stop; /* relay_run's flag, or NULL */
@@ -137,6 +164,31 @@ static void relay_free(struct relay *r, int flush_ms)
         free(r);
 }
 
+/* The producer's message.max.bytes (librdkafka's limit of one message). */
+static size_t producer_max_msg(struct kproducer *kp)
+{
+        char buf[32];
+        size_t sz = sizeof(buf);
+        long long v;
+
+        if (rd_kafka_conf_get(rd_kafka_conf(kproducer_handle(kp)),
+                              "message.max.bytes", buf,
+                              &sz) != RD_KAFKA_CONF_OK)
+                return 1000000; /* librdkafka's default */
+        v = atoll(buf);
+        return v > 0 ? (size_t)v : 1000000;
+}
+
+static uint32_t relay_rand(struct relay *r)
+{
+        uint32_t x = r->rng;
+
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        return r->rng = x;
+}
+
 static struct relay *relay_new(const struct config *cfg, char *errstr,
                                size_t errstr_size)
 {
@@ -171,6 +223,11 @@ static struct relay *relay_new(const struct config *cfg, char *errstr,
                 goto fail;
         if (!(r->kp = kproducer_new(cfg, RELAY_CLIENT_ID, errstr, errstr_size)))
                 goto fail;
+        r->max_msg = producer_max_msg(r->kp);
+        r->rng     = (uint32_t)time_mono_ms() ^ (uint32_t)(uintptr_t)r ^
+                 (uint32_t)getpid();
+        if (!r->rng)
+                r->rng = 2463534242u;
         return r;
 fail:
         relay_free(r, 0);
@@ -190,14 +247,68 @@ static void producer_renew(struct relay *r, const char *why)
         r->kp = kp;
         if (!kp)
                 log_error(&r->lc, "new producer: %s", err);
+        else
+                r->max_msg = producer_max_msg(kp);
 }
 
-static void backoff(struct relay *r)
+/*
+ * Waits before the next round: bounded exponential with jitter, or the
+ * longest interval at once (longest: an error every row gets alike).
+ * Never a busy loop: the loop sleeps until retry_at.
+ */
+static int64_t backoff(struct relay *r, bool longest)
 {
-        r->backoff_ms = r->backoff_ms ? r->backoff_ms * 2 : RELAY_BACKOFF_MIN;
-        if (r->backoff_ms > RELAY_BACKOFF_MAX)
-                r->backoff_ms = RELAY_BACKOFF_MAX;
-        r->retry_at = time_mono_ms() + r->backoff_ms;
+        int64_t delay = relay_backoff_next(
+            longest ? RELAY_BACKOFF_MAX : r->backoff_ms, RELAY_BACKOFF_MIN,
+            RELAY_BACKOFF_MAX, relay_rand(r), &r->backoff_ms);
+
+        r->retry_at = time_mono_ms() + delay;
+        return delay;
+}
+
+/* The size librdkafka would give the row's message (policy.h). */
+static size_t row_wire_size(const struct store_relay_row *row)
+{
+        return relay_wire_size(row->message_key_len, row->payload_len, 3,
+                               strlen("event_id") + strlen(row->event_id) +
+                                   strlen("intent-event-id") +
+                                   strlen(row->intent_event_id) +
+                                   strlen("status") + strlen(row->status));
+}
+
+/*
+ * Parks row (one statement), logs it at error with its id and reason
+ * (never the key or the payload) and counts it. Returns true if the row
+ * is parked now (by this call or by another relay meanwhile is the same
+ * for the round: it must not be marked).
+ */
+static bool park_row(struct relay *r, const struct store_relay_row *row,
+                     const char *reason, int attempts)
+{
+        char err[512];
+        int64_t n = 0;
+
+        if (store_relay_park(r->db, row->id, reason, attempts, &n, err,
+                             sizeof(err)) != STORE_OK) {
+                log_warn(&r->lc,
+                         "%s (outbox row %" PRId64 " not parked: tried "
+                         "again later)",
+                         err, row->id);
+                return false;
+        }
+        if (n == 1) {
+                log_error(&r->lc,
+                          "outbox row %" PRId64 " (result event %s, status "
+                          "%s) parked: %s. Later rows of its key are "
+                          "published without it; `chargeonce audit` lists "
+                          "it, `chargeonce relay --unpark %" PRId64
+                          "` publishes it once the cause is fixed",
+                          row->id, row->event_id, row->status, reason, row->id);
+                pthread_mutex_lock(&r->mu);
+                r->stats.parked++;
+                pthread_mutex_unlock(&r->mu);
+        }
+        return true;
 }
 
 /* Queues row i; false if it could not be queued (nothing after it goes). */
@@ -219,14 +330,114 @@ static bool produce_one(struct relay *r, const struct store_relay_row *row,
                                    row->payload_len, h, 3, on_delivery,
                                    s) == 0) {
                         s->state = SLOT_PENDING;
+                        s->attempts++;
                         r->pending++;
                         return true;
                 }
+                /* nothing queued: not a full queue but a refusal (an
+                 * unusable topic or producer; kafka/producer.c logged
+                 * librdkafka's reason). Sizes were checked before. */
+                if (rd_kafka_outq_len(kproducer_handle(r->kp)) == 0)
+                        return false;
                 if (stop_level(r) >= 2)
                         return false;
                 kproducer_poll(r->kp, 10);
         }
         return false;
+}
+
+/*
+ * Serves delivery reports until none is due. Returns 0 when all are in,
+ * 1 when stopping made the round give up (r->abandoned), 2 when they were
+ * overdue (the producer was replaced, which failed them).
+ */
+static int await_reports(struct relay *r)
+{
+        int64_t start = time_mono_ms(), drain_deadline = 0;
+
+        while (r->pending > 0) {
+                int st = stop_level(r);
+                kproducer_poll(r->kp, 10);
+                if (st >= 2) {
+                        r->abandoned = true;
+                        return 1;
+                }
+                if (st == 1 && !drain_deadline)
+                        drain_deadline = time_mono_ms() + r->drain_ms;
+                if (drain_deadline && time_mono_ms() > drain_deadline) {
+                        log_warn(&r->lc,
+                                 "stopping: %zu delivery report(s) not in "
+                                 "after %" PRId64 " ms; those rows are "
+                                 "published again later",
+                                 r->pending, r->drain_ms);
+                        r->abandoned = true;
+                        return 1;
+                }
+                if (time_mono_ms() - start > RELAY_ROUND_MAX_MS) {
+                        producer_renew(r, "delivery reports overdue");
+                        return 2;
+                }
+        }
+        return 0;
+}
+
+/*
+ * The rows of the round whose delivery failed with an error of the row:
+ * the broker refuses a whole batch (one partition's messages of one
+ * request) for one row over the topic's max.message.bytes, so each is
+ * produced again alone, nothing else in flight. Delivered now: marked
+ * with the others. Refused again alone: parked. Otherwise it stays failed
+ * with its new error. Call only when no report is due.
+ */
+static void isolate_failed(struct relay *r, const struct store_relay_batch *b)
+{
+        size_t done = 0;
+
+        for (size_t i = 0; i < b->n; i++) {
+                struct slot *s = &r->slots[i];
+                char reason[256];
+                rd_kafka_resp_err_t first;
+
+                if (s->state != SLOT_FAILED ||
+                    relay_classify_err(s->err) != RELAY_ERR_ROW)
+                        continue;
+                if (done++ >= RELAY_ISOLATE_MAX || stop_level(r) || !r->kp ||
+                    r->pending)
+                        break;
+                first = s->err;
+                if (!produce_one(r, &b->rows[i], s))
+                        break;
+                if (await_reports(r) != 0)
+                        break;
+                if (s->state != SLOT_FAILED ||
+                    relay_classify_err(s->err) != RELAY_ERR_ROW)
+                        continue;
+                snprintf(reason, sizeof(reason),
+                         "%s (%s) for a message of about %zu bytes produced "
+                         "alone (first %s in a batch); the topic's "
+                         "max.message.bytes or the broker's limit is lower",
+                         rd_kafka_err2name(s->err), rd_kafka_err2str(s->err),
+                         row_wire_size(&b->rows[i]), rd_kafka_err2name(first));
+                if (park_row(r, &b->rows[i], reason, s->attempts))
+                        s->state = SLOT_PARKED;
+        }
+}
+
+/* How bad a failed slot is for the whole round: producer > topic >
+ * transient > row. */
+static int class_rank(enum relay_err_class c)
+{
+        switch (c) {
+        case RELAY_ERR_PRODUCER:
+                return 3;
+        case RELAY_ERR_TOPIC:
+                return 2;
+        case RELAY_ERR_TRANSIENT:
+                return 1;
+        case RELAY_ERR_ROW:
+        default:
+                return 0;
+        }
 }
 
 /*
@@ -237,9 +448,11 @@ static int publish_round(struct relay *r)
 {
         struct store_relay_batch b = { 0 };
         char err[512];
-        size_t n_ok = 0, n_failed = 0, n_sent = 0;
-        rd_kafka_resp_err_t first_err = RD_KAFKA_RESP_ERR_NO_ERROR;
-        int64_t start, drain_deadline = 0, marked = 0;
+        size_t n_ok = 0, n_failed = 0, n_sent = 0, n_parked = 0, nf = 0;
+        rd_kafka_resp_err_t worst_err = RD_KAFKA_RESP_ERR_NO_ERROR;
+        enum relay_err_class worst    = RELAY_ERR_ROW;
+        bool refused                  = false, progress;
+        int64_t marked                = 0;
         int rc;
 
         if (!r->kp) {
@@ -257,52 +470,71 @@ static int publish_round(struct relay *r)
 
         for (size_t i = 0; i < b.n; i++)
                 r->slots[i] = (struct slot){ r, b.rows[i].id, SLOT_UNSENT,
-                                             RD_KAFKA_RESP_ERR_NO_ERROR };
+                                             RD_KAFKA_RESP_ERR_NO_ERROR, 0 };
         for (size_t i = 0; i < b.n; i++) {
+                size_t wire = row_wire_size(&b.rows[i]);
+
                 if (FAILPOINT("relay.before_produce") < 0)
                         break;
-                if (!produce_one(r, &b.rows[i], &r->slots[i]))
+                if (wire > r->max_msg) {
+                        /* librdkafka would refuse it at every attempt */
+                        char reason[256];
+                        snprintf(reason, sizeof(reason),
+                                 "message of about %zu bytes (payload %zu) "
+                                 "over the producer's message.max.bytes "
+                                 "%zu: never produced",
+                                 wire, b.rows[i].payload_len, r->max_msg);
+                        if (park_row(r, &b.rows[i], reason, 0))
+                                r->slots[i].state = SLOT_PARKED;
+                        continue;
+                }
+                if (!produce_one(r, &b.rows[i], &r->slots[i])) {
+                        refused = !r->abandoned && stop_level(r) < 2;
                         break;
+                }
                 n_sent++;
         }
         (void)FAILPOINT("relay.after_produce");
 
         /* every report of the round, or give up when stopping */
-        start = time_mono_ms();
-        while (r->pending > 0) {
-                int st = stop_level(r);
-                kproducer_poll(r->kp, 10);
-                if (st >= 2) {
-                        r->abandoned = true;
-                        store_relay_batch_clear(&b);
-                        return (int)n_sent;
-                }
-                if (st == 1 && !drain_deadline)
-                        drain_deadline = time_mono_ms() + r->drain_ms;
-                if (drain_deadline && time_mono_ms() > drain_deadline) {
-                        log_warn(&r->lc,
-                                 "stopping: %zu delivery report(s) not in "
-                                 "after %" PRId64 " ms; those rows are "
-                                 "published again later",
-                                 r->pending, r->drain_ms);
-                        r->abandoned = true;
-                        break;
-                }
-                if (time_mono_ms() - start > RELAY_ROUND_MAX_MS) {
-                        producer_renew(r, "delivery reports overdue");
-                        break;
-                }
+        if (await_reports(r) == 1 && stop_level(r) >= 2) {
+                store_relay_batch_clear(&b);
+                return (int)n_sent;
         }
+        if (!r->abandoned && r->pending == 0)
+                isolate_failed(r, &b);
 
         for (size_t i = 0; i < b.n; i++) {
-                if (r->slots[i].state == SLOT_OK) {
-                        r->ids[n_ok++] = r->slots[i].id;
-                } else if (r->slots[i].state == SLOT_FAILED) {
-                        if (!first_err)
-                                first_err = r->slots[i].err;
+                struct slot *s = &r->slots[i];
+                if (s->state == SLOT_OK) {
+                        n_ok++;
+                } else if (s->state == SLOT_PARKED) {
+                        n_parked++;
+                } else if (s->state == SLOT_FAILED) {
+                        enum relay_err_class c = relay_classify_err(s->err);
+                        if (!n_failed || class_rank(c) > class_rank(worst)) {
+                                worst     = c;
+                                worst_err = s->err;
+                        }
                         n_failed++;
                 }
         }
+        /* attempts that failed (rows still unpublished, and rows that
+         * failed in the batch and were delivered alone) count before the
+         * mark adds the successful one */
+        for (size_t i = 0; i < b.n; i++) {
+                struct slot *s = &r->slots[i];
+                int failed     = s->attempts - (s->state == SLOT_OK);
+                if (s->state != SLOT_PARKED && failed > 0)
+                        r->ids[nf++] = s->id;
+        }
+        if (nf && store_relay_note_failed(r->db, r->ids, nf, err,
+                                          sizeof(err)) != STORE_OK)
+                log_warn(&r->lc, "%s", err);
+        n_ok = 0;
+        for (size_t i = 0; i < b.n; i++)
+                if (r->slots[i].state == SLOT_OK)
+                        r->ids[n_ok++] = r->slots[i].id;
         if (n_ok > 0) {
                 if (FAILPOINT("relay.before_mark") < 0) {
                         log_warn(&r->lc, "failpoint: marks skipped");
@@ -322,30 +554,55 @@ static int publish_round(struct relay *r)
                         return -1;
                 }
         }
-        if (n_failed > 0 || n_sent < b.n) {
-                size_t nf = 0;
-                for (size_t i = 0; i < b.n; i++)
-                        if (r->slots[i].state == SLOT_FAILED)
-                                r->ids[nf++] = r->slots[i].id;
-                if (nf && store_relay_note_failed(r->db, r->ids, nf, err,
-                                                  sizeof(err)) != STORE_OK)
-                        log_warn(&r->lc, "%s", err);
-                if (n_failed)
+        progress = n_ok > 0 || n_parked > 0;
+        if (n_failed > 0 || refused || (n_sent + n_parked < b.n && !progress)) {
+                bool longest = worst == RELAY_ERR_TOPIC || refused;
+                int64_t delay;
+
+                /* rows with an error of their own that were not produced
+                 * alone yet (RELAY_ISOLATE_MAX) do not slow the relay
+                 * down while others go out */
+                if (worst == RELAY_ERR_ROW && !refused && progress) {
+                        r->backoff_ms = 0;
+                        delay         = 0;
+                } else {
+                        delay = backoff(r, longest);
+                }
+                if (refused)
+                        log_error(&r->lc,
+                                  "a message could not be queued (refused "
+                                  "by the producer, see the kafka log line, "
+                                  "or its queue stayed full); %zu of %zu "
+                                  "row(s) wait, next try in %" PRId64 " ms",
+                                  b.n - n_sent - n_parked, b.n, delay);
+                else if (n_failed && worst == RELAY_ERR_TOPIC)
+                        log_error(&r->lc,
+                                  "%zu of %zu row(s) not delivered: %s "
+                                  "(%s), an error of the topic or of the "
+                                  "credentials that every row gets; nothing "
+                                  "is parked, every row waits, next try in "
+                                  "%" PRId64 " ms",
+                                  n_failed, b.n, rd_kafka_err2name(worst_err),
+                                  rd_kafka_err2str(worst_err), delay);
+                else if (n_failed)
                         log_warn(&r->lc,
-                                 "%zu of %zu row(s) not delivered (%s); "
-                                 "their keys wait for them, retried",
-                                 n_failed, b.n, rd_kafka_err2str(first_err));
+                                 "%zu of %zu row(s) not delivered (%s, %s); "
+                                 "their keys wait for them, next try in "
+                                 "%" PRId64 " ms",
+                                 n_failed, b.n, rd_kafka_err2name(worst_err),
+                                 relay_err_class_name(worst), delay);
                 else if (!r->abandoned)
                         log_warn(&r->lc,
                                  "%zu of %zu row(s) could not be queued; "
-                                 "retried",
-                                 b.n - n_sent, b.n);
-                backoff(r);
+                                 "next try in %" PRId64 " ms",
+                                 b.n - n_sent - n_parked, b.n, delay);
                 if (r->kp) {
                         char fe[256];
                         if (rd_kafka_fatal_error(kproducer_handle(r->kp), fe,
                                                  sizeof(fe)))
                                 producer_renew(r, fe);
+                        else if (n_failed && worst == RELAY_ERR_PRODUCER)
+                                producer_renew(r, rd_kafka_err2str(worst_err));
                 }
         } else {
                 r->backoff_ms = 0;
@@ -353,11 +610,11 @@ static int publish_round(struct relay *r)
         stats_add(r, (uint64_t)marked, n_failed, 0, true);
         log_debug(&r->lc,
                   "round: %zu row(s), %zu delivered, %" PRId64
-                  " marked, %zu failed",
-                  b.n, n_ok, marked, n_failed);
-        n_sent = b.n;
+                  " marked, %zu failed, %zu parked",
+                  b.n, n_ok, marked, n_failed, n_parked);
+        nf = b.n;
         store_relay_batch_clear(&b);
-        return (int)n_sent;
+        return (int)nf;
 }
 
 static void cleanup(struct relay *r)
@@ -393,10 +650,11 @@ static void log_stats(struct relay *r)
         relay_get_stats(r, &s);
         log_info(&r->lc,
                  "stats: published %" PRIu64 ", publish failures %" PRIu64
-                 ", oldest unpublished %" PRId64 " ms, shards %d of %d, "
-                 "relays %d, removed %" PRIu64,
-                 s.published, s.publish_failures, s.oldest_unpublished_age_ms,
-                 s.shards_held, r->nshards, s.relays, s.deleted);
+                 ", parked %" PRIu64 ", oldest unpublished %" PRId64
+                 " ms, shards %d of %d, relays %d, removed %" PRIu64,
+                 s.published, s.publish_failures, s.parked,
+                 s.oldest_unpublished_age_ms, s.shards_held, r->nshards,
+                 s.relays, s.deleted);
 }
 
 static int64_t min64(int64_t a, int64_t b)
@@ -467,7 +725,7 @@ static int relay_loop(struct relay *r)
                         if (r->abandoned)
                                 break;
                         if (n < 0) {
-                                backoff(r);
+                                (void)backoff(r, false);
                                 more = false;
                         } else {
                                 more = n > 0;
@@ -572,6 +830,15 @@ int relay_republish(const struct config *cfg, const struct relay_republish *sel,
 
         return store_relay_republish(config_str(cfg, "db.conninfo"), &q, reset,
                                      errstr, errstr_size) == STORE_OK
+                   ? 0
+                   : -1;
+}
+
+int relay_unpark(const struct config *cfg, int64_t id, int64_t *unparked,
+                 char *errstr, size_t errstr_size)
+{
+        return store_relay_unpark(config_str(cfg, "db.conninfo"), id, unparked,
+                                  errstr, errstr_size) == STORE_OK
                    ? 0
                    : -1;
 }

@@ -39,6 +39,7 @@ struct relay;
 struct relay_stats {
         uint64_t published;        /* rows marked published by this relay */
         uint64_t publish_failures; /* rows whose delivery failed (retried) */
+        uint64_t parked;           /* rows parked by this relay (0006) */
         uint64_t batches;          /* publish rounds with at least one row */
         uint64_t deleted;          /* rows removed by the retention cleanup */
         /* age of the oldest unpublished row of the whole table (all
@@ -93,6 +94,16 @@ struct relay_republish {
  */
 int relay_republish(const struct config *cfg, const struct relay_republish *sel,
                     int64_t *reset, char *errstr, size_t errstr_size)
+    __attribute__((warn_unused_result));
+
+/*
+ * Unparks the parked outbox row id (0: every parked row): the running
+ * relays publish it at their next poll, after the later rows of its key
+ * that went out without it. *unparked gets the number of rows. Returns 0,
+ * or -1 with the reason in errstr. Any thread.
+ */
+int relay_unpark(const struct config *cfg, int64_t id, int64_t *unparked,
+                 char *errstr, size_t errstr_size)
     __attribute__((warn_unused_result));
 
 #endif
