@@ -15,6 +15,11 @@
  *   test_relay latency    idle latency from commit to the topic, rows/s
  *   test_relay inproc     relay_start/relay_stop on a thread (as consume
  *                         runs it), counters
+ *   test_relay park       a row over the topic's max.message.bytes and one
+ *                         over the producer's message.max.bytes among 300:
+ *                         both parked once, every other row published in
+ *                         per-key order, audit lists them, unpark after
+ *                         the limit is raised publishes one
  *
  * Never trusts the relay's own counters: truth is the topic and the table.
  */
@@ -99,6 +104,7 @@ struct row {
         char key[64];
         long id;
         int seen;
+        bool parked; /* must not be on the topic */
         char *first_value;
 };
 
@@ -134,12 +140,14 @@ struct verdict {
 /*
  * Reads the result topic and checks: every outbox row once after dropping
  * seen event ids, key and headers right, per key the first occurrences in
- * id order, a repeated event id carries the same bytes.
+ * id order, a repeated event id carries the same bytes. A parked row must
+ * not be there at all.
  */
 static struct verdict verify(struct scenario *sc, int idle_ms, bool removed_ok)
 {
-        PGresult *res    = PQexec(sc->pg, "SELECT event_id, message_key, id"
-                                             " FROM outbox ORDER BY event_id");
+        PGresult *res    = PQexec(sc->pg, "SELECT event_id, message_key, id,"
+                                             "       parked_at IS NOT NULL"
+                                             "  FROM outbox ORDER BY event_id");
         struct verdict v = { 0, 0, 0, 0 };
         struct row *rows;
         struct sc_msg *m;
@@ -161,7 +169,8 @@ static struct verdict verify(struct scenario *sc, int idle_ms, bool removed_ok)
                          PQgetvalue(res, (int)r, 0));
                 snprintf(rows[r].key, sizeof(rows[r].key), "%s",
                          PQgetvalue(res, (int)r, 1));
-                rows[r].id = atol(PQgetvalue(res, (int)r, 2));
+                rows[r].id     = atol(PQgetvalue(res, (int)r, 2));
+                rows[r].parked = !strcmp(PQgetvalue(res, (int)r, 3), "t");
         }
         PQclear(res);
         nm         = sc_read_topic(sc, sc->t_results, idle_ms, &m);
@@ -182,6 +191,8 @@ static struct verdict verify(struct scenario *sc, int idle_ms, bool removed_ok)
                         continue;
                 }
                 SC_CHECK(r, "event id %s is not in the outbox", eid);
+                SC_CHECK(!r->parked, "parked row id %ld is on the topic",
+                         r->id);
                 SC_CHECK(m[i].key && !strcmp(m[i].key, r->key),
                          "event %s: message key differs", eid);
                 SC_CHECK(m[i].value && strstr(m[i].value, eid),
@@ -209,8 +220,9 @@ static struct verdict verify(struct scenario *sc, int idle_ms, bool removed_ok)
                 last[k].id = r->id;
         }
         for (long r = 0; r < v.rows; r++)
-                SC_CHECK(rows[r].seen, "row id %ld (event %s) never published",
-                         rows[r].id, rows[r].event_id);
+                SC_CHECK(rows[r].seen || rows[r].parked,
+                         "row id %ld (event %s) never published", rows[r].id,
+                         rows[r].event_id);
         sc_messages_free(m, nm);
         free(rows);
         free(last);
@@ -633,6 +645,285 @@ static void inproc(void)
         sc_cleanup(&sc);
 }
 
+
+/* Sets the topic's max.message.bytes (AlterConfigs) and waits until the
+ * broker describes the new value. */
+static void topic_max_bytes(const char *topic, const char *value)
+{
+        char err[256];
+        rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, testenv_kafka_conf(),
+                                      err, sizeof(err));
+        rd_kafka_queue_t *q;
+        int64_t end = now_ms() + 30000;
+        bool seen   = false;
+
+        SC_CHECK(rk, "%s", err);
+        q = rd_kafka_queue_new(rk);
+        {
+                rd_kafka_ConfigResource_t *cr =
+                    rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
+                const rd_kafka_AlterConfigs_result_t *res;
+                const rd_kafka_ConfigResource_t **rs;
+                rd_kafka_event_t *ev;
+                size_t n = 0;
+
+                SC_CHECK(rd_kafka_ConfigResource_set_config(
+                             cr, "max.message.bytes", value) == 0,
+                         "set_config");
+                rd_kafka_AlterConfigs(rk, &cr, 1, NULL, q);
+                ev = rd_kafka_queue_poll(q, 30000);
+                SC_CHECK(ev && !rd_kafka_event_error(ev), "AlterConfigs: %s",
+                         ev ? rd_kafka_event_error_string(ev) : "timeout");
+                res = rd_kafka_event_AlterConfigs_result(ev);
+                rs  = res ? rd_kafka_AlterConfigs_result_resources(res, &n)
+                          : NULL;
+                SC_CHECK(rs && n == 1 && !rd_kafka_ConfigResource_error(rs[0]),
+                         "AlterConfigs %s: %s", topic,
+                         rs && n ? rd_kafka_ConfigResource_error_string(rs[0])
+                                 : "no result");
+                rd_kafka_event_destroy(ev);
+                rd_kafka_ConfigResource_destroy(cr);
+        }
+        while (!seen && now_ms() < end) {
+                rd_kafka_ConfigResource_t *cr =
+                    rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
+                const rd_kafka_DescribeConfigs_result_t *res;
+                const rd_kafka_ConfigResource_t **rs;
+                rd_kafka_event_t *ev;
+                size_t n = 0, nc = 0;
+
+                rd_kafka_DescribeConfigs(rk, &cr, 1, NULL, q);
+                ev  = rd_kafka_queue_poll(q, 30000);
+                res = ev ? rd_kafka_event_DescribeConfigs_result(ev) : NULL;
+                rs  = res ? rd_kafka_DescribeConfigs_result_resources(res, &n)
+                          : NULL;
+                if (rs && n == 1) {
+                        const rd_kafka_ConfigEntry_t **ce =
+                            rd_kafka_ConfigResource_configs(rs[0], &nc);
+                        for (size_t i = 0; i < nc; i++)
+                                if (!strcmp(rd_kafka_ConfigEntry_name(ce[i]),
+                                            "max.message.bytes") &&
+                                    rd_kafka_ConfigEntry_value(ce[i]) &&
+                                    !strcmp(rd_kafka_ConfigEntry_value(ce[i]),
+                                            value))
+                                        seen = true;
+                }
+                if (ev)
+                        rd_kafka_event_destroy(ev);
+                rd_kafka_ConfigResource_destroy(cr);
+                if (!seen)
+                        sleep_ms(100);
+        }
+        SC_CHECK(seen, "max.message.bytes of %s never became %s", topic, value);
+        rd_kafka_queue_destroy(q);
+        rd_kafka_destroy(rk);
+}
+
+/* Runs `chargeonce audit`; *ids gets the outbox ids of its outbox_parked
+ * lines (at most max). Returns its exit status. */
+static int run_audit(struct scenario *sc, long *ids, int max, int *nids)
+{
+        char cmd[2048], line[4096];
+        FILE *p;
+        int st;
+
+        snprintf(cmd, sizeof(cmd), "'%s' -X 'db.conninfo=%s' audit 2>/dev/null",
+                 getenv("CHARGEONCE_BIN"), sc->conninfo);
+        p = popen(cmd, "r");
+        SC_CHECK(p, "popen");
+        *nids = 0;
+        while (fgets(line, sizeof(line), p)) {
+                const char *o;
+                printf("  audit: %s", line);
+                if (!strstr(line, "\"kind\":\"outbox_parked\""))
+                        continue;
+                o = strstr(line, "\"outbox_id\":");
+                SC_CHECK(o && *nids < max, "audit line without outbox_id");
+                ids[(*nids)++] = atol(o + strlen("\"outbox_id\":"));
+                SC_CHECK(!strstr(line, "key-"),
+                         "audit shows an idempotency key");
+        }
+        st = pclose(p);
+        return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Lines of a file that contain needle. */
+static long count_in_file(const char *path, const char *needle)
+{
+        FILE *f = fopen(path, "r");
+        char line[8192];
+        long n = 0;
+
+        SC_CHECK(f, "%s", path);
+        while (fgets(line, sizeof(line), f))
+                if (strstr(line, needle))
+                        n++;
+        fclose(f);
+        return n;
+}
+
+static bool file_has(const char *path, const char *needle)
+{
+        return count_in_file(path, needle) > 0;
+}
+
+/*
+ * Rows that can never be produced are parked, the rest goes on. The
+ * results topic accepts 8 KB messages; row 100 is 20 KB (the broker
+ * refuses it) and row 200 is 1.1 MB (over the producer's
+ * message.max.bytes: never sent). Ten rows per round over 30 keys, so
+ * the 20 KB row shares its batch with others of its partition, which the
+ * broker refuses with it.
+ */
+static void park(void)
+{
+        static const char *const xs[] = { "relay.batch_size=10",
+                                          "relay.poll_interval=200ms", NULL };
+        struct scenario sc;
+        struct co c;
+        struct sc_msg *m;
+        size_t nm;
+        long ids[8], a100, a200, reset, later, max_other;
+        int nids, tries, found;
+        char p100[64], p200[64], eid100[40];
+        const char *s;
+
+        sc_init(&sc, "relay_park", 3);
+        topic_max_bytes(sc.t_results, "8192");
+        insert_rows(&sc, 0, 300, 30);
+        exec_sql(&sc, "UPDATE outbox SET payload = json_build_object("
+                      "  'event_id', event_id, 'pad', repeat('x', 20000))::text"
+                      " WHERE id = 100");
+        exec_sql(&sc, "UPDATE outbox SET payload = json_build_object("
+                      "  'event_id', event_id, 'pad', repeat('y', 1100000))"
+                      "::text WHERE id = 200");
+        later =
+            sc_sql_long(&sc, "SELECT count(*) FROM outbox o WHERE id > 100 AND"
+                             " message_key = (SELECT message_key FROM outbox"
+                             "                 WHERE id = 100)");
+        SC_CHECK(later > 0, "no later row of row 100's key");
+        co_start(&sc, &c, "relay", NULL, xs, NULL);
+        SC_CHECK(sc_wait_sql(&sc,
+                             "SELECT count(*) FILTER (WHERE published_at IS"
+                             "   NULL AND parked_at IS NULL) = 0 AND"
+                             " count(*) FILTER (WHERE parked_at IS NOT NULL)"
+                             "   = 2 FROM outbox",
+                             T_WAIT),
+                 "%ld row(s) unpublished, %ld parked", unpublished(&sc),
+                 sc_sql_long(&sc, "SELECT count(*) FROM outbox"
+                                  " WHERE parked_at IS NOT NULL"));
+        SC_CHECK(sc_sql_long(&sc, "SELECT count(*) FROM outbox WHERE"
+                                  " parked_at IS NOT NULL AND id IN (100, 200)"
+                                  " AND published_at IS NULL") == 2,
+                 "other rows than 100 and 200 parked");
+        s = sc_sql(&sc, "SELECT parked_at FROM outbox WHERE id = 100");
+        SC_CHECK(s, "parked_at");
+        snprintf(p100, sizeof(p100), "%s", s);
+        s = sc_sql(&sc, "SELECT parked_at FROM outbox WHERE id = 200");
+        SC_CHECK(s, "parked_at");
+        snprintf(p200, sizeof(p200), "%s", s);
+        /* produce attempts, not time: the broker's refusal once in a batch
+         * and once alone; the oversized row never produced */
+        a100      = sc_sql_long(&sc, "SELECT publish_attempts FROM outbox"
+                                          " WHERE id = 100");
+        a200      = sc_sql_long(&sc, "SELECT publish_attempts FROM outbox"
+                                          " WHERE id = 200");
+        max_other = sc_sql_long(&sc, "SELECT max(publish_attempts) FROM outbox"
+                                     " WHERE id NOT IN (100, 200)");
+        printf("parked: row 100 after %ld produce attempt(s), row 200 after "
+               "%ld; other rows at most %ld attempt(s) (%ld rows of row "
+               "100's key after it)\n",
+               a100, a200, max_other, later);
+        SC_CHECK(a100 >= 1 && a100 <= 2, "row 100: %ld produce attempts", a100);
+        SC_CHECK(a200 == 0, "row 200 was produced %ld time(s)", a200);
+        SC_CHECK(max_other <= 2, "a row was produced %ld times", max_other);
+        /* parked once: a second of more rounds changes nothing */
+        sleep_ms(1500);
+        SC_CHECK(sc_sql_long(&sc,
+                             "SELECT count(*) FROM outbox WHERE"
+                             " (id = 100 AND parked_at = '%s'"
+                             "  AND publish_attempts = %ld) OR"
+                             " (id = 200 AND parked_at = '%s'"
+                             "  AND publish_attempts = 0)",
+                             p100, a100, p200) == 2,
+                 "a parked row was tried again");
+        SC_CHECK(count_in_file(c.log, "outbox row 100 ") == 1 &&
+                     count_in_file(c.log, "outbox row 200 ") == 1,
+                 "each parked row must be logged once: %ld, %ld",
+                 count_in_file(c.log, "outbox row 100 "),
+                 count_in_file(c.log, "outbox row 200 "));
+        SC_CHECK(!file_has(c.log, "xxxxxxxxxxxxxxxx") &&
+                     !file_has(c.log, "yyyyyyyyyyyyyyyy") &&
+                     !file_has(c.log, "/key-"),
+                 "the relay logged a payload or a key");
+        /* every other row once, per key in id order; parked ones absent */
+        SC_CHECK(verify(&sc, 3000, false).rows == 300, "rows");
+
+        /* the audit lists both */
+        SC_CHECK(run_audit(&sc, ids, 8, &nids) == 1, "audit exit status");
+        SC_CHECK(nids == 2 && ids[0] == 100 && ids[1] == 200,
+                 "audit lists %d parked row(s)", nids);
+
+        /* raise the topic's limit, unpark row 100: published. The broker
+         * applies a new topic config shortly after it describes it; a
+         * row refused meanwhile is parked again, so unpark again. */
+        topic_max_bytes(sc.t_results, "1000000");
+        s = sc_sql(&sc, "SELECT event_id FROM outbox WHERE id = 100");
+        SC_CHECK(s, "event id");
+        snprintf(eid100, sizeof(eid100), "%s", s);
+        for (tries = 1; tries <= 5; tries++) {
+                SC_CHECK(run_republish(&sc, "--unpark 100", &reset) == 0,
+                         "--unpark 100");
+                SC_CHECK(sc_wait_sql(&sc,
+                                     "SELECT published_at IS NOT NULL OR"
+                                     " parked_at IS NOT NULL FROM outbox"
+                                     " WHERE id = 100",
+                                     T_WAIT),
+                         "row 100 neither published nor parked");
+                if (sc_sql_long(&sc, "SELECT count(*) FROM outbox WHERE"
+                                     " id = 100 AND published_at IS NOT NULL"))
+                        break;
+                sleep_ms(1000);
+        }
+        SC_CHECK(tries <= 5, "row 100 not published after raising the limit");
+        printf("row 100 published after %d unpark(s)\n", tries);
+        /* unparking row 200 without a fix parks it again, unproduced */
+        SC_CHECK(run_republish(&sc, "--unpark all", &reset) == 0, "--unpark");
+        SC_CHECK(sc_wait_sql(&sc,
+                             "SELECT parked_at IS NOT NULL FROM outbox"
+                             " WHERE id = 200",
+                             T_WAIT),
+                 "row 200 not parked again");
+        SC_CHECK(sc_sql_long(&sc, "SELECT publish_attempts FROM outbox"
+                                  " WHERE id = 200") == 0,
+                 "row 200 produced");
+        SC_CHECK(run_republish(&sc, "--unpark 0", &reset) == 2,
+                 "--unpark 0 must be a usage error");
+        SC_CHECK(run_republish(&sc, "--unpark 12x", &reset) == 2,
+                 "--unpark 12x must be a usage error");
+        SC_CHECK(run_audit(&sc, ids, 8, &nids) == 1 && nids == 1 &&
+                     ids[0] == 200,
+                 "audit after the unpark: %d row(s)", nids);
+        stop_ok(&c);
+
+        /* row 100 is on the topic once, with its bytes */
+        nm    = sc_read_topic(&sc, sc.t_results, 3000, &m);
+        found = 0;
+        for (size_t i = 0; i < nm; i++) {
+                char eid[40];
+                if (!header(m[i].headers, "event_id", eid, sizeof(eid)) ||
+                    strcmp(eid, eid100))
+                        continue;
+                found++;
+                SC_CHECK(m[i].value && strlen(m[i].value) > 20000 &&
+                             strstr(m[i].value, eid100),
+                         "row 100's payload differs");
+        }
+        sc_messages_free(m, nm);
+        SC_CHECK(found == 1, "row 100 on the topic %d time(s)", found);
+        sc_cleanup(&sc);
+}
+
 int main(int argc, char **argv)
 {
         setvbuf(stdout, NULL, _IOLBF, 0);
@@ -640,7 +931,7 @@ int main(int argc, char **argv)
                 return TESTENV_SKIP;
         if (argc < 2) {
                 fprintf(stderr, "usage: test_relay crash|multi2|multi3|"
-                                "outage|retention|latency|inproc\n");
+                                "outage|retention|latency|inproc|park\n");
                 return 2;
         }
         if (!strcmp(argv[1], "crash"))
@@ -657,6 +948,8 @@ int main(int argc, char **argv)
                 latency();
         else if (!strcmp(argv[1], "inproc"))
                 inproc();
+        else if (!strcmp(argv[1], "park"))
+                park();
         else
                 return 2;
         printf("ok %s\n", argv[1]);
