@@ -603,6 +603,13 @@ static int publish_round(struct relay *r)
                                 producer_renew(r, fe);
                         else if (n_failed && worst == RELAY_ERR_PRODUCER)
                                 producer_renew(r, rd_kafka_err2str(worst_err));
+                        else if (refused)
+                                /* a refusal with nothing queued sticks to
+                                 * the producer's view of the topic (an
+                                 * unknown topic is looked up again only
+                                 * every topic.metadata.refresh.interval.ms,
+                                 * 5 min): a new producer looks at once */
+                                producer_renew(r, "it refused a message");
                 }
         } else {
                 r->backoff_ms = 0;

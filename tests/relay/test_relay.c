@@ -20,6 +20,9 @@
  *                         both parked once, every other row published in
  *                         per-key order, audit lists them, unpark after
  *                         the limit is raised publishes one
+ *   test_relay notopic    the results topic does not exist: nothing is
+ *                         parked, produce attempts stay few (back-off),
+ *                         all is published once the topic is created
  *
  * Never trusts the relay's own counters: truth is the topic and the table.
  */
@@ -762,6 +765,19 @@ static long count_in_file(const char *path, const char *needle)
         return n;
 }
 
+/* Prints the lines of a file that contain needle (what the relay said). */
+static void print_lines(const char *path, const char *needle)
+{
+        FILE *f = fopen(path, "r");
+        char line[8192];
+
+        SC_CHECK(f, "%s", path);
+        while (fgets(line, sizeof(line), f))
+                if (strstr(line, needle))
+                        printf("  log: %s", line);
+        fclose(f);
+}
+
 static bool file_has(const char *path, const char *needle)
 {
         return count_in_file(path, needle) > 0;
@@ -924,6 +940,65 @@ static void park(void)
         sc_cleanup(&sc);
 }
 
+/*
+ * An error of the topic parks nothing and does not spin: the results
+ * topic does not exist (the broker does not create topics) for 15 s,
+ * then it is created and every row goes out. Produce attempts, not time,
+ * show the back-off: a relay retrying at once would queue each row about
+ * once a second here (librdkafka reports the unknown topic within
+ * kafka.topic.metadata.propagation.max.ms = 1 s).
+ */
+static void notopic(void)
+{
+        char topic[128], xt[200];
+        const char *xs[] = { "relay.batch_size=50",
+                             "kafka.topic.metadata.propagation.max.ms=1000",
+                             "kafka.message.timeout.ms=5000", xt, NULL };
+        struct scenario sc;
+        struct co c;
+        long attempts, total, rounds;
+        int64_t t0;
+
+        sc_init(&sc, "relay_notopic", 3);
+        SC_CHECK(strlen(sc.t_results) + 6 <= sizeof(sc.t_results), "name");
+        snprintf(topic, sizeof(topic), "%.120s_late", sc.t_results);
+        snprintf(xt, sizeof(xt), "topic.results=%s", topic);
+        insert_rows(&sc, 0, 200, 20);
+        co_start(&sc, &c, "relay", NULL, xs, NULL);
+        t0 = now_ms();
+        while (now_ms() - t0 < 15000) {
+                SC_CHECK(co_alive(&c), "the relay died without its topic");
+                sleep_ms(500);
+        }
+        attempts = sc_sql_long(&sc, "SELECT max(publish_attempts) FROM outbox");
+        total    = sc_sql_long(&sc, "SELECT sum(publish_attempts) FROM outbox");
+        printf("15 s without the topic: at most %ld produce attempt(s) per "
+               "row, %ld in all, %ld row(s) waiting\n",
+               attempts, total, unpublished(&sc));
+        SC_CHECK(sc_sql_long(&sc, "SELECT count(*) FROM outbox"
+                                  " WHERE parked_at IS NOT NULL") == 0,
+                 "rows parked for an error of the topic");
+        SC_CHECK(unpublished(&sc) == 200, "rows marked without a topic");
+        SC_CHECK(attempts >= 1 && attempts <= 5,
+                 "%ld produce attempts of one row in 15 s", attempts);
+        print_lines(c.log, "\"component\":\"relay\"");
+        rounds = count_in_file(c.log, "every row waits") +
+                 count_in_file(c.log, "could not be queued");
+        SC_CHECK(rounds >= 1, "no error logged for the missing topic");
+        /* one line per failed round: 10 s back-off (5 to 10 s jittered) */
+        SC_CHECK(rounds <= 4, "%ld failed rounds in 15 s", rounds);
+        SC_CHECK(testenv_topic_create(topic, 3) == 0, "create %s", topic);
+        t0 = now_ms();
+        SC_CHECK(wait_published(&sc, T_WAIT), "%ld row(s) left unpublished",
+                 unpublished(&sc));
+        printf("all published %lld ms after the topic was created\n",
+               (long long)(now_ms() - t0));
+        stop_ok(&c);
+        snprintf(sc.t_results, sizeof(sc.t_results), "%.127s", topic);
+        SC_CHECK(verify(&sc, 3000, false).rows == 200, "rows");
+        sc_cleanup(&sc);
+}
+
 int main(int argc, char **argv)
 {
         setvbuf(stdout, NULL, _IOLBF, 0);
@@ -931,7 +1006,8 @@ int main(int argc, char **argv)
                 return TESTENV_SKIP;
         if (argc < 2) {
                 fprintf(stderr, "usage: test_relay crash|multi2|multi3|"
-                                "outage|retention|latency|inproc|park\n");
+                                "outage|retention|latency|inproc|park|"
+                                "notopic\n");
                 return 2;
         }
         if (!strcmp(argv[1], "crash"))
@@ -950,6 +1026,8 @@ int main(int argc, char **argv)
                 inproc();
         else if (!strcmp(argv[1], "park"))
                 park();
+        else if (!strcmp(argv[1], "notopic"))
+                notopic();
         else
                 return 2;
         printf("ok %s\n", argv[1]);
