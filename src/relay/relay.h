@@ -11,16 +11,24 @@
  *     same event_id and payload;
  *   - per message key, a row is produced only when every earlier row (by
  *     outbox id) of that key is marked published, i.e. was acknowledged
- *     by the broker before. So the FIRST occurrences of a key's event ids
- *     on the topic are in outbox id order, across retries, crashes and any
- *     number of relays; a downstream that drops event ids it has seen
- *     gets every result once, in order.
+ *     by the broker before, or is parked. So the FIRST occurrences of a
+ *     key's event ids on the topic are in outbox id order, across
+ *     retries, crashes and any number of relays; a downstream that drops
+ *     event ids it has seen gets every published result once, in order;
+ *   - a row that can never be produced (over the producer's or the
+ *     topic's size limit, refused as a record) is parked (0006): logged,
+ *     counted, listed by `chargeonce audit`, skipped; the later rows of
+ *     its key go on. A parked row is a hole an operator looks at; once
+ *     unparked (relay_unpark) it is published after them. Errors of the
+ *     topic, the broker or the network park nothing: the relay backs
+ *     off (bounded, jittered) and every row waits;
  *   - shards of keys are shared out between relays with advisory locks so
  *     that relays do not duplicate each other's work (not for order).
  *
  * It must never: mark a row published before its delivery report; produce
- * a row while an earlier row of its key is unmarked; log a full
- * idempotency key or a payload.
+ * a row while an earlier unparked row of its key is unmarked; park a row
+ * on an error that every row would get; log a full idempotency key or a
+ * payload.
  *
  * Threads: relay_start() runs the relay on its own thread with its own
  * connections and producer; relay_run() on the calling thread.
