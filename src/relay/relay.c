@@ -311,15 +311,20 @@ static bool park_row(struct relay *r, const struct store_relay_row *row,
         return true;
 }
 
-/* Queues row i; false if it could not be queued (nothing after it goes). */
-static bool produce_one(struct relay *r, const struct store_relay_row *row,
-                        struct slot *s)
+/*
+ * Queues row i. Returns 0 (queued), or why it could not be: the
+ * producer's refusal (kproducer_last_error), __QUEUE_FULL when the queue
+ * stayed full, or __STATE when stopping. Nothing after it goes.
+ */
+static rd_kafka_resp_err_t
+produce_one(struct relay *r, const struct store_relay_row *row, struct slot *s)
 {
-        struct kheader h[3] = {
-                { "event_id", row->event_id, strlen(row->event_id) },
-                { "intent-event-id", row->intent_event_id,
-                  strlen(row->intent_event_id) },
-                { "status", row->status, strlen(row->status) },
+        rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR__QUEUE_FULL;
+        struct kheader h[3]     = {
+                    { "event_id", row->event_id, strlen(row->event_id) },
+                    { "intent-event-id", row->intent_event_id,
+                      strlen(row->intent_event_id) },
+                    { "status", row->status, strlen(row->status) },
         };
 
         /* queue full: serve reports and try again, a bounded number of
@@ -332,18 +337,18 @@ static bool produce_one(struct relay *r, const struct store_relay_row *row,
                         s->state = SLOT_PENDING;
                         s->attempts++;
                         r->pending++;
-                        return true;
+                        return RD_KAFKA_RESP_ERR_NO_ERROR;
                 }
-                /* nothing queued: not a full queue but a refusal (an
-                 * unusable topic or producer; kafka/producer.c logged
-                 * librdkafka's reason). Sizes were checked before. */
-                if (rd_kafka_outq_len(kproducer_handle(r->kp)) == 0)
-                        return false;
+                /* anything but a full queue is a refusal that retrying
+                 * does not change (kafka/producer.c logged it) */
+                err = kproducer_last_error(r->kp);
+                if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL)
+                        return err ? err : RD_KAFKA_RESP_ERR__FAIL;
                 if (stop_level(r) >= 2)
-                        return false;
+                        return RD_KAFKA_RESP_ERR__STATE;
                 kproducer_poll(r->kp, 10);
         }
-        return false;
+        return err;
 }
 
 /*
@@ -405,7 +410,7 @@ static void isolate_failed(struct relay *r, const struct store_relay_batch *b)
                     r->pending)
                         break;
                 first = s->err;
-                if (!produce_one(r, &b->rows[i], s))
+                if (produce_one(r, &b->rows[i], s))
                         break;
                 if (await_reports(r) != 0)
                         break;
@@ -451,8 +456,9 @@ static int publish_round(struct relay *r)
         size_t n_ok = 0, n_failed = 0, n_sent = 0, n_parked = 0, nf = 0;
         rd_kafka_resp_err_t worst_err = RD_KAFKA_RESP_ERR_NO_ERROR;
         enum relay_err_class worst    = RELAY_ERR_ROW;
-        bool refused                  = false, progress;
-        int64_t marked                = 0;
+        rd_kafka_resp_err_t perr, refuse_err = RD_KAFKA_RESP_ERR_NO_ERROR;
+        bool refused   = false, progress;
+        int64_t marked = 0;
         int rc;
 
         if (!r->kp) {
@@ -488,8 +494,22 @@ static int publish_round(struct relay *r)
                                 r->slots[i].state = SLOT_PARKED;
                         continue;
                 }
-                if (!produce_one(r, &b.rows[i], &r->slots[i])) {
-                        refused = !r->abandoned && stop_level(r) < 2;
+                perr = produce_one(r, &b.rows[i], &r->slots[i]);
+                if (perr && relay_classify_err(perr) == RELAY_ERR_ROW) {
+                        /* refused for the row itself at produce time */
+                        char reason[256];
+                        snprintf(reason, sizeof(reason),
+                                 "%s (%s) from the producer for a message of "
+                                 "about %zu bytes: never produced",
+                                 rd_kafka_err2name(perr),
+                                 rd_kafka_err2str(perr), wire);
+                        if (park_row(r, &b.rows[i], reason, 0))
+                                r->slots[i].state = SLOT_PARKED;
+                        continue;
+                }
+                if (perr) {
+                        refused    = perr != RD_KAFKA_RESP_ERR__STATE;
+                        refuse_err = perr;
                         break;
                 }
                 n_sent++;
@@ -570,10 +590,11 @@ static int publish_round(struct relay *r)
                 }
                 if (refused)
                         log_error(&r->lc,
-                                  "a message could not be queued (refused "
-                                  "by the producer, see the kafka log line, "
-                                  "or its queue stayed full); %zu of %zu "
-                                  "row(s) wait, next try in %" PRId64 " ms",
+                                  "a message could not be queued: %s (%s); "
+                                  "nothing is parked, every row waits (%zu "
+                                  "of %zu), next try in %" PRId64 " ms",
+                                  rd_kafka_err2name(refuse_err),
+                                  rd_kafka_err2str(refuse_err),
                                   b.n - n_sent - n_parked, b.n, delay);
                 else if (n_failed && worst == RELAY_ERR_TOPIC)
                         log_error(&r->lc,
@@ -603,7 +624,8 @@ static int publish_round(struct relay *r)
                                 producer_renew(r, fe);
                         else if (n_failed && worst == RELAY_ERR_PRODUCER)
                                 producer_renew(r, rd_kafka_err2str(worst_err));
-                        else if (refused)
+                        else if (refused &&
+                                 refuse_err != RD_KAFKA_RESP_ERR__QUEUE_FULL)
                                 /* a refusal with nothing queued sticks to
                                  * the producer's view of the topic (an
                                  * unknown topic is looked up again only
