@@ -319,13 +319,13 @@ static bool park_row(struct relay *r, const struct store_relay_row *row,
 static rd_kafka_resp_err_t
 produce_one(struct relay *r, const struct store_relay_row *row, struct slot *s)
 {
-        rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR__QUEUE_FULL;
-        struct kheader h[3]     = {
-                    { "event_id", row->event_id, strlen(row->event_id) },
-                    { "intent-event-id", row->intent_event_id,
-                      strlen(row->intent_event_id) },
-                    { "status", row->status, strlen(row->status) },
+        struct kheader h[3] = {
+                { "event_id", row->event_id, strlen(row->event_id) },
+                { "intent-event-id", row->intent_event_id,
+                  strlen(row->intent_event_id) },
+                { "status", row->status, strlen(row->status) },
         };
+        rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR__QUEUE_FULL;
 
         /* queue full: serve reports and try again, a bounded number of
          * times (about 5 s) */

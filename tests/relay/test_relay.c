@@ -628,9 +628,11 @@ static void inproc(void)
         SC_CHECK(wait_published(&sc, T_WAIT), "%ld rows left unpublished",
                  unpublished(&sc));
         relay_get_stats(r, &st);
-        SC_CHECK(st.published == 1000 && st.shards_held == 16 && st.relays == 1,
-                 "stats: published %llu, shards %d, relays %d",
-                 (unsigned long long)st.published, st.shards_held, st.relays);
+        SC_CHECK(st.published == 1000 && st.shards_held == 16 &&
+                     st.relays == 1 && st.parked == 0,
+                 "stats: published %llu, shards %d, relays %d, parked %llu",
+                 (unsigned long long)st.published, st.shards_held, st.relays,
+                 (unsigned long long)st.parked);
         /* stop in the middle of work: in-flight rows finish and are marked
          * or stay unpublished, never half */
         insert_rows(&sc, 1000, 2000, 20);
