@@ -7,8 +7,12 @@
  */
 #include "gateway/classify.h"
 
+#include "util/utf8.h"
+
 #include <jansson.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void verdict_init(struct gw_verdict *v)
@@ -48,15 +52,86 @@ int64_t gw_parse_retry_after(const char *v)
         return secs * 1000;
 }
 
-/* Parses the body as one JSON object, duplicates rejected. NULL if not. */
+bool gw_ident_valid(const char *s, size_t len, size_t max_len)
+{
+        if (!s || len == 0 || len > max_len)
+                return false;
+        for (size_t i = 0; i < len; i++)
+                if ((unsigned char)s[i] < 0x21 || (unsigned char)s[i] > 0x7E)
+                        return false;
+        return true;
+}
+
+/* Length of a code point of s[0..len) (valid UTF-8) that must not reach a
+ * log line or a reviewer's screen as is, or 0. */
+static size_t control_len(const unsigned char *s, size_t len)
+{
+        if (s[0] < 0x20 || s[0] == 0x7F)
+                return 1;
+        if (len >= 2 && s[0] == 0xC2 && s[1] >= 0x80 && s[1] <= 0x9F)
+                return 2; /* C1 */
+        if (len >= 3 && s[0] == 0xE2 && s[1] == 0x80 &&
+            (s[2] == 0xA8 || s[2] == 0xA9 || (s[2] >= 0xAA && s[2] <= 0xAE)))
+                return 3; /* U+2028, U+2029, U+202A..U+202E */
+        if (len >= 3 && s[0] == 0xE2 && s[1] == 0x81 && s[2] >= 0xA6 &&
+            s[2] <= 0xA9)
+                return 3; /* U+2066..U+2069 */
+        return 0;
+}
+
+size_t gw_text_clean(const char *s, size_t len, char *out, size_t outsz)
+{
+        size_t n, r = 0, w = 0;
+
+        if (outsz == 0)
+                return 0;
+        if (!s)
+                len = 0;
+        n = utf8_clean(s ? s : "", len, SIZE_MAX, out, outsz, NULL);
+        /* in place: a control becomes one space, so the text only shrinks
+         * and stays valid UTF-8 */
+        while (r < n) {
+                size_t c = control_len((const unsigned char *)out + r, n - r);
+
+                if (c) {
+                        out[w++] = ' ';
+                        r += c;
+                } else {
+                        out[w++] = out[r++];
+                }
+        }
+        out[w] = '\0';
+        return w;
+}
+
+/*
+ * Parses the body as one JSON object, duplicates rejected, "\u0000"
+ * allowed (strings are read with their length, never as C strings). A
+ * body that is not valid UTF-8 is cleaned first (U+FFFD), so text in
+ * another encoding cannot turn a refusal into an unreadable answer. NULL
+ * if it is not an object.
+ */
 static json_t *parse_object(const struct gw_answer *a)
 {
         json_error_t err;
         json_t *j;
+        char *clean      = NULL;
+        const char *body = a->body;
+        size_t len       = a->body_len;
 
         if (!a->body || a->body_len == 0)
                 return NULL;
-        j = json_loadb(a->body, a->body_len, JSON_REJECT_DUPLICATES, &err);
+        if (!utf8_valid(body, len)) {
+                size_t cap = len * 3 + 1;
+
+                if (len > SIZE_MAX / 4 || !(clean = malloc(cap)))
+                        return NULL;
+                len  = utf8_clean(body, len, SIZE_MAX, clean, cap, NULL);
+                body = clean;
+        }
+        j = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL,
+                       &err);
+        free(clean);
         if (j && !json_is_object(j)) {
                 json_decref(j);
                 return NULL;
@@ -64,65 +139,116 @@ static json_t *parse_object(const struct gw_answer *a)
         return j;
 }
 
-static const char *str_field(const json_t *obj, const char *name)
+/* A string member of obj with its length; false if absent or no string. */
+static bool str_field(const json_t *obj, const char *name, const char **s,
+                      size_t *len)
 {
         const json_t *f = json_object_get(obj, name);
-        return json_is_string(f) ? json_string_value(f) : NULL;
-}
 
-/* Copies src into dst; false if it is empty or does not fit. */
-static bool copy_str(char *dst, size_t dstsz, const char *src)
-{
-        size_t n;
-
-        if (!src)
+        if (!json_is_string(f))
                 return false;
-        n = strlen(src);
-        if (n == 0 || n >= dstsz)
-                return false;
-        memcpy(dst, src, n + 1);
+        *s   = json_string_value(f);
+        *len = json_string_length(f);
         return true;
 }
 
-/* Copies as much as fits (messages may be cut). */
-static void copy_cut(char *dst, size_t dstsz, const char *src)
+/* True if the string member name of obj is exactly want[0..strlen). */
+static bool str_field_is(const json_t *obj, const char *name, const char *want)
 {
-        if (src)
-                snprintf(dst, dstsz, "%s", src);
+        const char *s;
+        size_t len;
+
+        return str_field(obj, name, &s, &len) && len == strlen(want) &&
+               memcmp(s, want, len) == 0;
 }
 
-/* error.code / error.message of an object into v; true if a code is there */
-static bool take_error(const json_t *obj, struct gw_verdict *v)
+/* Copies an identifier member into dst (dstsz - 1 bytes at most, never
+ * cut); false if it is absent or not an identifier. */
+static bool take_ident(const json_t *obj, const char *name, char *dst,
+                       size_t dstsz)
+{
+        const char *s;
+        size_t len;
+
+        if (!str_field(obj, name, &s, &len) ||
+            !gw_ident_valid(s, len, dstsz - 1))
+                return false;
+        memcpy(dst, s, len);
+        dst[len] = '\0';
+        return true;
+}
+
+enum code_state { CODE_NONE, CODE_INVALID, CODE_OK };
+
+/* error.code / error.message of an object into v (the message cleaned,
+ * the code only when it is an identifier). */
+static enum code_state take_error(const json_t *obj, struct gw_verdict *v)
 {
         const json_t *e = json_object_get(obj, "error");
+        const char *s;
+        size_t len;
 
         if (!json_is_object(e))
+                return CODE_NONE;
+        if (str_field(e, "message", &s, &len))
+                gw_text_clean(s, len, v->error_message,
+                              sizeof(v->error_message));
+        if (!str_field(e, "code", &s, &len) || len == 0)
+                return CODE_NONE;
+        if (!take_ident(e, "code", v->error_code, sizeof(v->error_code)))
+                return CODE_INVALID;
+        return CODE_OK;
+}
+
+enum match { MATCH_OK, MATCH_MISSING, MATCH_OTHER };
+
+/* ISO 4217 codes are case-insensitive ("vnd" is VND); bytes otherwise. */
+static bool same_currency(const char *s, size_t len, const char *want)
+{
+        if (len != strlen(want))
                 return false;
-        copy_cut(v->error_message, sizeof(v->error_message),
-                 str_field(e, "message"));
-        return copy_str(v->error_code, sizeof(v->error_code),
-                        str_field(e, "code"));
+        for (size_t i = 0; i < len; i++) {
+                unsigned char x = (unsigned char)s[i];
+                unsigned char y = (unsigned char)want[i];
+
+                if (x >= 'a' && x <= 'z')
+                        x = (unsigned char)(x - 'a' + 'A');
+                if (y >= 'a' && y <= 'z')
+                        y = (unsigned char)(y - 'a' + 'A');
+                if (x != y)
+                        return false;
+        }
+        return true;
 }
 
 /*
- * True if the charge object names something other than what we asked for.
- * Only fields present on both sides are compared.
+ * Does the charge object carry the reference, amount and currency we
+ * sent? MATCH_OTHER if it names another value for any of them (whatever
+ * else is missing), MATCH_MISSING if one is absent, of another JSON type
+ * (an amount that is not an integer: "1250000", 1250000.0, 1.25e6), or
+ * not expected by the caller; else MATCH_OK.
  */
-static bool charge_mismatch(const json_t *ch, const struct gw_answer *a)
+static enum match charge_match(const json_t *ch, const struct gw_answer *a)
 {
-        const char *ref = str_field(ch, "reference");
-        const char *cur = str_field(ch, "currency");
-        const json_t *amt;
+        const json_t *amt = json_object_get(ch, "amount");
+        const char *s;
+        size_t len;
+        bool missing = false;
 
-        if (a->expect_reference && ref && strcmp(ref, a->expect_reference))
-                return true;
-        if (a->expect_currency && cur && strcmp(cur, a->expect_currency))
-                return true;
-        amt = json_object_get(ch, "amount");
-        if (a->expect_amount >= 0 && json_is_integer(amt) &&
-            json_integer_value(amt) != a->expect_amount)
-                return true;
-        return false;
+        if (!str_field(ch, "reference", &s, &len) || !a->expect_reference)
+                missing = true;
+        else if (len != strlen(a->expect_reference) ||
+                 memcmp(s, a->expect_reference, len) != 0)
+                return MATCH_OTHER;
+        if (!str_field(ch, "currency", &s, &len) || !a->expect_currency)
+                missing = true;
+        else if (!same_currency(s, len, a->expect_currency))
+                return MATCH_OTHER;
+        if (!json_is_integer(amt) || a->expect_amount < 0)
+                missing = true;
+        else if (json_integer_value(amt) != a->expect_amount)
+                return MATCH_OTHER;
+        return missing ? MATCH_MISSING : MATCH_OK;
 }
 
 static const char *transport_reason(enum gw_transport t)
@@ -146,25 +272,28 @@ static const char *transport_reason(enum gw_transport t)
 static void classify_2xx(const struct gw_answer *a, struct gw_verdict *v)
 {
         json_t *ch = parse_object(a);
-        const char *st;
+        enum match m;
 
         if (!ch) {
                 set(v, GW_UNKNOWN, "2xx body is not a JSON charge object");
                 return;
         }
-        st = str_field(ch, "status");
-        if (!st) {
+        if (!json_is_string(json_object_get(ch, "status"))) {
                 set(v, GW_UNKNOWN, "2xx charge without status");
-        } else if (strcmp(st, "succeeded") != 0) {
+        } else if (!str_field_is(ch, "status", "succeeded")) {
                 set(v, GW_UNKNOWN, "2xx charge whose status is not succeeded");
-        } else if (!copy_str(v->charge_id, sizeof(v->charge_id),
-                             str_field(ch, "id"))) {
+        } else if (!take_ident(ch, "id", v->charge_id, sizeof(v->charge_id))) {
                 set(v, GW_UNKNOWN, "2xx succeeded charge without usable id");
-        } else if (charge_mismatch(ch, a)) {
+        } else if ((m = charge_match(ch, a)) == MATCH_OTHER) {
                 snprintf(v->error_code, sizeof(v->error_code), "%s",
                          "charge_mismatch");
                 set(v, GW_DEFECT,
                     "charge names another reference, amount or currency");
+        } else if (m == MATCH_MISSING) {
+                v->charge_id[0] = '\0';
+                set(v, GW_UNKNOWN,
+                    "2xx succeeded charge without the reference, amount "
+                    "and currency we sent");
         } else {
                 set(v, GW_SUCCEEDED,
                     a->replayed ? "charged (replayed)" : "charged");
@@ -174,23 +303,31 @@ static void classify_2xx(const struct gw_answer *a, struct gw_verdict *v)
 
 static void classify_402(const struct gw_answer *a, struct gw_verdict *v)
 {
-        json_t *ch      = parse_object(a);
-        const char *st  = ch ? str_field(ch, "status") : NULL;
-        bool have_code  = ch && take_error(ch, v);
-        bool is_failure = st && strcmp(st, "failed") == 0;
+        json_t *ch          = parse_object(a);
+        bool is_failure     = ch && str_field_is(ch, "status", "failed");
+        enum code_state cst = ch ? take_error(ch, v) : CODE_NONE;
 
-        if (is_failure && have_code && !charge_mismatch(ch, a)) {
-                copy_cut(v->charge_id, sizeof(v->charge_id),
-                         str_field(ch, "id"));
+        if (is_failure && cst == CODE_OK &&
+            charge_match(ch, a) != MATCH_OTHER) {
+                /* the id of a refusal is optional: kept only when valid */
+                (void)take_ident(ch, "id", v->charge_id, sizeof(v->charge_id));
                 set(v, GW_FAILED, "final refusal");
         } else {
-                if (!have_code)
+                if (cst != CODE_OK)
                         snprintf(v->error_code, sizeof(v->error_code),
                                  "http_402");
-                set(v, GW_DEFECT,
-                    is_failure && have_code
-                        ? "402 refusal names another reference"
-                        : "402 without a failed charge and error.code");
+                if (is_failure && cst == CODE_INVALID)
+                        /* not the documented refusal, so not evidence of
+                         * one: a person reads the message */
+                        set(v, GW_DEFECT,
+                            "402 refusal whose error.code is not an "
+                            "identifier");
+                else
+                        set(v, GW_DEFECT,
+                            is_failure && cst == CODE_OK
+                                ? "402 refusal names another reference"
+                                : "402 without a failed charge and "
+                                  "error.code");
         }
         json_decref(ch);
 }
@@ -198,7 +335,7 @@ static void classify_402(const struct gw_answer *a, struct gw_verdict *v)
 static void classify_4xx(const struct gw_answer *a, struct gw_verdict *v)
 {
         json_t *body   = parse_object(a);
-        bool have_code = body && take_error(body, v);
+        bool have_code = body && take_error(body, v) == CODE_OK;
         int s          = a->http_status;
 
         if (s == 409 && have_code &&
@@ -274,32 +411,44 @@ void gw_classify_query(const struct gw_answer *a, struct gw_verdict *v)
         n = json_array_size(data);
         for (i = 0; i < n; i++) {
                 const json_t *ch = json_array_get(data, i);
-                const char *ref =
-                    json_is_object(ch) ? str_field(ch, "reference") : NULL;
-                const char *st = ref ? str_field(ch, "status") : NULL;
+                const char *ref;
+                size_t ref_len;
                 struct gw_verdict tmp;
+                enum match m;
 
-                if (!ref) {
+                if (!json_is_object(ch) ||
+                    !str_field(ch, "reference", &ref, &ref_len)) {
                         unclear++;
                         continue;
                 }
-                if (a->expect_reference && strcmp(ref, a->expect_reference)) {
+                if (!a->expect_reference ||
+                    ref_len != strlen(a->expect_reference) ||
+                    memcmp(ref, a->expect_reference, ref_len) != 0) {
                         foreign++;
                         continue;
                 }
-                if (charge_mismatch(ch, a)) {
+                m = charge_match(ch, a);
+                if (m == MATCH_OTHER) {
                         mismatch++;
                         continue;
                 }
-                if (st && strcmp(st, "succeeded") == 0 &&
-                    (v->succeeded_charges > 0 ||
-                     copy_str(v->charge_id, sizeof(v->charge_id),
-                              str_field(ch, "id")))) {
-                        v->succeeded_charges++;
+                verdict_init(&tmp);
+                if (str_field_is(ch, "status", "succeeded")) {
+                        /* a charge is proven by its id, amount and
+                         * currency; anything less is no evidence */
+                        if (m != MATCH_OK ||
+                            !take_ident(ch, "id", tmp.charge_id,
+                                        sizeof(tmp.charge_id))) {
+                                unclear++;
+                                continue;
+                        }
+                        if (v->succeeded_charges++ == 0)
+                                memcpy(v->charge_id, tmp.charge_id,
+                                       sizeof(v->charge_id));
                         continue;
                 }
-                verdict_init(&tmp);
-                if (st && strcmp(st, "failed") == 0 && take_error(ch, &tmp)) {
+                if (str_field_is(ch, "status", "failed") &&
+                    take_error(ch, &tmp) == CODE_OK) {
                         if (failed++ == 0) {
                                 memcpy(v->error_code, tmp.error_code,
                                        sizeof(v->error_code));

@@ -5,8 +5,10 @@
  *
  * Every answer maps to exactly one outcome. It must never report a timeout,
  * a reset, a refused connection, a 5xx or an unreadable 2xx body as FAILED:
- * only a 402 carrying a failed charge object with error.code (or a listed
- * failed charge) is a refusal. Anything that is not evidence is UNKNOWN.
+ * only a 402 carrying a failed charge object with a valid error.code (or a
+ * listed failed charge) is a refusal. Anything that is not evidence is
+ * UNKNOWN. Nothing an answer holds can make a verdict's strings invalid:
+ * they are always valid, NUL-terminated UTF-8 that fits its buffer.
  */
 #ifndef CO_GATEWAY_CLASSIFY_H
 #define CO_GATEWAY_CLASSIFY_H
@@ -46,13 +48,24 @@ struct gw_answer {
         bool replayed;           /* Idempotent-Replayed: true */
         const char *body;        /* may be NULL */
         size_t body_len;
-        /* What we asked for; a 2xx charge that names another reference,
-         * amount or currency is a defect. NULL / -1: not checked. */
+        /* What we asked for. A succeeded charge must carry all three:
+         * one that names other values is a defect, one that lacks any
+         * (or an answer to a call that did not say what it expects:
+         * NULL / -1) is no evidence. A refusal is a defect only when it
+         * names other values. */
         const char *expect_reference;
         int64_t expect_amount;
         const char *expect_currency;
 };
 
+/*
+ * Everything taken from an answer is untrusted. A charge id is kept only
+ * when it is an identifier of 1..GW_CHARGE_ID_SIZE-1 printable ASCII
+ * characters (0x21..0x7E), an error.code when it is one of
+ * 1..GW_ERROR_CODE_SIZE-1; neither is ever cut (a cut id names another
+ * charge). error.message is free text: made valid UTF-8, stripped of
+ * control characters and cut on a code-point boundary to fit.
+ */
 #define GW_CHARGE_ID_SIZE     256
 #define GW_ERROR_CODE_SIZE    64
 #define GW_ERROR_MESSAGE_SIZE 256
@@ -67,6 +80,21 @@ struct gw_verdict {
         int succeeded_charges;  /* queries: succeeded charges listed */
         const char *reason;     /* static text: why this outcome */
 };
+
+/*
+ * True if s[0..len) is 1..max_len bytes, each printable ASCII without
+ * space (0x21..0x7E): the accepted form of a charge id and an error.code.
+ */
+bool gw_ident_valid(const char *s, size_t len, size_t max_len);
+
+/*
+ * Untrusted text s[0..len) (any bytes, NULs included) into out as a C
+ * string that is valid UTF-8: invalid sequences and U+0000 become U+FFFD,
+ * C0/C1 control characters, DEL, line/paragraph separators and bidi
+ * controls become a space, and the text is cut on a code-point boundary
+ * to fit outsz. Returns the bytes written (without the NUL).
+ */
+size_t gw_text_clean(const char *s, size_t len, char *out, size_t outsz);
 
 /* Classifies the answer to POST /v1/charges. Never returns GW_NOT_FOUND. */
 void gw_classify_charge(const struct gw_answer *a, struct gw_verdict *out);

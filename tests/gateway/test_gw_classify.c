@@ -12,6 +12,10 @@
 #include <cmocka.h>
 
 #include "gateway/classify.h"
+#include "payment/result.h"
+#include "util/utf8.h"
+
+#include <stdlib.h>
 
 #define REF "pay-1"
 #define CH_OK                                                                  \
@@ -47,9 +51,39 @@ static const struct row rows[] = {
           NULL, -1 },
         { "201 succeeded", CHARGE, OK, 201, NULL, CH_OK, GW_SUCCEEDED, "ch_1",
           NULL, -1 },
+        /* a 2xx succeeded must carry the reference, amount and currency
+         * we sent: without any of them it proves nothing */
         { "200 succeeded minimal", CHARGE, OK, 200, NULL,
-          "{\"id\":\"ch_9\",\"status\":\"succeeded\"}", GW_SUCCEEDED, "ch_9",
-          NULL, -1 },
+          "{\"id\":\"ch_9\",\"status\":\"succeeded\"}", GW_UNKNOWN, NULL, NULL,
+          -1 },
+        { "200 succeeded without reference", CHARGE, OK, 200, NULL,
+          "{\"id\":\"ch_1\",\"status\":\"succeeded\",\"amount\":1250000,"
+          "\"currency\":\"VND\"}",
+          GW_UNKNOWN, NULL, NULL, -1 },
+        { "200 succeeded without amount", CHARGE, OK, 200, NULL,
+          "{\"id\":\"ch_1\",\"status\":\"succeeded\",\"currency\":\"VND\","
+          "\"reference\":\"pay-1\"}",
+          GW_UNKNOWN, NULL, NULL, -1 },
+        { "200 succeeded without currency", CHARGE, OK, 200, NULL,
+          "{\"id\":\"ch_1\",\"status\":\"succeeded\",\"amount\":1250000,"
+          "\"reference\":\"pay-1\"}",
+          GW_UNKNOWN, NULL, NULL, -1 },
+        { "200 succeeded reference null", CHARGE, OK, 200, NULL,
+          "{\"id\":\"ch_1\",\"status\":\"succeeded\",\"amount\":1250000,"
+          "\"currency\":\"VND\",\"reference\":null}",
+          GW_UNKNOWN, NULL, NULL, -1 },
+        { "200 succeeded lower-case currency", CHARGE, OK, 200, NULL,
+          "{\"id\":\"ch_1\",\"status\":\"succeeded\",\"amount\":1250000,"
+          "\"currency\":\"vnd\",\"reference\":\"pay-1\"}",
+          GW_SUCCEEDED, "ch_1", NULL, -1 },
+        { "200 other reference, no amount", CHARGE, OK, 200, NULL,
+          "{\"id\":\"ch_1\",\"status\":\"succeeded\",\"reference\":"
+          "\"pay-10\"}",
+          GW_DEFECT, "ch_1", "charge_mismatch", -1 },
+        { "200 reference with a NUL after ours", CHARGE, OK, 200, NULL,
+          "{\"id\":\"ch_1\",\"status\":\"succeeded\",\"amount\":1250000,"
+          "\"currency\":\"VND\",\"reference\":\"pay-1\\u0000x\"}",
+          GW_DEFECT, "ch_1", "charge_mismatch", -1 },
         { "200 status failed", CHARGE, OK, 200, NULL, CH_DECLINED, GW_UNKNOWN,
           NULL, NULL, -1 },
         { "200 status pending", CHARGE, OK, 200, NULL,
@@ -226,6 +260,26 @@ static const struct row rows[] = {
         { "query charge without reference", QUERY, OK, 200, NULL,
           "{\"data\":[{\"id\":\"c\",\"status\":\"succeeded\"}]}", GW_UNKNOWN,
           NULL, NULL, -1 },
+        { "query succeeded without amount", QUERY, OK, 200, NULL,
+          "{\"data\":[{\"id\":\"c\",\"status\":\"succeeded\",\"reference\":"
+          "\"pay-1\",\"currency\":\"VND\"}]}",
+          GW_UNKNOWN, NULL, NULL, -1 },
+        { "query succeeded without currency", QUERY, OK, 200, NULL,
+          "{\"data\":[{\"id\":\"c\",\"status\":\"succeeded\",\"reference\":"
+          "\"pay-1\",\"amount\":1250000}]}",
+          GW_UNKNOWN, NULL, NULL, -1 },
+        { "query succeeded with a bad id", QUERY, OK, 200, NULL,
+          "{\"data\":[{\"id\":\"c h\",\"status\":\"succeeded\",\"reference\":"
+          "\"pay-1\",\"amount\":1250000,\"currency\":\"VND\"}]}",
+          GW_UNKNOWN, NULL, NULL, -1 },
+        { "query failed with a bad code", QUERY, OK, 200, NULL,
+          "{\"data\":[{\"id\":\"c\",\"status\":\"failed\",\"reference\":"
+          "\"pay-1\",\"error\":{\"code\":\"th\u1ebb_b\u1ecb\"}}]}",
+          GW_UNKNOWN, NULL, NULL, -1 },
+        { "query reference with a NUL", QUERY, OK, 200, NULL,
+          "{\"data\":[{\"id\":\"c\",\"status\":\"succeeded\",\"reference\":"
+          "\"pay-1\\u0000\",\"amount\":1250000,\"currency\":\"VND\"}]}",
+          GW_UNKNOWN, NULL, NULL, -1 },
         { "query other amount", QUERY, OK, 200, NULL,
           "{\"data\":[{\"id\":\"c\",\"status\":\"succeeded\",\"reference\":"
           "\"pay-1\",\"amount\":5}]}",
@@ -338,18 +392,28 @@ static void test_replayed_and_unchecked(void **state)
         struct gw_verdict v;
         static const char body[] =
             "{\"id\":\"ch_7\",\"status\":\"succeeded\",\"reference\":"
-            "\"other\",\"amount\":3}";
+            "\"other\",\"amount\":3,\"currency\":\"EUR\"}";
 
         (void)state;
-        a.http_status   = 200;
-        a.replayed      = true;
-        a.body          = body;
-        a.body_len      = strlen(body);
-        a.expect_amount = -1; /* nothing expected: nothing compared */
+        a.http_status      = 200;
+        a.replayed         = true;
+        a.body             = body;
+        a.body_len         = strlen(body);
+        a.expect_reference = "other";
+        a.expect_amount    = 3;
+        a.expect_currency  = "EUR";
         gw_classify_charge(&a, &v);
         assert_int_equal(v.outcome, GW_SUCCEEDED);
         assert_string_equal(v.charge_id, "ch_7");
         assert_string_equal(v.reason, "charged (replayed)");
+        /* a caller that does not say what it sent gets no success: the
+         * answer cannot be checked against anything */
+        a.expect_reference = NULL;
+        a.expect_amount    = -1;
+        a.expect_currency  = NULL;
+        gw_classify_charge(&a, &v);
+        assert_int_equal(v.outcome, GW_UNKNOWN);
+        assert_string_equal(v.charge_id, "");
 }
 
 static void test_long_charge_id(void **state)
@@ -371,6 +435,407 @@ static void test_long_charge_id(void **state)
         gw_classify_charge(&a, &v);
         /* cannot store the id: not evidence we can keep */
         assert_int_equal(v.outcome, GW_UNKNOWN);
+}
+
+/* ---- hostile answers (issue 11): untrusted text never breaks a result */
+
+/* Every string of a verdict: terminated inside its buffer, valid UTF-8,
+ * no control character; ids and codes empty or identifiers. */
+static void check_strings(const struct gw_verdict *v)
+{
+        size_t n;
+
+        n = strnlen(v->charge_id, sizeof(v->charge_id));
+        assert_true(n < sizeof(v->charge_id));
+        assert_true(n == 0 || gw_ident_valid(v->charge_id, n, 255));
+        n = strnlen(v->error_code, sizeof(v->error_code));
+        assert_true(n < sizeof(v->error_code));
+        assert_true(n == 0 || gw_ident_valid(v->error_code, n, 63));
+        n = strnlen(v->error_message, sizeof(v->error_message));
+        assert_true(n < sizeof(v->error_message));
+        assert_true(utf8_valid(v->error_message, n));
+        for (size_t i = 0; i < n; i++) {
+                unsigned char c = (unsigned char)v->error_message[i];
+                assert_true(c >= 0x20 && c != 0x7F);
+                if (c == 0xC2 && i + 1 < n)
+                        assert_true((unsigned char)v->error_message[i + 1] >
+                                    0x9F);
+        }
+}
+
+/* The verdict's error makes a result that builds (what the consumer and
+ * the reconciler do with it). */
+static void check_result_builds(const struct gw_verdict *v)
+{
+        struct payment_result r = { 0 };
+        char *json              = NULL;
+        size_t len              = 0;
+        char err[128];
+
+        r.event_id           = "8d5c4a52-8a3f-4c43-9d7e-0b2f5b1f0a11";
+        r.intent_event_id    = "x";
+        r.tenant_id          = "shop-1";
+        r.idempotency_key    = "k";
+        r.order_id           = "o";
+        r.payment_id         = "0b1e6f1c-52a5-4b8e-a2f7-8c7b1c6f9d20";
+        r.status             = v->outcome == GW_FAILED ? PAYMENT_STATUS_FAILED
+                                                       : PAYMENT_STATUS_REVIEW;
+        r.has_amount         = true;
+        r.amount             = 1250000;
+        r.currency           = "VND";
+        r.provider_charge_id = v->charge_id[0] ? v->charge_id : NULL;
+        r.error_code    = v->error_code[0] ? v->error_code : "gateway_defect";
+        r.error_message = v->error_message;
+        r.occurred_at   = "2026-12-01T06:00:00Z";
+        if (payment_result_build(&r, &json, &len, err, sizeof(err)) != 0)
+                fail_msg("result does not build: %s", err);
+        assert_true(len > 0);
+        free(json);
+}
+
+static void classify_body(int status, const char *body, size_t len,
+                          struct gw_verdict *v)
+{
+        struct gw_answer a = { 0 };
+
+        a.http_status      = status;
+        a.body             = body;
+        a.body_len         = len;
+        a.expect_reference = REF;
+        a.expect_amount    = 1250000;
+        a.expect_currency  = "VND";
+        gw_classify_charge(&a, v);
+        check_strings(v);
+}
+
+/* A 402 refusal whose message is `msg` (raw JSON string contents). */
+static char *decline_with(const char *code, const char *msg)
+{
+        size_t n = strlen(msg) + strlen(code) + 256;
+        char *b  = malloc(n);
+
+        assert_non_null(b);
+        snprintf(b, n,
+                 "{\"id\":\"ch_2\",\"status\":\"failed\",\"amount\":1250000,"
+                 "\"currency\":\"VND\",\"reference\":\"pay-1\",\"error\":{"
+                 "\"code\":\"%s\",\"message\":\"%s\"}}",
+                 code, msg);
+        return b;
+}
+
+static void test_long_vietnamese_decline(void **state)
+{
+        static const char vi[] =
+            "Th\xe1\xba\xbb c\xe1\xbb\xa7"
+            "a b\xe1\xba\xa1n \xc4\x91\xc3\xa3 b\xe1\xbb\x8b t\xe1\xbb\xab "
+            "ch\xe1\xbb\x91i. Vui l\xc3\xb2ng li\xc3\xaan h\xe1\xbb\x87 "
+            "ng\xc3\xa2n h\xc3\xa0ng ph\xc3\xa1t h\xc3\xa0nh. ";
+        size_t total = 10 * 1024, n = 0;
+        char *msg = malloc(total + sizeof(vi));
+        char *body;
+        struct gw_verdict v;
+        size_t len;
+
+        (void)state;
+        assert_non_null(msg);
+        while (n < total) {
+                memcpy(msg + n, vi, sizeof(vi) - 1);
+                n += sizeof(vi) - 1;
+        }
+        msg[n] = '\0';
+        body   = decline_with("card_declined", msg);
+        classify_body(402, body, strlen(body), &v);
+        assert_int_equal(v.outcome, GW_FAILED);
+        assert_string_equal(v.error_code, "card_declined");
+        assert_string_equal(v.charge_id, "ch_2");
+        len = strlen(v.error_message);
+        /* cut on a code-point boundary, as long as fits, a prefix */
+        assert_true(len > sizeof(v.error_message) - 5);
+        assert_memory_equal(v.error_message, msg, len);
+        check_result_builds(&v);
+        free(body);
+        free(msg);
+}
+
+static void test_invalid_utf8_message(void **state)
+{
+        /* Latin-1, a truncated sequence, an overlong '/', a surrogate, a
+         * stray continuation byte, a code point past U+10FFFF */
+        static const char *const bad[] = {
+                "Carte refus\xe9"
+                "e",
+                "cut \xe1\xba",
+                "overlong \xc0\xaf",
+                "surrogate \xed\xa0\x80",
+                "stray \x80",
+                "big \xf4\x90\x80\x80",
+        };
+
+        (void)state;
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                char *body = decline_with("card_declined", bad[i]);
+                struct gw_verdict v;
+
+                classify_body(402, body, strlen(body), &v);
+                /* still the documented refusal: the text is only text */
+                assert_int_equal(v.outcome, GW_FAILED);
+                assert_non_null(strstr(v.error_message, UTF8_REPLACEMENT));
+                check_result_builds(&v);
+                free(body);
+        }
+}
+
+static void test_nul_and_controls(void **state)
+{
+        struct gw_verdict v;
+        char *body;
+        static const char ok_head[] =
+            "{\"status\":\"succeeded\",\"amount\":1250000,\"currency\":\"VND\","
+            "\"reference\":\"pay-1\",\"id\":";
+
+        (void)state;
+        /* NUL inside the message: replaced, the rest is kept */
+        body = decline_with("card_declined", "a\\u0000b");
+        classify_body(402, body, strlen(body), &v);
+        assert_int_equal(v.outcome, GW_FAILED);
+        assert_string_equal(v.error_message, "a" UTF8_REPLACEMENT "b");
+        check_result_builds(&v);
+        free(body);
+
+        /* controls: escape sequences, CR/LF, tab, DEL, NEL (C1), line
+         * separator, right-to-left override */
+        body = decline_with("card_declined",
+                            "x\\u001b[31my\\r\\nz\\t\\u007f\\u0085"
+                            "\\u2028\\u202eq");
+        classify_body(402, body, strlen(body), &v);
+        assert_int_equal(v.outcome, GW_FAILED);
+        assert_string_equal(v.error_message, "x [31my  z     q");
+        free(body);
+
+        /* NUL in the code: not an identifier, so not the refusal */
+        body = decline_with("card\\u0000declined", "m");
+        classify_body(402, body, strlen(body), &v);
+        assert_int_equal(v.outcome, GW_DEFECT);
+        assert_string_equal(v.error_code, "http_402");
+        check_result_builds(&v);
+        free(body);
+
+        /* NUL in a succeeded charge's id: no usable id, no evidence */
+        body = malloc(256);
+        assert_non_null(body);
+        snprintf(body, 256, "%s\"ch_1\\u0000x\"}", ok_head);
+        classify_body(200, body, strlen(body), &v);
+        assert_int_equal(v.outcome, GW_UNKNOWN);
+        assert_string_equal(v.charge_id, "");
+        /* a raw NUL byte in the body is not JSON */
+        snprintf(body, 256, "%s\"ch_1\"}", ok_head);
+        classify_body(200, body, strlen(body), &v);
+        assert_int_equal(v.outcome, GW_SUCCEEDED);
+        body[10] = '\0';
+        classify_body(200, body, strlen(ok_head) + 7, &v);
+        assert_int_equal(v.outcome, GW_UNKNOWN);
+        free(body);
+}
+
+static void test_identifiers(void **state)
+{
+        char code[80], *id, *body;
+        struct gw_verdict v;
+        size_t n = 10000;
+
+        (void)state;
+        assert_true(gw_ident_valid("card_declined", 13, 63));
+        assert_false(gw_ident_valid("", 0, 63));
+        assert_false(gw_ident_valid("a b", 3, 63));
+        assert_false(gw_ident_valid("a\"", 2, 1));
+        assert_false(gw_ident_valid("th\xe1\xba\xbb", 5, 63));
+        assert_false(gw_ident_valid("a\x7f", 2, 63));
+
+        /* a code of 63 characters is one, of 64 is not */
+        memset(code, 'c', 63);
+        code[63] = '\0';
+        body     = decline_with(code, "m");
+        classify_body(402, body, strlen(body), &v);
+        assert_int_equal(v.outcome, GW_FAILED);
+        assert_string_equal(v.error_code, code);
+        free(body);
+        code[63] = 'c';
+        code[64] = '\0';
+        body     = decline_with(code, "m");
+        classify_body(402, body, strlen(body), &v);
+        assert_int_equal(v.outcome, GW_DEFECT);
+        assert_string_equal(v.error_code, "http_402");
+        assert_string_equal(v.error_message, "m"); /* kept for the review */
+        check_result_builds(&v);
+        free(body);
+        /* a code in Vietnamese, with a space, with a tab */
+        static const char *const bad[] = { "th\xe1\xba\xbb_b\xe1\xbb\x8b",
+                                           "card declined", "card\\tx" };
+        for (size_t i = 0; i < 3; i++) {
+                body = decline_with(bad[i], "m");
+                classify_body(402, body, strlen(body), &v);
+                assert_int_equal(v.outcome, GW_DEFECT);
+                free(body);
+        }
+        /* a code that is a number or an object: no code at all */
+        body = strdup("{\"status\":\"failed\",\"reference\":\"pay-1\","
+                      "\"error\":{\"code\":402}}");
+        classify_body(402, body, strlen(body), &v);
+        assert_int_equal(v.outcome, GW_DEFECT);
+        free(body);
+
+        /* a 10 KB charge id: a 2xx proves nothing, a refusal drops it */
+        id = malloc(n + 1);
+        assert_non_null(id);
+        memset(id, 'x', n);
+        id[n] = '\0';
+        body  = malloc(n + 256);
+        assert_non_null(body);
+        snprintf(body, n + 256,
+                 "{\"id\":\"%s\",\"status\":\"succeeded\",\"amount\":1250000,"
+                 "\"currency\":\"VND\",\"reference\":\"pay-1\"}",
+                 id);
+        classify_body(200, body, strlen(body), &v);
+        assert_int_equal(v.outcome, GW_UNKNOWN);
+        snprintf(body, n + 256,
+                 "{\"id\":\"%s\",\"status\":\"failed\",\"amount\":1250000,"
+                 "\"currency\":\"VND\",\"reference\":\"pay-1\",\"error\":"
+                 "{\"code\":\"card_declined\"}}",
+                 id);
+        classify_body(402, body, strlen(body), &v);
+        assert_int_equal(v.outcome, GW_FAILED);
+        assert_string_equal(v.charge_id, "");
+        check_result_builds(&v);
+        free(body);
+        free(id);
+}
+
+static void test_odd_numbers(void **state)
+{
+        static const struct {
+                const char *amount;
+                enum gw_outcome want;
+        } amounts[] = {
+                { "1250000", GW_SUCCEEDED },
+                { "\"1250000\"", GW_UNKNOWN },
+                { "1250000.0", GW_UNKNOWN },
+                { "1.25e6", GW_UNKNOWN },
+                { "1250000e0", GW_UNKNOWN },
+                { "12500000E-1", GW_UNKNOWN },
+                { "null", GW_UNKNOWN },
+                { "true", GW_UNKNOWN },
+                { "[1250000]", GW_UNKNOWN },
+                { "-1250000", GW_DEFECT },
+                { "1250001", GW_DEFECT },
+                { "0", GW_DEFECT },
+                { "-0", GW_DEFECT },
+                { "9223372036854775807", GW_DEFECT },
+                /* not JSON (jansson refuses what overflows int64) */
+                { "99999999999999999999999", GW_UNKNOWN },
+                { "01250000", GW_UNKNOWN },
+                { "+1250000", GW_UNKNOWN },
+                { "0x1312D0", GW_UNKNOWN },
+                { "NaN", GW_UNKNOWN },
+                { "Infinity", GW_UNKNOWN },
+        };
+        char body[512];
+        struct gw_verdict v;
+
+        (void)state;
+        for (size_t i = 0; i < sizeof(amounts) / sizeof(amounts[0]); i++) {
+                snprintf(body, sizeof(body),
+                         "{\"id\":\"ch_1\",\"status\":\"succeeded\","
+                         "\"amount\":%s,\"currency\":\"VND\",\"reference\":"
+                         "\"pay-1\"}",
+                         amounts[i].amount);
+                classify_body(200, body, strlen(body), &v);
+                if (v.outcome != amounts[i].want)
+                        fail_msg("amount %s: %s, want %s", amounts[i].amount,
+                                 gw_outcome_name(v.outcome),
+                                 gw_outcome_name(amounts[i].want));
+        }
+}
+
+static void test_deep_nesting(void **state)
+{
+        size_t depth = 100000, n = 0;
+        char *body = malloc(2 * depth + 512);
+        struct gw_verdict v;
+
+        (void)state;
+        assert_non_null(body);
+        n += (size_t)sprintf(body,
+                             "{\"id\":\"ch_2\",\"status\":\"failed\","
+                             "\"reference\":\"pay-1\",\"error\":{\"code\":"
+                             "\"card_declined\",\"message\":\"m\"},\"x\":");
+        memset(body + n, '[', depth);
+        n += depth;
+        memset(body + n, ']', depth);
+        n += depth;
+        body[n++] = '}';
+        classify_body(402, body, n, &v);
+        /* not parsed, so not a refusal; nothing crashes */
+        assert_int_equal(v.outcome, GW_DEFECT);
+        classify_body(200, body, n, &v);
+        assert_int_equal(v.outcome, GW_UNKNOWN);
+        /* a message that is an object, an error that is a list */
+        n = (size_t)sprintf(
+            body, "{\"id\":\"ch_2\",\"status\":\"failed\",\"reference\":"
+                  "\"pay-1\",\"error\":{\"code\":\"card_declined\","
+                  "\"message\":{\"a\":[1,{\"b\":null}]}}}");
+        classify_body(402, body, n, &v);
+        assert_int_equal(v.outcome, GW_FAILED);
+        assert_string_equal(v.error_message, "");
+        n = (size_t)sprintf(body, "{\"status\":\"failed\",\"error\":[1]}");
+        classify_body(402, body, n, &v);
+        assert_int_equal(v.outcome, GW_DEFECT);
+        free(body);
+}
+
+/* Random corruptions of a refusal and of a success: the strings of every
+ * verdict stay clean, and FAILED only ever comes from a 402. */
+static void test_mutations(void **state)
+{
+        static const char *const seeds[] = { CH_DECLINED, CH_OK };
+        uint64_t x                       = 0x9e3779b97f4a7c15ULL;
+        char buf[512];
+
+        (void)state;
+        for (int i = 0; i < 40000; i++) {
+                const char *seed = seeds[i % 2];
+                size_t n         = strlen(seed);
+                struct gw_verdict v;
+                int status = i % 4 < 2 ? 402 : 200;
+
+                memcpy(buf, seed, n);
+                for (int k = 0; k < 1 + i % 6; k++) {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        buf[x % n] = (char)(x >> 32);
+                }
+                classify_body(status, buf, n, &v);
+                if (v.outcome == GW_FAILED)
+                        assert_int_equal(status, 402);
+                if (v.outcome == GW_FAILED || v.outcome == GW_DEFECT)
+                        check_result_builds(&v);
+        }
+}
+
+static void test_text_clean(void **state)
+{
+        char out[8];
+
+        (void)state;
+        /* cut on a code-point boundary: 3 x 3 bytes do not fit in 7 */
+        assert_int_equal(gw_text_clean("\xe1\xba\xbb\xe1\xba\xbb\xe1\xba\xbb",
+                                       9, out, sizeof(out)),
+                         6);
+        assert_string_equal(out, "\xe1\xba\xbb\xe1\xba\xbb");
+        assert_int_equal(gw_text_clean(NULL, 5, out, sizeof(out)), 0);
+        assert_string_equal(out, "");
+        assert_int_equal(gw_text_clean("a\nb", 3, out, sizeof(out)), 3);
+        assert_string_equal(out, "a b");
 }
 
 static void test_retry_class(void **state)
@@ -403,6 +868,14 @@ int main(void)
                 cmocka_unit_test(test_never_failed_without_refusal),
                 cmocka_unit_test(test_replayed_and_unchecked),
                 cmocka_unit_test(test_long_charge_id),
+                cmocka_unit_test(test_long_vietnamese_decline),
+                cmocka_unit_test(test_invalid_utf8_message),
+                cmocka_unit_test(test_nul_and_controls),
+                cmocka_unit_test(test_identifiers),
+                cmocka_unit_test(test_odd_numbers),
+                cmocka_unit_test(test_deep_nesting),
+                cmocka_unit_test(test_mutations),
+                cmocka_unit_test(test_text_clean),
                 cmocka_unit_test(test_retry_class),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
