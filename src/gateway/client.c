@@ -17,6 +17,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,10 @@ struct gw_call {
         char *tenant_id;
         char *currency;
         int64_t amount;
+        _Atomic int64_t *lease_until; /* the caller's lease, or NULL */
+        bool resumed;    /* the payment may have been posted before */
+        bool confirming; /* ignore-keys: a 402 to a re-POST awaits a query */
+        struct gw_verdict refusal; /* that 402, while confirming */
         char key_masked[LOG_MASKED_KEY_SIZE];
         char *query_url;
         struct curl_slist *post_headers;
@@ -191,6 +196,7 @@ void gateway_opts_default(struct gateway_opts *o)
         o->timeout_ms         = 10000;
         o->max_connections    = 16;
         o->query_settle_ms    = 2000;
+        o->lease_margin_ms    = 5000;
         retry_policy_default(&o->retry);
 }
 
@@ -248,7 +254,8 @@ struct gateway *gateway_new(const struct gateway_opts *o, char *errstr,
                 goto fail;
         }
         if (o->connect_timeout_ms <= 0 || o->timeout_ms <= 0 ||
-            o->max_connections < 1 || o->query_settle_ms < 0) {
+            o->max_connections < 1 || o->query_settle_ms < 0 ||
+            o->lease_margin_ms < 0) {
                 snprintf(errstr, errstr_size,
                          "gateway timeouts must be > 0 and max connections "
                          ">= 1");
@@ -617,12 +624,50 @@ static int easy_setup(struct gw_call *c)
 static void attempt_done(struct gw_call *c, enum gw_transport transport,
                          int http_status);
 
+/*
+ * The check right before a POST (presend.h): the call's deadline, and the
+ * lease of the leader and of every call merged into it (one of them may
+ * have lost it: then another worker may own the payment).
+ */
+static enum gw_send_check may_post(const struct gw_call *c, int64_t now)
+{
+        const struct gateway *gw = c->gw;
+        enum gw_send_check chk;
+
+        chk = gw_send_check(now, c->started_ms, gw->opts.retry.deadline_ms,
+                            c->lease_until != NULL,
+                            c->lease_until ? atomic_load(c->lease_until) : 0,
+                            gw->opts.lease_margin_ms);
+        for (const struct gw_call *f = c->followers; f && chk == GW_SEND_OK;
+             f                       = f->fnext)
+                if (f->lease_until)
+                        chk = gw_send_check(now, c->started_ms,
+                                                                  gw->opts.retry.deadline_ms, true,
+                                                                  atomic_load(f->lease_until),
+                                                                  gw->opts.lease_margin_ms);
+        return chk;
+}
+
 static void attempt_start(struct gw_call *c)
 {
         struct gateway *gw = c->gw;
         struct log_ctx ctx = call_ctx(c);
         int err;
 
+        if (c->next_post) {
+                enum gw_send_check chk = may_post(c, time_mono_ms());
+
+                if (chk != GW_SEND_OK) {
+                        /* nothing goes out: the payment stays processing
+                         * and the reconciler (or the lease's new owner)
+                         * settles it */
+                        log_warn(&ctx, "%s (%d POST(s) sent before)",
+                                 gw_send_check_reason(chk), c->res.posts);
+                        c->res.not_sent = true;
+                        call_finish(c, GW_UNKNOWN, gw_send_check_reason(chk));
+                        return;
+                }
+        }
         list_del(&gw->waiting, c);
         c->state      = CALL_ACTIVE;
         c->attempt_ms = time_mono_ms();
@@ -695,6 +740,77 @@ static void attempt_done(struct gw_call *c, enum gw_transport transport,
                 memcpy(c->res.error_code, v.error_code, sizeof(v.error_code));
                 memcpy(c->res.error_message, v.error_message,
                        sizeof(v.error_message));
+        }
+        if (c->confirming && !was_post) {
+                /* the query after a 402 to a re-POST: an earlier POST of
+                 * this payment may have charged it */
+                switch (v.outcome) {
+                case GW_SUCCEEDED: {
+                        struct log_ctx ctx = call_ctx(c);
+
+                        log_warn(&ctx, "a re-POST was refused, but an earlier "
+                                       "POST of this payment charged it");
+                        c->res.error_code[0]    = '\0';
+                        c->res.error_message[0] = '\0';
+                        call_finish(c, GW_SUCCEEDED,
+                                    "re-POST refused; the query lists the "
+                                    "earlier charge");
+                        return;
+                }
+                case GW_FAILED:
+                case GW_NOT_FOUND:
+                        memcpy(c->res.charge_id, c->refusal.charge_id,
+                               sizeof(c->res.charge_id));
+                        memcpy(c->res.error_code, c->refusal.error_code,
+                               sizeof(c->res.error_code));
+                        memcpy(c->res.error_message, c->refusal.error_message,
+                               sizeof(c->res.error_message));
+                        call_finish(c, GW_FAILED,
+                                    "final refusal, confirmed by a query: no "
+                                    "succeeded charge listed");
+                        return;
+                case GW_DEFECT:
+                        call_finish(c, GW_DEFECT, v.reason);
+                        return;
+                default:
+                        break; /* no evidence: ask again, never POST */
+                }
+                d = retry_decide(&gw->opts.retry,
+                                 gw_outcome_retry_class(v.outcome),
+                                 c->res.attempts, elapsed, v.retry_after_ms,
+                                 gw_rand, &gw->rng);
+                if (d.verdict != RETRY_AGAIN) {
+                        call_finish(c, GW_UNKNOWN,
+                                    "a re-POST was refused and no query "
+                                    "confirmed it");
+                        return;
+                }
+                call_wait(c, d.delay_ms);
+                return;
+        }
+        if (was_post && v.outcome == GW_FAILED && !gw->opts.idempotency_keys &&
+            c->kind == CALL_CHARGE && (c->resumed || c->res.posts > 1)) {
+                /*
+                 * A gateway that ignores keys refused a POST that may not
+                 * be the payment's first: the refusal is about this POST
+                 * only, an earlier one may have charged (its answer lost,
+                 * the list late). Final only once a query lists no
+                 * succeeded charge; never POST again.
+                 */
+                int64_t delay = gw->opts.query_settle_ms;
+
+                if (c->res.attempts >= gw->opts.retry.max_attempts ||
+                    elapsed + delay > gw->opts.retry.deadline_ms) {
+                        call_finish(c, GW_UNKNOWN,
+                                    "a re-POST was refused and there is no "
+                                    "budget left to confirm it");
+                        return;
+                }
+                c->refusal    = v;
+                c->confirming = true;
+                c->next_post  = false;
+                call_wait(c, delay);
+                return;
         }
         if (v.outcome == GW_SUCCEEDED && v.succeeded_charges > 1) {
                 struct log_ctx ctx = call_ctx(c);
@@ -830,6 +946,8 @@ int gateway_charge(struct gateway *gw, const struct gateway_charge_req *req,
         }
         c->body         = body;
         body            = NULL;
+        c->lease_until  = req->lease_until_ms;
+        c->resumed      = req->resume;
         c->reference    = strdup(req->payment_id);
         c->provider_key = strdup(req->provider_key);
         c->tenant_id    = strdup(req->tenant_id);
@@ -899,10 +1017,11 @@ int gateway_query(struct gateway *gw, const char *reference, int64_t amount,
                          "down");
                 return -ESHUTDOWN;
         }
-        if (!cb || !reference || !*reference || strlen(reference) > 255) {
+        if (!cb || !reference || !*reference || strlen(reference) > 255 ||
+            amount <= 0 || !currency || !*currency) {
                 snprintf(errstr, errstr_size,
-                         "query needs a callback and a reference of 1..255 "
-                         "bytes");
+                         "query needs a callback, a reference of 1..255 "
+                         "bytes and the amount and currency to check");
                 return -EINVAL;
         }
         c = call_new(gw, CALL_QUERY, cb, opaque);

@@ -9,7 +9,11 @@
  *    the retry budget such a call ends UNKNOWN and the reconciler takes it;
  *  - send one payment with another key or other parameters on a retry;
  *  - POST again to a gateway that ignores keys without first seeing an
- *    empty list from GET /v1/charges?reference=;
+ *    empty list from GET /v1/charges?reference=, or take a 402 to such a
+ *    re-POST as final before a query shows no succeeded charge;
+ *  - send a POST past the call's deadline or while the caller's lease is
+ *    lost or ends within gateway.lease_margin (a process that was stopped
+ *    and wakes up late never sends its queued request);
  *  - log the API key, a full provider key or the payment method;
  *  - turn TLS verification off unless asked, and then not silently.
  *
@@ -25,6 +29,7 @@
 #include <stdint.h>
 
 #include "gateway/classify.h"
+#include "gateway/presend.h"
 #include "gateway/request.h"
 #include "payment/retry.h"
 
@@ -45,6 +50,9 @@ struct gateway_opts {
          * wait at least this long before asking whether it charged, so a
          * request still being worked on can show up. Default 2000. */
         int64_t query_settle_ms;
+        /* A POST goes out only while the caller's lease (if it gave one)
+         * has more than this left. Default 5000. */
+        int64_t lease_margin_ms;
         struct retry_policy retry; /* default RETRY_POLICY_DEFAULT */
         uint64_t jitter_seed;      /* 0: seeded from crypto_random() */
 };
@@ -78,6 +86,10 @@ struct gateway_result {
         int64_t elapsed_ms;
         bool coalesced; /* shared the attempts of a call in flight for the
                            same provider key */
+        /* The call ended GW_UNKNOWN because a POST that was due was not
+         * sent (deadline passed, lease lost or too short; presend.h);
+         * posts counts the ones that were. */
+        bool not_sent;
         int n_evidence;
         int evidence_dropped; /* attempts not kept in evidence[] */
         struct gateway_attempt evidence[GATEWAY_EVIDENCE_MAX];
@@ -129,7 +141,8 @@ int gateway_charge(struct gateway *gw, const struct gateway_charge_req *req,
  * GET /v1/charges?reference=<reference>, retried under the policy while
  * the answer is no evidence. cb gets GW_SUCCEEDED (charge_id), GW_FAILED
  * (error_code), GW_NOT_FOUND (empty list), GW_DEFECT or GW_UNKNOWN.
- * amount / currency: what the charge should be, or -1 / NULL to not check.
+ * amount (> 0) / currency: what the charge must be; both are required (a
+ * listed charge is evidence only when it carries them).
  */
 int gateway_query(struct gateway *gw, const char *reference, int64_t amount,
                   const char *currency, gateway_done_cb *cb, void *opaque,

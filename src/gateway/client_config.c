@@ -23,4 +23,9 @@ void gateway_opts_from_config(struct gateway_opts *go, const struct config *cfg)
         go->retry.cap_ms    = config_ms(cfg, "gateway.backoff_max");
         go->retry.max_attempts = (int)config_int(cfg, "gateway.max_attempts");
         go->retry.deadline_ms  = config_ms(cfg, "gateway.deadline");
+        /* a margin is only useful below the lease: owners renew every
+         * third of it, so never ask for more than a quarter */
+        go->lease_margin_ms = config_ms(cfg, "gateway.lease_margin");
+        if (go->lease_margin_ms > config_ms(cfg, "lease.duration") / 4)
+                go->lease_margin_ms = config_ms(cfg, "lease.duration") / 4;
 }

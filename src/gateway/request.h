@@ -27,6 +27,14 @@ struct gateway_charge_req {
          * process). Only matters with a gateway that ignores keys: the
          * first step is then a query, not a POST. */
         bool resume;
+        /* The lease the caller holds on the payment: the monotonic time
+         * (time_mono_ms) until which it is valid, moved forward by the
+         * owner on each renewal and set to GATEWAY_LEASE_LOST
+         * (gateway/presend.h) when it is lost. Read right before every
+         * POST of the call (gateway.lease_margin must be left); must stay
+         * valid until the callback has run. NULL: no lease check (the
+         * call's deadline is still checked). */
+        _Atomic int64_t *lease_until_ms;
 };
 
 /* Largest POST body; CONTRACT.md bounds every field well below this. */

@@ -59,6 +59,8 @@ static const struct cfg_def cfg_defs[] = {
   "largest retry backoff" },
 { "gateway.deadline", CFG_DURATION, "30s", false, 1, I64MAX, NULL,
   "overall budget of one charge in the consumer; then the reconciler" },
+{ "gateway.lease_margin", CFG_DURATION, "5s", false, 0, 3600000, NULL,
+  "no POST goes out unless the payment's lease has this left (at most lease.duration/4)" },
 { "gateway.max_connections", CFG_INT, "512", false, 1, 10000, NULL,
   "HTTP connections to the gateway (throughput <= this / gateway latency)" },
 { "gateway.tls_verify", CFG_BOOL, "true", false, 0, 0, NULL,

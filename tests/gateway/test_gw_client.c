@@ -179,8 +179,15 @@ static void test_charge_rejects(void **state)
         assert_int_not_equal(
             gateway_charge(gw, &r, NULL, &rec, err, sizeof(err)), 0);
         assert_int_not_equal(
-            gateway_query(gw, "", -1, NULL, on_done, &rec, err, sizeof(err)),
+            gateway_query(gw, "", 100, "VND", on_done, &rec, err, sizeof(err)),
             0);
+        /* a query must say what the charge should be */
+        assert_int_not_equal(gateway_query(gw, "ref-1", -1, "VND", on_done,
+                                           &rec, err, sizeof(err)),
+                             0);
+        assert_int_not_equal(gateway_query(gw, "ref-1", 100, NULL, on_done,
+                                           &rec, err, sizeof(err)),
+                             0);
         assert_int_equal(gateway_in_flight(gw), 0);
         assert_int_equal(gateway_poll(gw, 0), 0);
         assert_int_equal(rec.calls, 0);
@@ -282,15 +289,173 @@ static void test_destroy_in_flight(void **state)
         assert_non_null(gw);
         assert_int_equal(gateway_charge(gw, &r, on_done, &a, err, sizeof(err)),
                          0);
-        assert_int_equal(
-            gateway_query(gw, "ref-1", -1, NULL, on_done, &q, err, sizeof(err)),
-            0);
+        assert_int_equal(gateway_query(gw, "ref-1", 100, "VND", on_done, &q,
+                                       err, sizeof(err)),
+                         0);
         gateway_destroy(gw);
         assert_int_equal(a.calls, 1);
         assert_int_equal(a.res.outcome, GW_UNKNOWN);
         assert_int_equal(q.calls, 1);
         assert_int_equal(q.res.outcome, GW_UNKNOWN);
         gateway_destroy(NULL);
+}
+
+/* ---- a frozen process never sends (issue 11) ---- */
+
+static void test_send_check(void **state)
+{
+        const int64_t L = GATEWAY_LEASE_LOST;
+
+        (void)state;
+        /* the deadline: strictly before it */
+        assert_int_equal(gw_send_check(1000, 1000, 500, false, 0, 0),
+                         GW_SEND_OK);
+        assert_int_equal(gw_send_check(1499, 1000, 500, false, 0, 0),
+                         GW_SEND_OK);
+        assert_int_equal(gw_send_check(1500, 1000, 500, false, 0, 0),
+                         GW_SEND_DEADLINE);
+        assert_int_equal(gw_send_check(INT64_MAX, 0, 500, false, 0, 0),
+                         GW_SEND_DEADLINE);
+        /* a clock that went back is not a reason to send */
+        assert_int_equal(gw_send_check(999, 1000, 500, false, 0, 0),
+                         GW_SEND_DEADLINE);
+        /* no lease: not checked, whatever the value */
+        assert_int_equal(gw_send_check(1000, 1000, 500, false, L, 5000),
+                         GW_SEND_OK);
+        /* the lease must outlast the margin, strictly */
+        assert_int_equal(gw_send_check(1000, 1000, 500, true, 7001, 6000),
+                         GW_SEND_OK);
+        assert_int_equal(gw_send_check(1000, 1000, 500, true, 7000, 6000),
+                         GW_SEND_LEASE);
+        assert_int_equal(gw_send_check(1000, 1000, 500, true, 1000, 0),
+                         GW_SEND_LEASE);
+        assert_int_equal(gw_send_check(1000, 1000, 500, true, 1001, 0),
+                         GW_SEND_OK);
+        assert_int_equal(gw_send_check(1000, 1000, 500, true, 0, 0),
+                         GW_SEND_LEASE);
+        assert_int_equal(gw_send_check(1000, 1000, 500, true, L, 0),
+                         GW_SEND_LEASE);
+        assert_int_equal(gw_send_check(INT64_MAX - 1, INT64_MAX - 2, 500, true,
+                                       L, INT64_MAX),
+                         GW_SEND_LEASE);
+        /* INT64_MAX - (-5) is past INT64_MAX: exact, no overflow */
+        assert_int_equal(
+            gw_send_check(-5, -10, 500, true, INT64_MAX, INT64_MAX - 1),
+            GW_SEND_OK);
+        assert_int_equal(gw_send_check(0, 0, 500, true, INT64_MAX, INT64_MAX),
+                         GW_SEND_LEASE);
+        assert_int_equal(gw_send_check(-5, -10, 500, true, INT64_MAX, 1000),
+                         GW_SEND_OK);
+        /* a process that slept past its lease: the lease it saw last */
+        assert_int_equal(gw_send_check(90000, 1000, 120000, true, 61000, 5000),
+                         GW_SEND_LEASE);
+        assert_string_not_equal(gw_send_check_reason(GW_SEND_LEASE), "?");
+        assert_string_not_equal(gw_send_check_reason(GW_SEND_DEADLINE), "?");
+}
+
+/* A lease that is already lost or too short: nothing is sent, the call
+ * ends UNKNOWN with not_sent, never FAILED. */
+static void test_lease_lost_not_sent(void **state)
+{
+        struct gateway_opts o;
+        struct gateway_charge_req r = req("pk-lease-lost", 100);
+        struct gateway *gw;
+        struct rec a = { 0 }, b = { 0 }, c = { 0 };
+        _Atomic int64_t lost = GATEWAY_LEASE_LOST;
+        _Atomic int64_t short_lease, long_lease;
+        char err[256];
+
+        (void)state;
+        opts(&o);
+        o.lease_margin_ms = 5000;
+        gw                = gateway_new(&o, err, sizeof(err));
+        assert_non_null(gw);
+        short_lease      = time_mono_ms() + 4000; /* inside the margin */
+        long_lease       = time_mono_ms() + 600000;
+        r.lease_until_ms = &lost;
+        assert_int_equal(gateway_charge(gw, &r, on_done, &a, err, sizeof(err)),
+                         0);
+        r                = req("pk-lease-short", 100);
+        r.lease_until_ms = &short_lease;
+        assert_int_equal(gateway_charge(gw, &r, on_done, &b, err, sizeof(err)),
+                         0);
+        /* the one that may send does (and is refused by the dead port) */
+        r                = req("pk-lease-long", 100);
+        r.lease_until_ms = &long_lease;
+        assert_int_equal(gateway_charge(gw, &r, on_done, &c, err, sizeof(err)),
+                         0);
+        drive(gw);
+        for (int i = 0; i < 2; i++) {
+                const struct rec *x = i ? &b : &a;
+
+                assert_int_equal(x->calls, 1);
+                assert_int_equal(x->res.outcome, GW_UNKNOWN);
+                assert_true(x->res.not_sent);
+                assert_int_equal(x->res.posts, 0);
+                assert_int_equal(x->res.attempts, 0);
+        }
+        assert_int_equal(c.res.outcome, GW_UNKNOWN);
+        assert_false(c.res.not_sent);
+        assert_int_equal(c.res.posts, 3);
+        gateway_destroy(gw);
+}
+
+/* Two calls merged for one payment: if either holder's lease is lost,
+ * nobody sends (another worker may own the payment now). */
+static void test_merged_lease_lost(void **state)
+{
+        struct gateway_opts o;
+        struct gateway_charge_req r = req("pk-merged-lease", 100);
+        struct gateway *gw;
+        struct rec a = { 0 }, b = { 0 };
+        _Atomic int64_t lost = GATEWAY_LEASE_LOST, held;
+        char err[256];
+
+        (void)state;
+        opts(&o);
+        gw = gateway_new(&o, err, sizeof(err));
+        assert_non_null(gw);
+        held             = time_mono_ms() + 600000;
+        r.lease_until_ms = &held;
+        assert_int_equal(gateway_charge(gw, &r, on_done, &a, err, sizeof(err)),
+                         0);
+        r.lease_until_ms = &lost;
+        assert_int_equal(gateway_charge(gw, &r, on_done, &b, err, sizeof(err)),
+                         0);
+        drive(gw);
+        assert_int_equal(a.res.outcome, GW_UNKNOWN);
+        assert_true(a.res.not_sent);
+        assert_int_equal(a.res.posts, 0);
+        assert_int_equal(b.res.outcome, GW_UNKNOWN);
+        assert_true(b.res.not_sent);
+        assert_true(b.res.coalesced);
+        gateway_destroy(gw);
+}
+
+/* A process frozen between the call and its first POST, past the
+ * deadline: the POST never goes out. */
+static void test_deadline_not_sent(void **state)
+{
+        struct gateway_opts o;
+        struct gateway_charge_req r = req("pk-deadline", 100);
+        struct gateway *gw;
+        struct rec a = { 0 };
+        char err[256];
+
+        (void)state;
+        opts(&o);
+        o.retry.deadline_ms = 20;
+        gw                  = gateway_new(&o, err, sizeof(err));
+        assert_non_null(gw);
+        assert_int_equal(gateway_charge(gw, &r, on_done, &a, err, sizeof(err)),
+                         0);
+        usleep(40 * 1000); /* "SIGSTOP": no poll runs meanwhile */
+        drive(gw);
+        assert_int_equal(a.calls, 1);
+        assert_int_equal(a.res.outcome, GW_UNKNOWN);
+        assert_true(a.res.not_sent);
+        assert_int_equal(a.res.posts, 0);
+        gateway_destroy(gw);
 }
 
 static void test_evidence_json(void **state)
@@ -332,6 +497,10 @@ int main(void)
                 cmocka_unit_test(test_callback_starts_call),
                 cmocka_unit_test(test_destroy_in_flight),
                 cmocka_unit_test(test_evidence_json),
+                cmocka_unit_test(test_send_check),
+                cmocka_unit_test(test_lease_lost_not_sent),
+                cmocka_unit_test(test_merged_lease_lost),
+                cmocka_unit_test(test_deadline_not_sent),
         };
         return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -579,11 +579,11 @@ static void test_query(void **state)
         assert_int_equal(gateway_query(gw, paid.payment_id, 1250000, "VND",
                                        on_done, &q[0], err, sizeof(err)),
                          0);
-        assert_int_equal(gateway_query(gw, declined.payment_id, -1, NULL,
+        assert_int_equal(gateway_query(gw, declined.payment_id, 1250000, "VND",
                                        on_done, &q[1], err, sizeof(err)),
                          0);
-        assert_int_equal(gateway_query(gw, "no-such-payment", -1, NULL, on_done,
-                                       &q[2], err, sizeof(err)),
+        assert_int_equal(gateway_query(gw, "no-such-payment", 1250000, "VND",
+                                       on_done, &q[2], err, sizeof(err)),
                          0);
         drive(&gw, 1, 5000);
         assert_int_equal(q[0].res.outcome, GW_SUCCEEDED);
@@ -591,6 +591,209 @@ static void test_query(void **state)
         assert_int_equal(q[1].res.outcome, GW_FAILED);
         assert_string_equal(q[1].res.error_code, "card_declined");
         assert_int_equal(q[2].res.outcome, GW_NOT_FOUND);
+        gateway_destroy(gw);
+}
+
+/* ---- a frozen process never sends (issue 11) ---- */
+
+static int64_t sim_posts(void)
+{
+        json_t *st = simtest_stats(sim.port);
+        int64_t n  = json_integer_value(json_object_get(st, "posts"));
+
+        json_decref(st);
+        return n;
+}
+
+/*
+ * The first POST is throttled (429, Retry-After: 1) and its retry is
+ * queued; then the lease is found lost (the owner stores
+ * GATEWAY_LEASE_LOST, as after a renewal that did not renew) and the
+ * gateway stops throttling, so any POST now would charge. The simulator's
+ * count of POSTs received proves that none went out after that; the call
+ * ends UNKNOWN, not sent, never FAILED. Ignoring keys, the query before
+ * the re-POST may still go out (a GET changes nothing).
+ */
+static void test_lease_lost_while_queued(void **state)
+{
+        struct gateway_opts o;
+        char url[64];
+        struct gateway *gw;
+        struct rec r = { 0 };
+        _Atomic int64_t lease;
+        int64_t posts = 0, ok, failed;
+        json_t *stats;
+
+        simtest_reset(sim.port);
+        simtest_config(sim.port, "{\"p_429\":1,\"retry_after\":1}");
+        test_opts(&o, mode_of(state), url, sizeof(url));
+        o.lease_margin_ms = 500;
+        gw                = new_gw(&o);
+        new_payment(&r);
+        lease = time_mono_ms() + 600000;
+        {
+                struct gateway_charge_req req = { 0 };
+                char err[256];
+
+                req.payment_id     = r.payment_id;
+                req.provider_key   = r.provider_key;
+                req.tenant_id      = "shop-1";
+                req.order_id       = r.payment_id;
+                req.currency       = "VND";
+                req.payment_method = PM_OK;
+                req.amount         = 1250000;
+                req.lease_until_ms = &lease;
+                assert_int_equal(
+                    gateway_charge(gw, &req, on_done, &r, err, sizeof(err)), 0);
+        }
+        /* until the first POST has reached the gateway; no poll runs
+         * between this check and the lease being lost */
+        for (int i = 0; i < 1000 && (posts = sim_posts()) == 0; i++)
+                assert_true(gateway_poll(gw, 5) >= 0);
+        assert_int_equal(posts, 1);
+        assert_int_equal(r.calls, 0); /* the retry is queued */
+        lease = GATEWAY_LEASE_LOST;
+        simtest_config(sim.port, "{\"p_429\":0}");
+        drive(&gw, 1, 10000);
+        assert_int_equal(r.calls, 1);
+        assert_int_equal(r.res.outcome, GW_UNKNOWN);
+        assert_true(r.res.not_sent);
+        assert_int_equal(r.res.posts, 1);
+        stats = simtest_stats(sim.port);
+        assert_int_equal(json_integer_value(json_object_get(stats, "posts")),
+                         posts);
+        sim_counts(stats, r.payment_id, &ok, &failed);
+        assert_int_equal(ok, 0);
+        assert_int_equal(
+            json_integer_value(json_object_get(stats, "succeeded_charges")), 0);
+        json_decref(stats);
+        gateway_destroy(gw);
+}
+
+/*
+ * The same without anyone touching the lease: it simply runs out while
+ * the retry waits (Retry-After: 2 s, lease 1.5 s, margin 0.5 s), as for a
+ * process stopped past its lease. One POST reached the gateway, no other.
+ */
+static void test_lease_expires_while_queued(void **state)
+{
+        struct gateway_opts o;
+        char url[64];
+        struct gateway *gw;
+        struct rec r = { 0 };
+        _Atomic int64_t lease;
+        json_t *stats;
+
+        simtest_reset(sim.port);
+        simtest_config(sim.port, "{\"p_429\":1,\"retry_after\":2}");
+        test_opts(&o, mode_of(state), url, sizeof(url));
+        o.lease_margin_ms = 500;
+        gw                = new_gw(&o);
+        new_payment(&r);
+        lease = time_mono_ms() + 1500;
+        {
+                struct gateway_charge_req req = { 0 };
+                char err[256];
+
+                req.payment_id     = r.payment_id;
+                req.provider_key   = r.provider_key;
+                req.tenant_id      = "shop-1";
+                req.order_id       = r.payment_id;
+                req.currency       = "VND";
+                req.payment_method = PM_OK;
+                req.amount         = 1250000;
+                req.lease_until_ms = &lease;
+                assert_int_equal(
+                    gateway_charge(gw, &req, on_done, &r, err, sizeof(err)), 0);
+        }
+        drive(&gw, 1, 10000);
+        assert_int_equal(r.res.outcome, GW_UNKNOWN);
+        assert_true(r.res.not_sent);
+        assert_int_equal(r.res.posts, 1);
+        stats = simtest_stats(sim.port);
+        assert_int_equal(json_integer_value(json_object_get(stats, "posts")),
+                         1);
+        assert_int_equal(
+            json_integer_value(json_object_get(stats, "succeeded_charges")), 0);
+        json_decref(stats);
+        gateway_destroy(gw);
+}
+
+/*
+ * Ignoring keys, a 402 to a re-POST is not final: an earlier POST of the
+ * payment may have charged it while the list did not show it yet. Here
+ * the first POST is throttled, the query lists nothing, the re-POST is
+ * declined; meanwhile another client charges the same reference (what a
+ * late-listed earlier charge looks like). The client asks again before
+ * taking the 402 as final and reports the charge, never `failed`.
+ */
+static void test_refused_repost_confirmed(void **state)
+{
+        struct gateway_opts o;
+        char url[64];
+        struct gateway *gw, *other;
+        struct rec b = { 0 }, a = { 0 };
+        int64_t posts = 0;
+
+        (void)state;
+        simtest_reset(sim.port);
+        simtest_config(sim.port, "{\"p_429\":1,\"retry_after\":0}");
+        test_opts(&o, false, url, sizeof(url));
+        gw = new_gw(&o);
+        new_payment(&b);
+        start_charge(gw, &b, "pm_decline_late", false);
+        for (int i = 0; i < 1000 && (posts = sim_posts()) == 0; i++)
+                assert_true(gateway_poll(gw, 5) >= 0);
+        assert_int_equal(posts, 1);
+        simtest_config(sim.port, "{\"p_429\":0}");
+        /* until the re-POST has reached the gateway (and is declined) */
+        for (int i = 0; i < 1000 && (posts = sim_posts()) == 1; i++)
+                assert_true(gateway_poll(gw, 5) >= 0);
+        assert_int_equal(posts, 2);
+        /* the "earlier" charge of this reference shows up */
+        test_opts(&o, true, url, sizeof(url));
+        other = new_gw(&o);
+        memcpy(a.payment_id, b.payment_id, sizeof(a.payment_id));
+        snprintf(a.provider_key, sizeof(a.provider_key), "other_%s",
+                 b.payment_id);
+        start_charge(other, &a, PM_OK, false);
+        drive(&other, 1, 5000);
+        assert_int_equal(a.res.outcome, GW_SUCCEEDED);
+        drive(&gw, 1, 5000);
+        assert_int_equal(b.calls, 1);
+        assert_int_equal(b.res.outcome, GW_SUCCEEDED);
+        assert_string_equal(b.res.charge_id, a.res.charge_id);
+        assert_int_equal(b.res.posts, 2);
+        assert_false(b.res.evidence[b.res.n_evidence - 1].post);
+        gateway_destroy(other);
+        gateway_destroy(gw);
+}
+
+/* The same without a late charge: the query lists only the refusal, so
+ * the 402 is final; one more GET, no more POSTs. A resumed call's first
+ * POST counts as a re-POST (an earlier process may have posted). */
+static void test_refused_repost_final(void **state)
+{
+        struct gateway_opts o;
+        char url[64];
+        struct gateway *gw;
+        struct rec r = { 0 };
+
+        (void)state;
+        simtest_reset(sim.port);
+        test_opts(&o, false, url, sizeof(url));
+        gw = new_gw(&o);
+        new_payment(&r);
+        start_charge(gw, &r, "pm_decline_resumed", true);
+        drive(&gw, 1, 5000);
+        assert_int_equal(r.res.outcome, GW_FAILED);
+        assert_string_equal(r.res.error_code, "card_declined");
+        assert_int_equal(r.res.posts, 1);
+        assert_int_equal(r.res.attempts, 3); /* GET, POST 402, GET */
+        assert_false(r.res.evidence[0].post);
+        assert_true(r.res.evidence[1].post);
+        assert_false(r.res.evidence[2].post);
+        assert_int_equal(sim_posts(), 1);
         gateway_destroy(gw);
 }
 
@@ -720,6 +923,10 @@ int main(void)
                 cmocka_unit_test(test_wrong_api_key),
                 BOTH(test_refused),
                 BOTH(test_logs_keep_secrets),
+                BOTH(test_lease_lost_while_queued),
+                BOTH(test_lease_expires_while_queued),
+                cmocka_unit_test(test_refused_repost_confirmed),
+                cmocka_unit_test(test_refused_repost_final),
         };
         return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
