@@ -26,9 +26,11 @@
 #include "util/jsonesc.h"
 #include "util/log.h"
 #include "util/timeutil.h"
+#include "util/utf8.h"
 #include "util/uuid.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +63,11 @@ struct rec_item {
         int64_t taken_mono_ms; /* our clock at the same moment */
         int64_t asked_mono_ms; /* start of the current gateway call */
         int64_t renewed_mono_ms;
+        /* Until when our lease surely holds, on our clock: the moment the
+         * statement that set it was sent, plus its length. The gateway
+         * client reads it before every POST (presend.h); a lease found
+         * lost is GATEWAY_LEASE_LOST. */
+        _Atomic int64_t lease_until_ms;
         enum reconcile_step step;
         bool at_gateway;
         bool lost; /* our lease was not renewed: act on nothing */
@@ -78,7 +85,7 @@ struct rec_item {
 
         /* the decision */
         struct reconcile_verdict v;
-        char excerpt[REC_EXCERPT_MAX + 1024];
+        char excerpt[REC_EXCERPT_MAX + 4096];
         char summary[160];
         enum payment_status status;
         const char *res_code; /* the result's error.code, or NULL */
@@ -206,6 +213,13 @@ static void answered_push(struct engine *e, struct rec_item *it)
         e->answered_tail  = &it->next;
 }
 
+/* Untrusted or bounded text into dst: valid UTF-8, no control character,
+ * cut on a code-point boundary (gw_text_clean). */
+static void text_copy(char *dst, size_t dstsz, const char *src)
+{
+        gw_text_clean(src, src ? strlen(src) : 0, dst, dstsz);
+}
+
 /* @locality: the loop thread, from gateway_poll() / gateway_destroy() */
 static void on_answer(void *opaque, const struct gateway_result *res)
 {
@@ -223,10 +237,12 @@ static void on_answer(void *opaque, const struct gateway_result *res)
                               ? gw_transport_name(last->transport)
                               : NULL;
         it->gw_reason   = res->reason;
-        snprintf(it->charge_id, sizeof(it->charge_id), "%s", res->charge_id);
-        snprintf(it->error_code, sizeof(it->error_code), "%s", res->error_code);
-        snprintf(it->error_message, sizeof(it->error_message), "%s",
-                 res->error_message);
+        /* the client hands over checked identifiers and clean text; copy
+         * them so that nothing here can cut them inside a character */
+        text_copy(it->charge_id, sizeof(it->charge_id), res->charge_id);
+        text_copy(it->error_code, sizeof(it->error_code), res->error_code);
+        text_copy(it->error_message, sizeof(it->error_message),
+                  res->error_message);
         if (gateway_evidence_json(res, it->attempts_json,
                                   sizeof(it->attempts_json)) < 0)
                 snprintf(it->attempts_json, sizeof(it->attempts_json),
@@ -251,7 +267,7 @@ static void refused_call(struct engine *e, struct rec_item *it, const char *err)
         it->gw_reason   = "request refused by the client";
         snprintf(it->error_code, sizeof(it->error_code),
                  "gateway_request_invalid");
-        snprintf(it->error_message, sizeof(it->error_message), "%s", err);
+        text_copy(it->error_message, sizeof(it->error_message), err);
         snprintf(it->attempts_json, sizeof(it->attempts_json), "[]");
         answered_push(e, it);
 }
@@ -288,6 +304,9 @@ static void start_repost(struct engine *e, struct rec_item *it)
         req.payment_method = it->p->payment_method;
         req.amount         = it->p->amount;
         req.resume         = true;
+        /* checked before every POST of the call: a reconciler stopped
+         * past its lease never sends the queued request */
+        req.lease_until_ms = &it->lease_until_ms;
         it->step           = RECONCILE_STEP_CHARGE;
         it->asked_mono_ms  = time_mono_ms();
         it->at_gateway     = true;
@@ -311,7 +330,10 @@ static void start_repost(struct engine *e, struct rec_item *it)
 static void decide(struct engine *e, struct rec_item *it)
 {
         struct reconcile_facts f;
-        char reason[256], gwr[160];
+        char reason[256], gwr[160], tmp[GW_ERROR_MESSAGE_SIZE + 256];
+        char code_esc[GW_ERROR_CODE_SIZE * 6],
+            msg_esc[GW_ERROR_MESSAGE_SIZE * 6];
+        int n;
 
         f.step         = it->step;
         f.outcome      = it->outcome;
@@ -329,23 +351,28 @@ static void decide(struct engine *e, struct rec_item *it)
                 it->status = PAYMENT_STATUS_FAILED;
                 it->res_code =
                     it->error_code[0] ? it->error_code : "payment_failed";
-                snprintf(it->res_message, sizeof(it->res_message), "%s",
-                         it->error_message[0] ? it->error_message
-                                              : "the gateway refused the "
-                                                "payment");
+                text_copy(it->res_message, sizeof(it->res_message),
+                          it->error_message[0] ? it->error_message
+                                               : "the gateway refused the "
+                                                 "payment");
                 break;
         case RECONCILE_REVIEW:
                 it->status = PAYMENT_STATUS_REVIEW;
                 if (it->outcome == GW_DEFECT) {
                         it->res_code = it->error_code[0] ? it->error_code
                                                          : it->v.error_code;
-                        snprintf(it->res_message, sizeof(it->res_message),
-                                 "gateway defect: %s",
-                                 it->gw_reason ? it->gw_reason : "?");
+                        /* the gateway's own words, if any, for the person
+                         * who decides; cut on a code-point boundary */
+                        snprintf(tmp, sizeof(tmp), "gateway defect: %s%s%s",
+                                 it->gw_reason ? it->gw_reason : "?",
+                                 it->error_message[0] ? ": " : "",
+                                 it->error_message);
+                        text_copy(it->res_message, sizeof(it->res_message),
+                                  tmp);
                 } else {
                         it->res_code = it->v.error_code;
-                        snprintf(it->res_message, sizeof(it->res_message), "%s",
-                                 it->v.reason);
+                        text_copy(it->res_message, sizeof(it->res_message),
+                                  it->v.reason);
                 }
                 break;
         default:
@@ -358,14 +385,30 @@ static void decide(struct engine *e, struct rec_item *it)
         json_escape(it->gw_reason ? it->gw_reason : "",
                     it->gw_reason ? strlen(it->gw_reason) : 0, gwr,
                     sizeof(gwr));
-        snprintf(it->excerpt, sizeof(it->excerpt),
-                 "{\"decision\":\"%s\",\"reason\":\"%s\",\"gateway_reason\":"
-                 "\"%s\",\"lease_lost\":%s,\"asked_age_ms\":%lld,"
-                 "\"age_ms\":%lld,\"attempts\":%s}",
-                 it->lost ? "none" : reconcile_action_name(it->v.action),
-                 reason, gwr, it->lost ? "true" : "false",
-                 (long long)f.asked_age_ms, (long long)f.age_ms,
-                 it->attempts_json);
+        json_escape(it->error_code, strlen(it->error_code), code_esc,
+                    sizeof(code_esc));
+        json_escape(it->error_message, strlen(it->error_message), msg_esc,
+                    sizeof(msg_esc));
+        n = snprintf(it->excerpt, sizeof(it->excerpt),
+                     "{\"decision\":\"%s\",\"reason\":\"%s\",\"gateway_"
+                     "reason\":\"%s\",\"error_code\":\"%s\",\"error_"
+                     "message\":\"%s\",\"lease_lost\":%s,\"asked_age_ms\":"
+                     "%lld,\"age_ms\":%lld,\"attempts\":%s}",
+                     it->lost ? "none" : reconcile_action_name(it->v.action),
+                     reason, gwr, code_esc, msg_esc,
+                     it->lost ? "true" : "false", (long long)f.asked_age_ms,
+                     (long long)f.age_ms, it->attempts_json);
+        /* the row must always be storable (a text column: valid UTF-8),
+         * or the evidence insert fails and the payment is retaken forever;
+         * every part above is bounded and clean, this is the last guard */
+        if (n < 0 || (size_t)n >= sizeof(it->excerpt) ||
+            !utf8_valid(it->excerpt, strlen(it->excerpt)))
+                snprintf(it->excerpt, sizeof(it->excerpt),
+                         "{\"decision\":\"%s\",\"reason\":\"%s\","
+                         "\"lease_lost\":%s,\"excerpt\":\"too long\"}",
+                         it->lost ? "none"
+                                  : reconcile_action_name(it->v.action),
+                         reason, it->lost ? "true" : "false");
         if (it->step == RECONCILE_STEP_QUERY)
                 snprintf(it->summary, sizeof(it->summary),
                          "GET /v1/charges?reference=%s", it->p->payment_id);
@@ -536,6 +579,7 @@ static int renew(struct engine *e, struct rec_item **v, size_t n,
         struct lease_item *l;
         char err[512];
         struct log_ctx lc = LOG_CTX_INIT;
+        int64_t sent;
         int rc;
 
         if (n == 0)
@@ -548,8 +592,9 @@ static int renew(struct engine *e, struct rec_item **v, size_t n,
                 l[i].payment_id  = v[i]->p->payment_id;
                 l[i].lease_epoch = v[i]->p->lease_epoch;
         }
-        rc = store_lease_renew(e->db, l, n, e->owner, lease_ms, err,
-                               sizeof(err));
+        sent = time_mono_ms();
+        rc   = store_lease_renew(e->db, l, n, e->owner, lease_ms, err,
+                                 sizeof(err));
         if (rc != STORE_OK) {
                 log_error(&lc, "lease renewal failed: %s", err);
                 e->st.errors++;
@@ -557,7 +602,13 @@ static int renew(struct engine *e, struct rec_item **v, size_t n,
                 return -1;
         }
         for (size_t i = 0; i < n; i++) {
-                if (l[i].renewed || v[i]->lost)
+                if (l[i].renewed && !v[i]->lost) {
+                        /* a shorter renewal (a wait) shortens it too */
+                        atomic_store(&v[i]->lease_until_ms, sent + lease_ms);
+                        continue;
+                }
+                atomic_store(&v[i]->lease_until_ms, GATEWAY_LEASE_LOST);
+                if (v[i]->lost)
                         continue;
                 v[i]->lost = true;
                 e->st.lost++;
@@ -714,7 +765,7 @@ static void take_over(struct engine *e)
         struct store_payment *p = NULL;
         struct rec_batch *b;
         size_t n = 0, room;
-        int64_t db_now, mono;
+        int64_t db_now, mono, sent;
         char err[512];
         struct log_ctx lc = LOG_CTX_INIT;
 
@@ -725,6 +776,8 @@ static void take_over(struct engine *e)
         if (room == 0)
                 return;
         e->st.rounds++;
+        /* the lease runs from the statement's time, which is after this */
+        sent = time_mono_ms();
         if (store_takeover_expired(e->db, e->owner, e->lease_ms, room, &p, &n,
                                    err, sizeof(err)) != STORE_OK) {
                 log_error(&lc, "takeover failed: %s", err);
@@ -782,6 +835,7 @@ static void take_over(struct engine *e)
                 it->taken_db_ms     = db_now;
                 it->taken_mono_ms   = mono;
                 it->renewed_mono_ms = mono;
+                atomic_store(&it->lease_until_ms, sent + e->lease_ms);
                 log_mask_key(p[i].idem_key, strlen(p[i].idem_key),
                              it->key_masked, sizeof(it->key_masked));
                 log_mask_key(p[i].provider_key, strlen(p[i].provider_key),

@@ -399,38 +399,50 @@ static void declined(void)
         sc_cleanup(&sc);
 }
 
-/* ---- a gateway that answers 500 to everything ---- */
+/* ---- a fake gateway with one canned answer per method ---- */
 
 struct srv500 {
         int fd;
         int port;
         volatile int stop;
         long served;
+        _Atomic long posts, gets;
+        char *get_resp, *post_resp; /* whole HTTP answers, owned */
         pthread_t th;
 };
+
+/* A whole HTTP/1.1 answer (Connection: close), malloc'd. */
+static char *http_answer(const char *status, const char *headers,
+                         const char *body)
+{
+        size_t n = strlen(body) + strlen(headers) + 256;
+        char *r  = malloc(n);
+
+        SC_CHECK(r, "out of memory");
+        snprintf(r, n,
+                 "HTTP/1.1 %s\r\nContent-Type: application/json\r\n%s"
+                 "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+                 status, headers, strlen(body), body);
+        return r;
+}
 
 static void *srv500_main(void *arg)
 {
         struct srv500 *v = arg;
-        static const char body[] =
-            "{\"error\":{\"type\":\"api_error\",\"code\":\"internal_error\"}}";
-        char resp[512], buf[8192];
+        char buf[8192];
 
-        snprintf(resp, sizeof(resp),
-                 "HTTP/1.1 500 Internal Server Error\r\nContent-Type: "
-                 "application/json\r\nContent-Length: %zu\r\nConnection: "
-                 "close\r\n\r\n%s",
-                 sizeof(body) - 1, body);
         while (!v->stop) {
                 struct pollfd p = { v->fd, POLLIN, 0 };
                 int cfd;
                 size_t got = 0;
+                const char *resp;
 
                 if (poll(&p, 1, 100) <= 0)
                         continue;
                 cfd = accept(v->fd, NULL, NULL);
                 if (cfd < 0)
                         continue;
+                buf[0] = '\0';
                 /* read the head (bounded), answer, close */
                 for (int i = 0; i < 64 && got < sizeof(buf) - 1; i++) {
                         struct pollfd q = { cfd, POLLIN, 0 };
@@ -446,20 +458,44 @@ static void *srv500_main(void *arg)
                         if (strstr(buf, "\r\n\r\n"))
                                 break;
                 }
-                if (write(cfd, resp, strlen(resp)) < 0)
-                        perror("srv500 write");
+                if (strncmp(buf, "POST ", 5) == 0) {
+                        v->posts++;
+                        resp = v->post_resp;
+                } else {
+                        v->gets++;
+                        resp = v->get_resp;
+                }
+                for (size_t off = 0, len = strlen(resp); off < len;) {
+                        ssize_t w = write(cfd, resp + off, len - off);
+                        if (w <= 0) {
+                                perror("srv500 write");
+                                break;
+                        }
+                        off += (size_t)w;
+                }
                 v->served++;
                 close(cfd);
         }
         return NULL;
 }
 
-static void srv500_start(struct srv500 *v, struct sim *fake)
+/* Starts a fake gateway answering GETs with get_resp and POSTs with
+ * post_resp (NULL: 500 to both; taken over, freed by srv500_stop). */
+static void srv500_start_with(struct srv500 *v, struct sim *fake,
+                              char *get_resp, char *post_resp)
 {
+        static const char body500[] =
+            "{\"error\":{\"type\":\"api_error\",\"code\":\"internal_error\"}}";
         struct sockaddr_in a = { 0 };
         socklen_t al         = sizeof(a);
 
         memset(v, 0, sizeof(*v));
+        v->get_resp =
+            get_resp ? get_resp
+                     : http_answer("500 Internal Server Error", "", body500);
+        v->post_resp =
+            post_resp ? post_resp
+                      : http_answer("500 Internal Server Error", "", body500);
         v->fd = socket(AF_INET, SOCK_STREAM, 0);
         SC_CHECK(v->fd >= 0, "socket");
         a.sin_family      = AF_INET;
@@ -474,11 +510,18 @@ static void srv500_start(struct srv500 *v, struct sim *fake)
         SC_CHECK(pthread_create(&v->th, NULL, srv500_main, v) == 0, "thread");
 }
 
+static void srv500_start(struct srv500 *v, struct sim *fake)
+{
+        srv500_start_with(v, fake, NULL, NULL);
+}
+
 static void srv500_stop(struct srv500 *v)
 {
         v->stop = 1;
         pthread_join(v->th, NULL);
         close(v->fd);
+        free(v->get_resp);
+        free(v->post_resp);
 }
 
 static void unknown_review(void)
@@ -525,6 +568,164 @@ static void unknown_review(void)
         printf("unknown_review: 500 to everything (%ld answers) -> "
                "processing, then review after the deadline, never failed\n",
                v.served);
+        sc_cleanup(&sc);
+}
+
+/*
+ * hostile_text: the gateway lists the payment's refusal with a 10 KB
+ * Vietnamese error.message holding invalid UTF-8, a NUL and control
+ * characters. The reconciler settles it `failed` once, with the message
+ * cut on a code-point boundary; before, the result could not be built and
+ * the payment was retaken every lease period forever.
+ */
+static void hostile_text(void)
+{
+        static const char vi[] =
+            "Th\xe1\xba\xbb c\xe1\xbb\xa7"
+            "a b\xe1\xba\xa1n \xc4\x91\xc3\xa3 b\xe1\xbb\x8b t\xe1\xbb\xab "
+            "ch\xe1\xbb\x91i \\u0000 \\u001b[31m \xff\xfe. ";
+        struct scenario sc;
+        struct srv500 v;
+        struct sim fake;
+        struct co c;
+        struct orphan o;
+        size_t cap = 16 * 1024, n;
+        char *msg = malloc(cap), *body = malloc(cap + 1024);
+
+        SC_CHECK(msg && body, "out of memory");
+        for (n = 0; n + sizeof(vi) < 10 * 1024;) {
+                memcpy(msg + n, vi, sizeof(vi) - 1);
+                n += sizeof(vi) - 1;
+        }
+        msg[n] = '\0';
+        sc_init(&sc, "rec_hostile", 1);
+        make_orphan(&sc, &o, "key-hostile-0001", "pm_tok_ok", 300);
+        snprintf(body, cap + 1024,
+                 "{\"data\":[{\"id\":\"ch_hostile\",\"status\":\"failed\","
+                 "\"amount\":%lld,\"currency\":\"VND\",\"reference\":\"%s\","
+                 "\"error\":{\"code\":\"card_declined\",\"message\":\"%s\"}}]}",
+                 o.amount, o.payment_id, msg);
+        srv500_start_with(&v, &fake, http_answer("200 OK", "", body), NULL);
+        co_start(&sc, &c, "reconcile", &fake, rec_xs, NULL);
+        SC_CHECK(wait_final(&sc, &o), "not settled");
+        SC_CHECK(!strcmp(status_of(&sc, &o), "failed"), "status %s",
+                 status_of(&sc, &o));
+        check_result(&sc, &o, "failed", "card_declined");
+        /* the message: a prefix of the gateway's text, cut on a
+         * character, no NUL, no escape character */
+        SC_CHECK(sc_sql_long(&sc,
+                             "SELECT count(*) FROM payments WHERE payment_id"
+                             " = '%s' AND error_message LIKE 'Thẻ của bạn đã"
+                             " bị từ chối %%' AND octet_length(error_message)"
+                             " BETWEEN 200 AND 255 AND strpos(error_message,"
+                             " chr(27)) = 0",
+                             o.payment_id) == 1,
+                 "error_message not kept as cut, clean text");
+        SC_CHECK(sc_sql_long(&sc,
+                             "SELECT count(*) FROM gateway_evidence WHERE"
+                             " payment_id = '%s' AND outcome = 'failed' AND"
+                             " response_excerpt LIKE '%%\"error_message\":"
+                             "\"Thẻ%%'",
+                             o.payment_id) == 1,
+                 "evidence without the gateway's message");
+        /* taken once, settled once */
+        SC_CHECK(sc_sql_long(&sc,
+                             "SELECT lease_epoch FROM payments WHERE"
+                             " payment_id = '%s'",
+                             o.payment_id) == 2,
+                 "taken over more than once");
+        SC_CHECK(v.posts == 0, "posted");
+        stop_ok(&c);
+        srv500_stop(&v);
+        check_end(&sc);
+        printf("hostile_text: a listed refusal with a 10 KB Vietnamese "
+               "message, invalid UTF-8, NUL and controls -> failed once, "
+               "message cut on a character\n");
+        free(msg);
+        free(body);
+        sc_cleanup(&sc);
+}
+
+static bool log_has(const char *path, const char *needle);
+
+/*
+ * frozen: a reconciler re-posts (empty list), is throttled (429,
+ * Retry-After: 3, inside its 6 s budget) and is stopped (SIGSTOP) with
+ * the retry queued. Past its lease (2 s) another reconciler takes the
+ * payment over (it sees only 500s: it holds the payment, never posts).
+ * Woken up (SIGCONT) after the retry was due, the first one must not send
+ * it: the fake gateway counts no POST after the stop.
+ */
+static void frozen(void)
+{
+        static const char *const xa[] = {
+                "reconcile.interval=200ms",   "lease.duration=2s",
+                "gateway.deadline=6s",        "gateway.timeout=1s",
+                "reconcile.backoff_base=1s",  "reconcile.backoff_max=1s",
+                "reconcile.review_after=60s", NULL
+        };
+        static const char *const xb[] = {
+                "reconcile.interval=200ms",   "lease.duration=2s",
+                "gateway.deadline=6s",        "gateway.timeout=1s",
+                "reconcile.backoff_base=30s", "reconcile.backoff_max=30s",
+                "reconcile.review_after=60s", NULL
+        };
+        struct scenario sc;
+        struct srv500 va, vb;
+        struct sim fa, fb;
+        struct co a, b;
+        struct orphan o;
+        long posts, epoch;
+        char sql[256];
+
+        sc_init(&sc, "rec_frozen", 1);
+        make_orphan(&sc, &o, "key-frozen-0001", "pm_tok_ok", 300);
+        srv500_start_with(&va, &fa, http_answer("200 OK", "", "{\"data\":[]}"),
+                          http_answer("429 Too Many Requests",
+                                      "Retry-After: 3\r\n",
+                                      "{\"error\":{\"code\":\"rate_limit\"}}"));
+        srv500_start(&vb, &fb);
+        co_start(&sc, &a, "reconcile", &fa, xa, NULL);
+        /* the re-post comes once the original call cannot be in flight
+         * (deadline + timeout = 7 s after the claim) */
+        for (int i = 0; i < 1500 && va.posts == 0; i++)
+                sleep_ms(20);
+        SC_CHECK(va.posts == 1, "the re-post never came");
+        SC_CHECK(kill(a.pid, SIGSTOP) == 0, "SIGSTOP");
+        posts = va.posts;
+        epoch = sc_sql_long(&sc,
+                            "SELECT lease_epoch FROM payments WHERE"
+                            " payment_id = '%s'",
+                            o.payment_id);
+        /* the lease runs out; the other reconciler takes over */
+        co_start(&sc, &b, "reconcile", &fb, xb, NULL);
+        snprintf(sql, sizeof(sql),
+                 "SELECT lease_epoch > %ld FROM payments WHERE payment_id ="
+                 " '%s'",
+                 epoch, o.payment_id);
+        SC_CHECK(sc_wait_sql(&sc, sql, T_WAIT),
+                 "not taken over by the second reconciler");
+        SC_CHECK(kill(a.pid, SIGCONT) == 0, "SIGCONT");
+        /* the queued retry was due 3 s after the 429: let the woken
+         * process run past that */
+        sleep_ms(4000);
+        SC_CHECK(co_alive(&a), "the first reconciler died");
+        SC_CHECK(va.posts == posts,
+                 "a frozen reconciler sent %ld POST(s) after losing its "
+                 "lease",
+                 va.posts - posts);
+        SC_CHECK(vb.posts == 0, "the second reconciler posted");
+        SC_CHECK(!strcmp(status_of(&sc, &o), "processing"), "status %s",
+                 status_of(&sc, &o));
+        SC_CHECK(log_has(a.log, "not sent: the payment's lease"),
+                 "no 'not sent' line in the first reconciler's log");
+        stop_ok(&a);
+        stop_ok(&b);
+        srv500_stop(&va);
+        srv500_stop(&vb);
+        printf("frozen: a reconciler stopped past its lease with a re-post "
+               "retry queued sent nothing after waking (%ld POST before)\n",
+               posts);
         sc_cleanup(&sc);
 }
 
@@ -873,6 +1074,8 @@ int main(int argc, char **argv)
                 { "two_reconcilers", two_reconcilers },
                 { "slow_owner", slow_owner },
                 { "threaded", threaded },
+                { "hostile_text", hostile_text },
+                { "frozen", frozen },
         };
 
         if (!testenv_have_services())
