@@ -603,6 +603,14 @@ static int easy_setup(struct gw_call *c)
         SET(CURLOPT_HEADERFUNCTION, on_header);
         SET(CURLOPT_HEADERDATA, c);
         if (c->next_post) {
+                /* libcurl resends a request by itself when a reused
+                 * connection dies before any answer byte; the gateway may
+                 * have charged before closing it. Under the same key that
+                 * is a replay, to a gateway that ignores keys it is a
+                 * second charge: such POSTs never ride a reused
+                 * connection (curl retries only on those). */
+                if (!gw->opts.idempotency_keys)
+                        SET(CURLOPT_FRESH_CONNECT, 1L);
                 SET(CURLOPT_URL, gw->charges_url);
                 SET(CURLOPT_HTTPHEADER, c->post_headers);
                 SET(CURLOPT_POSTFIELDSIZE, (long)strlen(c->body));

@@ -797,6 +797,43 @@ static void test_refused_repost_final(void **state)
         gateway_destroy(gw);
 }
 
+/*
+ * A gateway that really ignores keys (every POST charges) and closes the
+ * connection after half the charges without an answer. libcurl resends a
+ * request by itself when a *reused* connection dies before any answer
+ * byte; for a POST to such a gateway that is a second charge. The client
+ * sends those POSTs on fresh connections: one charge per payment.
+ * Payments go one after the other so that connections would be reused.
+ */
+static void test_ignoring_gateway_drops(void **state)
+{
+        struct gateway_opts o;
+        char url[64];
+        struct gateway *gw;
+        struct rec r[20];
+        json_t *stats;
+
+        (void)state;
+        memset(r, 0, sizeof(r));
+        simtest_reset(sim.port);
+        simtest_config(sim.port, "{\"ignore_idempotency\":true,"
+                                 "\"p_drop_after_charge\":0.5}");
+        test_opts(&o, false, url, sizeof(url));
+        gw = new_gw(&o);
+        for (int i = 0; i < 20; i++) {
+                new_payment(&r[i]);
+                start_charge(gw, &r[i], PM_OK, false);
+                drive(&gw, 1, 10000);
+        }
+        stats = simtest_stats(sim.port);
+        check_truth(r, 20, stats);
+        for (int i = 0; i < 20; i++)
+                assert_int_equal(r[i].res.outcome, GW_SUCCEEDED);
+        json_decref(stats);
+        simtest_config(sim.port, "{\"ignore_idempotency\":false}");
+        gateway_destroy(gw);
+}
+
 /* A wrong API key is refused before any charge: DEFECT, one attempt. */
 static void test_wrong_api_key(void **state)
 {
@@ -927,6 +964,7 @@ int main(void)
                 BOTH(test_lease_expires_while_queued),
                 cmocka_unit_test(test_refused_repost_confirmed),
                 cmocka_unit_test(test_refused_repost_final),
+                cmocka_unit_test(test_ignoring_gateway_drops),
         };
         return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
