@@ -257,8 +257,8 @@ struct gateway *gateway_new(const struct gateway_opts *o, char *errstr,
             o->max_connections < 1 || o->query_settle_ms < 0 ||
             o->lease_margin_ms < 0) {
                 snprintf(errstr, errstr_size,
-                         "gateway timeouts must be > 0 and max connections "
-                         ">= 1");
+                         "gateway timeouts must be > 0, max connections "
+                         ">= 1 and the lease margin >= 0");
                 goto fail;
         }
         if (!retry_policy_valid(&o->retry, errstr, errstr_size))
@@ -632,6 +632,20 @@ static int easy_setup(struct gw_call *c)
 static void attempt_done(struct gw_call *c, enum gw_transport transport,
                          int http_status);
 
+/* gw_send_check() for the call c with the lease of holder (c or one of
+ * the calls merged into it). */
+static enum gw_send_check send_check(const struct gw_call *c,
+                                     const struct gw_call *holder, int64_t now)
+{
+        const struct gateway *gw = c->gw;
+        int64_t until =
+            holder->lease_until ? atomic_load(holder->lease_until) : 0;
+
+        return gw_send_check(now, c->started_ms, gw->opts.retry.deadline_ms,
+                             holder->lease_until != NULL, until,
+                             gw->opts.lease_margin_ms);
+}
+
 /*
  * The check right before a POST (presend.h): the call's deadline, and the
  * lease of the leader and of every call merged into it (one of them may
@@ -639,20 +653,11 @@ static void attempt_done(struct gw_call *c, enum gw_transport transport,
  */
 static enum gw_send_check may_post(const struct gw_call *c, int64_t now)
 {
-        const struct gateway *gw = c->gw;
-        enum gw_send_check chk;
+        enum gw_send_check chk = send_check(c, c, now);
+        const struct gw_call *f;
 
-        chk = gw_send_check(now, c->started_ms, gw->opts.retry.deadline_ms,
-                            c->lease_until != NULL,
-                            c->lease_until ? atomic_load(c->lease_until) : 0,
-                            gw->opts.lease_margin_ms);
-        for (const struct gw_call *f = c->followers; f && chk == GW_SEND_OK;
-             f                       = f->fnext)
-                if (f->lease_until)
-                        chk = gw_send_check(now, c->started_ms,
-                                                                  gw->opts.retry.deadline_ms, true,
-                                                                  atomic_load(f->lease_until),
-                                                                  gw->opts.lease_margin_ms);
+        for (f = c->followers; f && chk == GW_SEND_OK; f = f->fnext)
+                chk = send_check(c, f, now);
         return chk;
 }
 
