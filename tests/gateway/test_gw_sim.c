@@ -26,6 +26,7 @@
 #include "simtest.h"
 #include "util/log.h"
 #include "util/timeutil.h"
+#include "util/utf8.h"
 #include "util/uuid.h"
 
 #define API_KEY "sk_test_0f1e2d3c4b5a69788796a5b4c3d2e1f0"
@@ -834,6 +835,68 @@ static void test_ignoring_gateway_drops(void **state)
         gateway_destroy(gw);
 }
 
+/*
+ * The simulator's hostile answers (docs/gatewaysim.md): a 10 KB
+ * Vietnamese decline message with invalid UTF-8 at its start, middle and
+ * end stays a decline, its message clean and cut on a character; with
+ * charge ids of 300 bytes (past the accepted 255) a success is no
+ * evidence: unknown, never failed, and never a cut id. Both through the
+ * POST and through GET ?reference=.
+ */
+static void test_hostile_answers(void **state)
+{
+        struct gateway_opts o;
+        char url[64], err[128];
+        struct gateway *gw;
+        struct rec d = { 0 }, ok = { 0 }, qd = { 0 }, qok = { 0 };
+        size_t n;
+        json_t *stats;
+        int64_t charges, failed;
+
+        simtest_reset(sim.port);
+        simtest_config(sim.port, "{\"decline_message_bytes\":10240,"
+                                 "\"decline_message_invalid_utf8\":true,"
+                                 "\"charge_id_bytes\":300}");
+        test_opts(&o, mode_of(state), url, sizeof(url));
+        o.retry.max_attempts = 3;
+        gw                   = new_gw(&o);
+        new_payment(&d);
+        new_payment(&ok);
+        start_charge(gw, &d, "pm_decline_hostile", false);
+        start_charge(gw, &ok, PM_OK, false);
+        drive(&gw, 1, 10000);
+        assert_int_equal(d.res.outcome, GW_FAILED);
+        assert_string_equal(d.res.error_code, "card_declined");
+        assert_string_equal(d.res.charge_id, ""); /* 300 bytes: dropped */
+        n = strlen(d.res.error_message);
+        assert_true(n > 200 && n < GW_ERROR_MESSAGE_SIZE);
+        assert_true(utf8_valid(d.res.error_message, n));
+        assert_non_null(strstr(d.res.error_message, UTF8_REPLACEMENT));
+        assert_int_equal(ok.res.outcome, GW_UNKNOWN);
+        assert_string_equal(ok.res.charge_id, "");
+        assert_int_equal(gateway_query(gw, d.payment_id, 1250000, "VND",
+                                       on_done, &qd, err, sizeof(err)),
+                         0);
+        assert_int_equal(gateway_query(gw, ok.payment_id, 1250000, "VND",
+                                       on_done, &qok, err, sizeof(err)),
+                         0);
+        drive(&gw, 1, 10000);
+        assert_int_equal(qd.res.outcome, GW_FAILED);
+        assert_true(
+            utf8_valid(qd.res.error_message, strlen(qd.res.error_message)));
+        assert_int_equal(qok.res.outcome, GW_UNKNOWN);
+        /* unknown, but never charged twice for it */
+        stats = simtest_stats(sim.port);
+        sim_counts(stats, ok.payment_id, &charges, &failed);
+        assert_int_equal(charges, 1);
+        assert_no_double_charge(stats);
+        json_decref(stats);
+        simtest_config(sim.port, "{\"decline_message_bytes\":0,"
+                                 "\"decline_message_invalid_utf8\":false,"
+                                 "\"charge_id_bytes\":0}");
+        gateway_destroy(gw);
+}
+
 /* A wrong API key is refused before any charge: DEFECT, one attempt. */
 static void test_wrong_api_key(void **state)
 {
@@ -965,6 +1028,7 @@ int main(void)
                 cmocka_unit_test(test_refused_repost_confirmed),
                 cmocka_unit_test(test_refused_repost_final),
                 cmocka_unit_test(test_ignoring_gateway_drops),
+                BOTH(test_hostile_answers),
         };
         return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
