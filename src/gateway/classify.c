@@ -325,7 +325,8 @@ static void classify_402(const struct gw_answer *a, struct gw_verdict *v)
                 else
                         set(v, GW_DEFECT,
                             is_failure && cst == CODE_OK
-                                ? "402 refusal names another reference"
+                                ? "402 refusal names another reference, "
+                                  "amount or currency"
                                 : "402 without a failed charge and "
                                   "error.code");
         }
