@@ -162,7 +162,14 @@ log4j.logger.org.apache.kafka=INFO
 log4j.logger.kafka.request.logger=WARN
 log4j.logger.state.change.logger=WARN
 L4J
-	cid=$(python3 -c 'import base64,uuid; print(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))')
+	# A cluster id starting with '-' would be taken for an option by the
+	# storage tool's argument parser (1 start in 64 failed so): draw again.
+	cid=$(python3 -c 'import base64,uuid
+while True:
+    c = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    if not c.startswith("-"):
+        print(c)
+        break')
 	java -Xmx256m -Dlog4j.configuration="file:$dir/kafka/log4j.properties" \
 		-cp "$jars/*" kafka.tools.StorageTool format -t "$cid" \
 		-c "$dir/kafka/server.properties" >"$dir/kafka/format.log" 2>&1 || {
