@@ -13,6 +13,7 @@
  */
 #include "pipeline/pipeline.h"
 #include "gateway/client.h"
+#include "gateway/presend.h"
 #include "intent/intent.h"
 #include "kafka/consumer.h"
 #include "kafka/producer.h"
@@ -31,6 +32,7 @@
 #include "util/utf8.h"
 #include "util/uuid.h"
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +70,12 @@ struct item {
         char provider_key[STORE_PROVIDER_KEY_LEN];
         int64_t lease_epoch;
         int64_t lease_renewed_ms;
+        /* Monotonic ms until which our lease surely holds (the claim's or
+         * the last renewal's statement was sent before the database
+         * started the lease), or GATEWAY_LEASE_LOST: the gateway client
+         * reads it before every POST, so a process frozen past its lease
+         * never sends (gateway/presend.h). */
+        _Atomic int64_t lease_until_ms;
         int64_t claimed_ms; /* when the claim came back */
 
         /* the result to write */
@@ -505,6 +513,7 @@ static void on_message(struct pipeline *pl, rd_kafka_message_t *m)
         it->offset     = m->offset;
         it->gen        = gen_of(pl, m->partition);
         it->t_start_us = time_mono_us();
+        atomic_init(&it->lease_until_ms, 0);
         intent_init(&it->in);
         pl->in_flight++;
         pl->st.consumed++;
@@ -675,6 +684,7 @@ static void charge(struct pipeline *pl, struct item *it)
         req.currency       = it->in.currency;
         req.payment_method = it->in.payment_method;
         req.amount         = it->in.amount;
+        req.lease_until_ms = &it->lease_until_ms;
         /* A claim that waited this long may have lost its lease to the
          * reconciler, which may have posted already: with a gateway that
          * ignores keys, ask before posting (the settle is fenced anyway). */
@@ -827,7 +837,7 @@ static void on_probed(struct pipeline *pl, struct item *it,
 }
 
 static void on_claimed(struct pipeline *pl, struct item *it,
-                       struct claim_item *c)
+                       struct claim_item *c, int64_t submit_ms)
 {
         struct log_ctx lc;
 
@@ -840,6 +850,7 @@ static void on_claimed(struct pipeline *pl, struct item *it,
                          c->provider_key);
                 it->lease_epoch = c->lease_epoch;
                 it->claimed_ms  = time_mono_ms();
+                atomic_store(&it->lease_until_ms, submit_ms + pl->lease_ms);
                 ctx_of(pl, it, &lc);
                 log_debug(&lc, "claimed: payment processing, lease epoch %lld",
                           (long long)it->lease_epoch);
@@ -921,6 +932,34 @@ static void refused(struct pipeline *pl, struct dbjob *j, struct item *it)
         dead_letter(pl, it, "database_refused");
 }
 
+/*
+ * A renewal came back: the item still at the gateway with that payment
+ * and epoch (if any: it may have finished meanwhile) holds its lease until
+ * the renewal's send time + lease, or has lost it.
+ */
+static void lease_renewed(struct pipeline *pl, const struct lease_item *l,
+                          int64_t submit_ms)
+{
+        struct log_ctx lc;
+
+        for (struct item *it = pl->all; it; it = it->anext) {
+                if (it->stage != ST_CHARGE ||
+                    it->lease_epoch != l->lease_epoch ||
+                    strcmp(it->payment_id, l->payment_id) != 0)
+                        continue;
+                if (l->renewed) {
+                        atomic_store(&it->lease_until_ms,
+                                     submit_ms + pl->lease_ms);
+                        return;
+                }
+                atomic_store(&it->lease_until_ms, GATEWAY_LEASE_LOST);
+                ctx_of(pl, it, &lc);
+                log_warn(&lc, "lease lost while at the gateway: no further "
+                              "POST; its settle will be fenced");
+                return;
+        }
+}
+
 static void on_job_done(struct pipeline *pl, struct dbjob *j)
 {
         for (size_t i = 0; i < j->n; i++) {
@@ -928,13 +967,9 @@ static void on_job_done(struct pipeline *pl, struct dbjob *j)
                 struct log_ctx lc;
 
                 if (j->kind == DBJOB_RENEW) {
-                        if (j->rc == STORE_OK && !j->leases[i].renewed) {
-                                lc            = (struct log_ctx)LOG_CTX_INIT;
-                                lc.payment_id = j->leases[i].payment_id;
-                                log_warn(&lc, "lease lost while at the "
-                                              "gateway: its settle will be "
-                                              "fenced");
-                        }
+                        if (j->rc == STORE_OK)
+                                lease_renewed(pl, &j->leases[i],
+                                              j->t_submit_us / 1000);
                         continue;
                 }
                 if (j->rc == STORE_ERR_DATA) {
@@ -948,7 +983,8 @@ static void on_job_done(struct pipeline *pl, struct dbjob *j)
                 }
                 switch (j->kind) {
                 case DBJOB_CLAIM:
-                        on_claimed(pl, it, &j->claims[i]);
+                        on_claimed(pl, it, &j->claims[i],
+                                   j->t_submit_us / 1000);
                         break;
                 case DBJOB_SETTLE:
                         ctx_of(pl, it, &lc);

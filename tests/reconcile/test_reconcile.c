@@ -1059,6 +1059,75 @@ static void threaded(void)
         sc_cleanup(&sc);
 }
 
+/*
+ * The consumer's side of "a frozen process never sends": its POST got a
+ * 429 (Retry-After 3 s) and the retry is queued when the process is
+ * stopped; its lease (2 s) runs out and a reconciler takes the payment
+ * over. Woken, the consumer sends nothing more: its client finds the
+ * lease gone (or too short) before the POST.
+ */
+static void consumer_frozen(void)
+{
+        static const char *const cons_xs[] = {
+                "consumer.batch_linger=2ms", "lease.duration=2s",
+                "gateway.timeout=1s",        "gateway.deadline=20s",
+                "gateway.max_attempts=50",   "reconcile.enabled=false",
+                "relay.enabled=false",       NULL
+        };
+        static const char *const xb[] = {
+                "reconcile.interval=200ms",   "lease.duration=2s",
+                "gateway.deadline=6s",        "gateway.timeout=1s",
+                "reconcile.backoff_base=30s", "reconcile.backoff_max=30s",
+                "reconcile.review_after=60s", NULL
+        };
+        struct intent_spec is = { NULL,   "shop-1", "key-cfrozen-01", "o-cf",
+                                  125000, "VND",    "pm_tok_ok" };
+        struct scenario sc;
+        struct srv500 va, vb;
+        struct sim fa, fb;
+        struct co cons, b;
+        long posts;
+
+        sc_init(&sc, "cons_frozen", 1);
+        srv500_start_with(&va, &fa, http_answer("200 OK", "", "{\"data\":[]}"),
+                          http_answer("429 Too Many Requests",
+                                      "Retry-After: 3\r\n",
+                                      "{\"error\":{\"code\":\"rate_limit\"}}"));
+        srv500_start(&vb, &fb);
+        co_start(&sc, &cons, "consume", &fa, cons_xs, NULL);
+        sc_produce_intent(&sc, -1, &is, NULL);
+        sc_flush(&sc);
+        for (int i = 0; i < 1500 && va.posts == 0; i++)
+                sleep_ms(20);
+        SC_CHECK(va.posts >= 1, "the consumer never posted");
+        SC_CHECK(kill(cons.pid, SIGSTOP) == 0, "SIGSTOP");
+        posts = va.posts;
+        /* the lease runs out; a reconciler takes over */
+        co_start(&sc, &b, "reconcile", &fb, xb, NULL);
+        SC_CHECK(sc_wait_sql(&sc,
+                             "SELECT lease_epoch > 1 FROM payments WHERE"
+                             " idem_key = 'key-cfrozen-01'",
+                             T_WAIT),
+                 "not taken over by the reconciler");
+        SC_CHECK(kill(cons.pid, SIGCONT) == 0, "SIGCONT");
+        /* the queued retry was due 3 s after the 429 */
+        sleep_ms(4000);
+        SC_CHECK(co_alive(&cons), "the consumer died");
+        SC_CHECK(va.posts == posts,
+                 "a frozen consumer sent %ld POST(s) after losing its lease",
+                 va.posts - posts);
+        SC_CHECK(log_has(cons.log, "not sent"),
+                 "no 'not sent' line in the consumer's log");
+        stop_ok(&cons);
+        stop_ok(&b);
+        srv500_stop(&va);
+        srv500_stop(&vb);
+        printf("consumer_frozen: a consumer stopped past its lease with a "
+               "retry queued sent nothing after waking (%ld POST before)\n",
+               posts);
+        sc_cleanup(&sc);
+}
+
 int main(int argc, char **argv)
 {
         static const struct {
@@ -1076,6 +1145,7 @@ int main(int argc, char **argv)
                 { "threaded", threaded },
                 { "hostile_text", hostile_text },
                 { "frozen", frozen },
+                { "consumer_frozen", consumer_frozen },
         };
 
         if (!testenv_have_services())
