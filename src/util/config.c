@@ -410,47 +410,83 @@ static char *trim(char *s)
         return s;
 }
 
-int config_load_file(struct config *cfg, const char *path, char *errstr,
-                     size_t errstr_size)
+int config_load_buffer(struct config *cfg, const char *name, const char *data,
+                       size_t len, char *errstr, size_t errstr_size)
 {
-        FILE *f = fopen(path, "r");
-        char line[4096];
-        int lineno = 0, r = 0;
+        char line[CONFIG_LINE_MAX + 1];
+        size_t pos = 0;
+        int lineno = 0;
 
-        if (!f) {
-                snprintf(errstr, errstr_size, "%s: %s", path, strerror(errno));
-                return -1;
-        }
-        while (fgets(line, sizeof(line), f)) {
+        while (pos < len) {
+                const char *nl = memchr(data + pos, '\n', len - pos);
+                size_t n       = nl ? (size_t)(nl - (data + pos)) : len - pos;
                 char *p, *eq, *key, *val, sub[512];
+
                 lineno++;
-                if (!strchr(line, '\n') && !feof(f)) {
+                if (n > CONFIG_LINE_MAX) {
                         snprintf(errstr, errstr_size,
-                                 "%s:%d: line longer than %zu bytes", path,
-                                 lineno, sizeof(line) - 2);
-                        r = -1;
-                        goto done;
+                                 "%s:%d: line longer than %d bytes", name,
+                                 lineno, CONFIG_LINE_MAX);
+                        return -1;
                 }
+                /* a C string cannot hold it: the file is not text */
+                if (memchr(data + pos, '\0', n)) {
+                        snprintf(errstr, errstr_size, "%s:%d: NUL byte", name,
+                                 lineno);
+                        return -1;
+                }
+                memcpy(line, data + pos, n);
+                line[n] = '\0';
+                pos += n + (nl ? 1 : 0);
                 p = trim(line);
                 if (*p == '\0' || *p == '#')
                         continue;
                 if (!(eq = strchr(p, '='))) {
                         snprintf(errstr, errstr_size,
-                                 "%s:%d: expected key = value", path, lineno);
-                        r = -1;
-                        goto done;
+                                 "%s:%d: expected key = value", name, lineno);
+                        return -1;
                 }
                 *eq = '\0';
                 key = trim(p);
                 val = trim(eq + 1);
                 if (config_set(cfg, key, val, sub, sizeof(sub)) < 0) {
-                        snprintf(errstr, errstr_size, "%s:%d: %s", path, lineno,
+                        snprintf(errstr, errstr_size, "%s:%d: %s", name, lineno,
                                  sub);
-                        r = -1;
-                        goto done;
+                        return -1;
                 }
         }
+        return 0;
+}
+
+int config_load_file(struct config *cfg, const char *path, char *errstr,
+                     size_t errstr_size)
+{
+        FILE *f    = fopen(path, "r");
+        char *buf  = NULL;
+        size_t len = 0, n;
+        int r      = -1;
+
+        if (!f) {
+                snprintf(errstr, errstr_size, "%s: %s", path, strerror(errno));
+                return -1;
+        }
+        /* one byte more than allowed, to tell "too large" from "just fits" */
+        if (!(buf = malloc(CONFIG_FILE_MAX + 1)))
+                abort();
+        while ((n = fread(buf + len, 1, CONFIG_FILE_MAX + 1 - len, f)) > 0)
+                len += n;
+        if (ferror(f)) {
+                snprintf(errstr, errstr_size, "%s: %s", path, strerror(errno));
+                goto done;
+        }
+        if (len > CONFIG_FILE_MAX) {
+                snprintf(errstr, errstr_size, "%s: larger than %d bytes", path,
+                         CONFIG_FILE_MAX);
+                goto done;
+        }
+        r = config_load_buffer(cfg, path, buf, len, errstr, errstr_size);
 done:
+        free(buf);
         fclose(f);
         return r;
 }

@@ -24,9 +24,22 @@ struct config;
 struct config *config_new(void);
 void config_destroy(struct config *cfg);
 
+/* A configuration file: at most CONFIG_FILE_MAX bytes, lines of at most
+ * CONFIG_LINE_MAX bytes (without the new line), no NUL byte. */
+#define CONFIG_FILE_MAX (1024 * 1024)
+#define CONFIG_LINE_MAX 4094
+
 /* Each returns 0, or -1 with a message naming the key (or file:line). */
 int config_load_file(struct config *cfg, const char *path, char *errstr,
                      size_t errstr_size) __attribute__((warn_unused_result));
+/*
+ * The content of a configuration file, data[0..len) (not NUL-terminated),
+ * read as config_load_file() reads a file; name stands for the file in
+ * messages. Settings before a bad line stay applied, as with a file.
+ */
+int config_load_buffer(struct config *cfg, const char *name, const char *data,
+                       size_t len, char *errstr, size_t errstr_size)
+    __attribute__((warn_unused_result));
 /* envp: a NULL-terminated environment. Names that start CHARGEONCE_TEST_
  * and CHARGEONCE_FAILPOINTS are not configuration and are skipped. */
 int config_load_env(struct config *cfg, char *const *envp, char *errstr,

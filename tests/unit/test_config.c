@@ -130,6 +130,39 @@ static void test_file_and_secret_file(void **state)
         config_destroy(c);
 }
 
+/* The file parser on memory: the name in messages, a NUL byte and an
+ * over-long line are errors, a last line without '\n' counts. */
+static void test_load_buffer(void **state)
+{
+        static const char ok[]  = "# c\r\n group.id = g7 \r\nlog.level=warn";
+        static const char nul[] = "group.id = a\n#\0\n";
+        struct config *c        = config_new();
+        char *line              = malloc(CONFIG_LINE_MAX + 2);
+        (void)state;
+        assert_int_equal(
+            config_load_buffer(c, "mem", ok, sizeof(ok) - 1, err, sizeof(err)),
+            0);
+        assert_string_equal(config_str(c, "group.id"), "g7");
+        assert_string_equal(config_str(c, "log.level"), "warn");
+        assert_int_equal(config_load_buffer(c, "mem", nul, sizeof(nul) - 1, err,
+                                            sizeof(err)),
+                         -1);
+        assert_string_equal(err, "mem:2: NUL byte");
+        /* a line of exactly CONFIG_LINE_MAX bytes is read, one more is not */
+        memset(line, ' ', CONFIG_LINE_MAX + 1);
+        memcpy(line, "group.id=g8", 11);
+        assert_int_equal(config_load_buffer(c, "mem", line, CONFIG_LINE_MAX,
+                                            err, sizeof(err)),
+                         0);
+        assert_string_equal(config_str(c, "group.id"), "g8");
+        assert_int_equal(config_load_buffer(c, "mem", line, CONFIG_LINE_MAX + 1,
+                                            err, sizeof(err)),
+                         -1);
+        assert_non_null(strstr(err, "mem:1: line longer than 4094 bytes"));
+        free(line);
+        config_destroy(c);
+}
+
 static void test_env(void **state)
 {
         struct config *c = config_new();
@@ -164,6 +197,7 @@ int main(void)
                 cmocka_unit_test(test_set_and_errors),
                 cmocka_unit_test(test_secret_never_echoed),
                 cmocka_unit_test(test_file_and_secret_file),
+                cmocka_unit_test(test_load_buffer),
                 cmocka_unit_test(test_env),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
