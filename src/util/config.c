@@ -180,15 +180,20 @@ void config_destroy(struct config *cfg)
         free(cfg);
 }
 
+/* A librdkafka property (without "kafka.") that holds a secret:
+ * sasl.password, ssl.key.password, ... */
+static bool kafka_prop_is_secret(const char *prop)
+{
+        return strstr(prop, "password") || strstr(prop, "secret") ||
+               strstr(prop, "ssl.key.pem") || strstr(prop, "ssl_key");
+}
+
 bool config_key_is_secret(const char *key)
 {
         const struct cfg_def *d = cfg_find(key, NULL);
         if (d)
                 return d->secret;
-        /* librdkafka secrets: sasl.password, ssl.key.password, ... */
-        return strncmp(key, "kafka.", 6) == 0 &&
-               (strstr(key, "password") || strstr(key, "secret") ||
-                strstr(key, "ssl.key.pem") || strstr(key, "ssl_key"));
+        return strncmp(key, "kafka.", 6) == 0 && kafka_prop_is_secret(key + 6);
 }
 
 static bool parse_bool(const char *v, bool *out)
@@ -651,13 +656,13 @@ void config_dump(const struct config *cfg, FILE *out)
                         v = "<hidden>";
                 fprintf(out, "%s = %s\n", cfg_defs[i].name, v);
         }
-        for (size_t i = 0; i < cfg->kafka_n; i++) {
-                char key[300];
-                snprintf(key, sizeof(key), "kafka.%s", cfg->kafka[i].name);
-                fprintf(out, "%s = %s\n", key,
-                        config_key_is_secret(key) ? "<hidden>"
-                                                  : cfg->kafka[i].value);
-        }
+        /* on the whole name: a copy cut to a buffer could lose the
+         * "password" of a long name and show its value */
+        for (size_t i = 0; i < cfg->kafka_n; i++)
+                fprintf(out, "kafka.%s = %s\n", cfg->kafka[i].name,
+                        kafka_prop_is_secret(cfg->kafka[i].name)
+                            ? "<hidden>"
+                            : cfg->kafka[i].value);
 }
 
 void config_describe(FILE *out)

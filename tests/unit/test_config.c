@@ -130,6 +130,25 @@ static void test_file_and_secret_file(void **state)
         config_destroy(c);
 }
 
+/* A kafka.* secret with a name longer than any buffer is still hidden. */
+static void test_long_secret_name_hidden(void **state)
+{
+        struct config *c = config_new();
+        char key[400], *buf = NULL;
+        size_t len = 0;
+        FILE *f;
+        (void)state;
+        snprintf(key, sizeof(key), "kafka.%0300d.sasl.password", 0);
+        assert_int_equal(config_set(c, key, "PWSECRET", err, sizeof(err)), 0);
+        f = open_memstream(&buf, &len);
+        config_dump(c, f);
+        fclose(f);
+        assert_null(strstr(buf, "PWSECRET"));
+        assert_non_null(strstr(buf, ".sasl.password = <hidden>"));
+        free(buf);
+        config_destroy(c);
+}
+
 /* The file parser on memory: the name in messages, a NUL byte and an
  * over-long line are errors, a last line without '\n' counts. */
 static void test_load_buffer(void **state)
@@ -197,6 +216,7 @@ int main(void)
                 cmocka_unit_test(test_set_and_errors),
                 cmocka_unit_test(test_secret_never_echoed),
                 cmocka_unit_test(test_file_and_secret_file),
+                cmocka_unit_test(test_long_secret_name_hidden),
                 cmocka_unit_test(test_load_buffer),
                 cmocka_unit_test(test_env),
         };
