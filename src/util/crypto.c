@@ -1,6 +1,9 @@
 /* crypto: thin wrappers over OpenSSL's libcrypto. */
 #include "util/crypto.h"
 
+#include <limits.h>
+#include <string.h>
+
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -35,16 +38,18 @@ size_t crypto_base64_encode(const unsigned char *in, size_t len, char *out)
         return (size_t)EVP_EncodeBlock((unsigned char *)out, in, (int)len);
 }
 
+/* Quartets handed to EVP_DecodeBlock() at once (its length is an int). */
+#define B64_CHUNK (4 * 65536)
+
 long crypto_base64_decode(const char *in, size_t len, unsigned char *out,
                           size_t outsz)
 {
-        unsigned char tmp[4096];
-        int n;
-        size_t pad = 0;
+        unsigned char last[3];
+        size_t pad = 0, n, body;
 
         if (len == 0)
                 return 0;
-        if (len % 4 != 0 || len / 4 * 3 > sizeof(tmp))
+        if (len % 4 != 0 || len / 4 * 3 > (size_t)LONG_MAX)
                 return -1;
         for (size_t i = 0; i < len; i++) {
                 char c  = in[i];
@@ -60,16 +65,25 @@ long crypto_base64_decode(const char *in, size_t len, unsigned char *out,
                 pad++;
         if (pad == 1 && in[len - 2] == '=')
                 return -1;
-        n = EVP_DecodeBlock(tmp, (const unsigned char *)in, (int)len);
-        if (n < 0 || (size_t)n < pad)
+        n = len / 4 * 3 - pad;
+        if (n > outsz)
                 return -1;
-        n -= (int)pad;
-        if ((size_t)n > outsz)
+        /* Every quartet but the last decodes to 3 bytes straight into out;
+         * the last one (which may be padded) goes through `last` so that
+         * nothing is written past n bytes. */
+        body = len - 4;
+        for (size_t i = 0; i < body; i += B64_CHUNK) {
+                size_t c = body - i < B64_CHUNK ? body - i : B64_CHUNK;
+                if (EVP_DecodeBlock(out + i / 4 * 3,
+                                    (const unsigned char *)in + i,
+                                    (int)c) != (int)(c / 4 * 3))
+                        return -1;
+        }
+        if (EVP_DecodeBlock(last, (const unsigned char *)in + body, 4) != 3)
                 return -1;
-        for (int i = 0; i < n; i++)
-                out[i] = tmp[i];
-        OPENSSL_cleanse(tmp, sizeof(tmp));
-        return n;
+        memcpy(out + body / 4 * 3, last, 3 - pad);
+        OPENSSL_cleanse(last, sizeof(last));
+        return (long)n;
 }
 
 bool crypto_equal(const void *a, const void *b, size_t len)

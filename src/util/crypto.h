@@ -19,9 +19,9 @@ void crypto_hex(const unsigned char *in, size_t len, char *out);
 /* Standard base64 with padding; out needs 4 * ((len + 2) / 3) + 1 bytes. */
 size_t crypto_base64_encode(const unsigned char *in, size_t len, char *out);
 /*
- * Decodes standard base64 (padding required) into out (outsz bytes).
- * Returns the decoded length, or -1 if the input is not valid base64 or
- * does not fit.
+ * Decodes standard base64 (padding required, no white space) of any length
+ * into out (outsz bytes); never writes past the decoded length. Returns
+ * that length, or -1 if the input is not valid base64 or does not fit.
  */
 long crypto_base64_decode(const char *in, size_t len, unsigned char *out,
                           size_t outsz);

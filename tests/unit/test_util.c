@@ -12,6 +12,7 @@
 #include "util/timeutil.h"
 #include "util/uuid.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static void test_duration(void **state)
@@ -123,6 +124,24 @@ static void test_crypto(void **state)
         assert_int_equal(crypto_base64_decode("aGV$bG8=", 8, raw, sizeof(raw)),
                          -1);
         assert_int_equal(crypto_base64_decode("aGVsbG8=", 8, raw, 3), -1);
+        assert_int_equal(crypto_base64_decode("aGVsbG8=", 8, raw, 4), -1);
+        assert_int_equal(crypto_base64_decode("aGVsbG8=", 8, raw, 5), 5);
+        {
+                /* longer than any fixed buffer: 12,000 bytes */
+                enum { N = 12000 };
+                unsigned char *in = malloc(N), *out = malloc(N);
+                char *enc = malloc(4 * ((N + 2) / 3) + 1);
+                size_t elen;
+                for (size_t i = 0; i < N; i++)
+                        in[i] = (unsigned char)(i * 7);
+                elen = crypto_base64_encode(in, N, enc);
+                assert_int_equal(elen, 16000);
+                assert_int_equal(crypto_base64_decode(enc, elen, out, N), N);
+                assert_memory_equal(in, out, N);
+                free(in);
+                free(out);
+                free(enc);
+        }
         assert_true(crypto_equal("abc", "abc", 3));
         assert_false(crypto_equal("abc", "abd", 3));
 }
