@@ -1,0 +1,179 @@
+/*
+ * fuzz_classify: the gateway answer classifier (src/gateway/classify.h) on
+ * a fuzzed status, headers and body, as the charge and as the query answer.
+ *
+ * An input is text, so that seeds can be read and written by hand:
+ *
+ *   402 replayed             status line: the HTTP status (any number),
+ *                            optional words "replayed", or a transport
+ *                            error instead of an answer: "timeout",
+ *                            "reset", "refused", "dns", "tls", "other"
+ *   retry-after: 10          header lines until an empty line; also
+ *   reference: order-1       what we asked for: reference, amount,
+ *   amount: 1000             currency (absent: not checked)
+ *   currency: EUR
+ *                            an empty line, then the body as raw bytes
+ *   {"id":"ch_1", ...}       (no empty line: no body at all)
+ *
+ * Invariants, for every input:
+ *   - every string of the verdict ends inside its array, reason is set;
+ *   - the outcome is one of the enum's; the charge is never NOT_FOUND;
+ *   - a charge answer is FAILED only on a 402 that arrived in full, a
+ *     query answer only on a 200 that arrived in full;
+ *   - SUCCEEDED carries a charge id, FAILED an error code;
+ *   - Retry-After is -1 or within 0..RETRY_AFTER_MAX_MS.
+ */
+#include <stdbool.h>
+#include <string.h>
+
+#include "fuzz.h"
+#include "gateway/classify.h"
+
+#define FIELD_MAX 512
+
+struct input {
+        struct gw_answer a;
+        char retry_after[FIELD_MAX];
+        char reference[FIELD_MAX];
+        char currency[FIELD_MAX];
+};
+
+/* Next line of data[*pos..size) (without '\n') into line, cut to fit. */
+static bool next_line(const uint8_t *data, size_t size, size_t *pos, char *line,
+                      size_t linesz)
+{
+        const uint8_t *nl;
+        size_t n, len;
+
+        if (*pos >= size)
+                return false;
+        nl  = memchr(data + *pos, '\n', size - *pos);
+        len = nl ? (size_t)(nl - (data + *pos)) : size - *pos;
+        n   = len < linesz - 1 ? len : linesz - 1;
+        memcpy(line, data + *pos, n);
+        line[n] = '\0';
+        *pos += len + (nl ? 1 : 0);
+        return true;
+}
+
+static long long parse_number(const char *s)
+{
+        long long n = 0;
+        bool neg    = *s == '-';
+
+        if (neg)
+                s++;
+        for (; *s >= '0' && *s <= '9'; s++)
+                n = n < 100000000000000LL ? n * 10 + (*s - '0') : n;
+        return neg ? -n : n;
+}
+
+static void status_line(const char *line, struct gw_answer *a)
+{
+        static const struct {
+                const char *word;
+                enum gw_transport t;
+        } words[] = {
+                { "timeout", GW_TRANSPORT_TIMEOUT },
+                { "reset", GW_TRANSPORT_RESET },
+                { "refused", GW_TRANSPORT_REFUSED },
+                { "dns", GW_TRANSPORT_DNS },
+                { "tls", GW_TRANSPORT_TLS },
+                { "other", GW_TRANSPORT_OTHER },
+        };
+        long long s = parse_number(line);
+
+        a->http_status = s > 99999 ? 99999 : s < -99999 ? -99999 : (int)s;
+        a->replayed    = strstr(line, "replayed") != NULL;
+        for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+                if (strstr(line, words[i].word)) {
+                        a->transport   = words[i].t;
+                        a->http_status = 0;
+                }
+        }
+}
+
+static void decode(const uint8_t *data, size_t size, struct input *in)
+{
+        char line[FIELD_MAX + 32];
+        size_t pos = 0;
+
+        memset(in, 0, sizeof(*in));
+        in->a.transport     = GW_TRANSPORT_OK;
+        in->a.expect_amount = -1;
+        if (next_line(data, size, &pos, line, sizeof(line)))
+                status_line(line, &in->a);
+        while (next_line(data, size, &pos, line, sizeof(line))) {
+                const char *v;
+                if (line[0] == '\0' || strcmp(line, "\r") == 0) {
+                        in->a.body     = (const char *)data + pos;
+                        in->a.body_len = size - pos;
+                        break;
+                }
+                if (!(v = strchr(line, ':')))
+                        continue;
+                v++;
+                while (*v == ' ')
+                        v++;
+                if (strncmp(line, "retry-after:", 12) == 0) {
+                        snprintf(in->retry_after, FIELD_MAX, "%s", v);
+                        in->a.retry_after = in->retry_after;
+                } else if (strncmp(line, "reference:", 10) == 0) {
+                        snprintf(in->reference, FIELD_MAX, "%s", v);
+                        in->a.expect_reference = in->reference;
+                } else if (strncmp(line, "currency:", 9) == 0) {
+                        snprintf(in->currency, FIELD_MAX, "%s", v);
+                        in->a.expect_currency = in->currency;
+                } else if (strncmp(line, "amount:", 7) == 0) {
+                        in->a.expect_amount = parse_number(v);
+                }
+        }
+}
+
+static void check_verdict(const struct gw_answer *a, const struct gw_verdict *v)
+{
+        bool full = a->transport == GW_TRANSPORT_OK;
+
+        FUZZ_CHECK(FUZZ_TERMINATED(v->charge_id));
+        FUZZ_CHECK(FUZZ_TERMINATED(v->error_code));
+        FUZZ_CHECK(FUZZ_TERMINATED(v->error_message));
+        FUZZ_CHECK(v->reason != NULL && v->reason[0] != '\0');
+        FUZZ_CHECK(v->outcome >= GW_SUCCEEDED && v->outcome <= GW_NOT_FOUND);
+        FUZZ_CHECK(v->retry_after_ms == -1 ||
+                   (v->retry_after_ms >= 0 &&
+                    v->retry_after_ms <= RETRY_AFTER_MAX_MS));
+        if (!full)
+                FUZZ_CHECK(v->outcome != GW_SUCCEEDED &&
+                           v->outcome != GW_FAILED);
+        if (v->outcome == GW_SUCCEEDED)
+                FUZZ_CHECK(v->charge_id[0] != '\0');
+        if (v->outcome == GW_FAILED)
+                FUZZ_CHECK(v->error_code[0] != '\0');
+        (void)gw_outcome_name(v->outcome);
+        (void)gw_outcome_retry_class(v->outcome);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+        struct input in;
+        struct gw_verdict v;
+
+        decode(data, size, &in);
+
+        /* 0xA5, not 0: a string the classifier leaves unterminated shows */
+        memset(&v, 0xA5, sizeof(v));
+        gw_classify_charge(&in.a, &v);
+        check_verdict(&in.a, &v);
+        FUZZ_CHECK(v.outcome != GW_NOT_FOUND);
+        if (v.outcome == GW_FAILED)
+                FUZZ_CHECK(in.a.http_status == 402);
+
+        memset(&v, 0xA5, sizeof(v));
+        gw_classify_query(&in.a, &v);
+        check_verdict(&in.a, &v);
+        if (v.outcome == GW_FAILED)
+                FUZZ_CHECK(in.a.http_status == 200);
+
+        (void)gw_parse_retry_after(in.a.retry_after);
+        return 0;
+}
