@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The README's test command. On a fresh Debian 12 machine it installs what
 # is missing, fetches the Kafka broker's jars (cached), builds the test
-# build and the AddressSanitizer + UBSan build, starts a private PostgreSQL
-# and a real Kafka broker, and runs every test: unit, integration and crash
-# in the test build; unit and integration in the sanitizer build.
+# build, the AddressSanitizer + UBSan build and the libFuzzer build (clang),
+# starts a private PostgreSQL and a real Kafka broker, and runs every test:
+# unit, integration and crash in the test build; unit and integration in
+# the sanitizer build; a 15 s run of each fuzz target in the fuzz build.
 #
 #   scripts/test.sh            everything
 #   scripts/test.sh -L unit    only what ctest -L unit selects (both builds)
+#   scripts/test.sh -L fuzz    only the fuzz runs
 #   CHARGEONCE_SOAK=long scripts/test.sh   the long crash soak
 #
 # A run in which any test was skipped fails: here every service is started,
@@ -22,11 +24,12 @@ scripts/install-deps.sh
 scripts/kafka-jars.sh >/dev/null
 
 jobs=$(nproc)
-build() { # build DIR CMAKE-ARGS...
+build() { # [target=T] build DIR CMAKE-ARGS...
 	local dir=$1 log
 	shift
 	log=$(mktemp)
-	if ! { cmake -S . -B "$dir" "$@" && cmake --build "$dir" -j"$jobs"; } \
+	if ! { cmake -S . -B "$dir" "$@" &&
+		cmake --build "$dir" -j"$jobs" ${target:+--target "$target"}; } \
 		>"$log" 2>&1; then
 		cat "$log" >&2
 		rm -f "$log"
@@ -40,6 +43,9 @@ build build-test -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCHARGEONCE_FAILPOINTS=ON
 step "build: AddressSanitizer + UndefinedBehaviorSanitizer"
 build build-asan -DCMAKE_BUILD_TYPE=Debug -DCHARGEONCE_SANITIZE=ON \
 	-DCHARGEONCE_FAILPOINTS=ON
+step "build: libFuzzer targets (clang)"
+CC=clang-14 target=fuzz-targets build build-fuzz \
+	-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCHARGEONCE_FUZZ=ON
 step "format check"
 cmake --build build-test --target format-check >/dev/null
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Runs ctest in the test build and the sanitizer build (called by
-# scripts/test.sh under with-services). Extra arguments go to ctest.
-# Fails if a test was skipped or if no test ran.
+# Runs ctest in the test build and the sanitizer build, and the fuzz
+# label's short runs in the libFuzzer build (called by scripts/test.sh under
+# with-services). Extra arguments go to ctest; arguments that name the fuzz
+# label run only the fuzz build. Fails if a test was skipped or if no test
+# ran.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
@@ -21,12 +23,16 @@ run() { # run BUILD-DIR CTEST-ARGS...
 	[ "${PIPESTATUS[0]}" = 0 ] || rc=1
 }
 
-if [ $# -gt 0 ]; then
+if [[ " $* " == *fuzz* ]]; then
+	run build-fuzz "$@"
+elif [ $# -gt 0 ]; then
 	run build-test "$@"
 	run build-asan "$@" -LE crash
 else
 	run build-test
 	run build-asan -L 'unit|integration'
+	# one target per core: 4 targets x 15 s take 30 s on 2 cores
+	run build-fuzz -L fuzz
 fi
 if grep -qE '\*\*\*Skipped|  Skipped ' "$out"; then
 	echo "run-ctest: some tests were skipped; every service is up, so that is a failure" >&2
