@@ -9,7 +9,9 @@
  *   - every string of the intent is valid UTF-8;
  *   - the strings of a REJECTED intent (which are stored, echoed in the
  *     result and logged) hold no card number and no e-mail address, and
- *     neither does its message;
+ *     neither does its message; event_id, tenant_id, idempotency_key and
+ *     order_id are cut to 36, 64, 255 and 64 code points;
+ *   - an answered intent has an inbox key (event_key);
  *   - intent_redact() of the input as a C string: the return value is the
  *     same with no buffer, a big enough one and a short one; the output is
  *     NUL-terminated inside the buffer and valid UTF-8 when the input is;
@@ -59,6 +61,15 @@ static void check_intent(const struct intent *in)
         FUZZ_CHECK(utf8_valid(in->message, strlen(in->message)));
         for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++)
                 check_string(in, strings[i]);
+        /* the inbox key: a UUID or "sha256:<hex>", for what is answered */
+        FUZZ_CHECK(FUZZ_TERMINATED(in->event_key));
+        if (in->verdict != INTENT_DLQ) {
+                FUZZ_CHECK(in->event_key[0] != '\0');
+                FUZZ_CHECK(!has_secret(in->event_key));
+        }
+        if (in->has_hash)
+                FUZZ_CHECK(strlen(in->request_hash_hex) ==
+                           INTENT_HASH_HEX_SIZE - 1);
         switch (in->verdict) {
         case INTENT_OK:
                 FUZZ_CHECK(in->event_id && in->tenant_id &&
@@ -68,9 +79,19 @@ static void check_intent(const struct intent *in)
                            INTENT_HASH_HEX_SIZE - 1);
                 break;
         case INTENT_REJECTED:
-                /* answered: the result needs these three */
+                /* answered: the result needs these three, and echoes them
+                 * bounded (contract section 2 limits) */
                 FUZZ_CHECK(in->event_id && in->tenant_id &&
                            in->idempotency_key);
+                FUZZ_CHECK(utf8_count(in->event_id, strlen(in->event_id)) <=
+                           36);
+                FUZZ_CHECK(utf8_count(in->tenant_id, strlen(in->tenant_id)) <=
+                           64);
+                FUZZ_CHECK(utf8_count(in->idempotency_key,
+                                      strlen(in->idempotency_key)) <= 255);
+                FUZZ_CHECK(!in->order_id ||
+                           utf8_count(in->order_id, strlen(in->order_id)) <=
+                               64);
                 FUZZ_CHECK(in->reason[0] != '\0');
                 FUZZ_CHECK(!has_secret(in->message));
                 break;
