@@ -104,7 +104,10 @@ for t in "${targets[@]}"; do
 done
 printf '%-10s %14s\n' total "$total"
 if [ "$rc" != 0 ]; then
-	echo "fuzz.sh: crashes found; inputs in $dir/crashes/" >&2
-	ls -1 "$dir/crashes" >&2
+	echo "fuzz.sh: crashes found; inputs in $dir/crashes/, by cause:" >&2
+	for t in "${targets[@]}"; do
+		grep -hoE 'invariant broken: .*|ERROR: [A-Za-z]+Sanitizer: [^ ]+|runtime error: .*|ERROR: libFuzzer: (timeout|out-of-memory).*' \
+			"$dir/logs/$t.log" | sort | uniq -c | sed "s/^/  $t: /" >&2
+	done
 fi
 exit $rc
