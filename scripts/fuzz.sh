@@ -50,6 +50,14 @@ fi
 dir=$build/tests/fuzz
 mkdir -p "$dir/crashes" "$dir/logs"
 
+# seeds TARGET: seed directories besides tests/fuzz/corpus/TARGET (as in
+# tests/fuzz/CMakeLists.txt)
+seeds() {
+	case $1 in
+	intent) echo tests/intent/examples/{valid,invalid,schema-blind} ;;
+	esac
+}
+
 # run_target TARGET: fuzzes for $secs seconds; writes "execs crashes" to
 # $dir/logs/TARGET.result
 run_target() {
@@ -66,7 +74,7 @@ run_target() {
 		"$dir/fuzz_$t" -max_total_time="$left" -rss_limit_mb=2048 \
 			-timeout=10 -print_final_stats=1 \
 			-artifact_prefix="$dir/crashes/$t-" \
-			"$dir/corpus-run/$t" "tests/fuzz/corpus/$t" \
+			"$dir/corpus-run/$t" "tests/fuzz/corpus/$t" $(seeds "$t") \
 			>"$out.run" 2>&1 || rc=$?
 		cat "$out.run" >>"$out"
 		n=$(awk '/stat::number_of_executed_units/ {n = $2} END {print n + 0}' \
