@@ -20,7 +20,13 @@
  *   - the outcome is one of the enum's; the charge is never NOT_FOUND;
  *   - a charge answer is FAILED only on a 402 that arrived in full, a
  *     query answer only on a 200 that arrived in full;
- *   - SUCCEEDED carries a charge id, FAILED an error code;
+ *   - SUCCEEDED carries a charge id, FAILED an error code, and SUCCEEDED
+ *     comes only for a call that said which reference, amount and
+ *     currency it sent;
+ *   - a charge id and an error code are printable ASCII identifiers that
+ *     fit; the message is valid UTF-8 without control, separator or bidi
+ *     control characters; so is gw_text_clean()'s output on the raw body,
+ *     which fits its buffer;
  *   - Retry-After is -1 or within 0..RETRY_AFTER_MAX_MS.
  */
 #include <stdbool.h>
@@ -28,6 +34,7 @@
 
 #include "fuzz.h"
 #include "gateway/classify.h"
+#include "util/utf8.h"
 
 #define FIELD_MAX 512
 
@@ -130,6 +137,39 @@ static void decode(const uint8_t *data, size_t size, struct input *in)
         }
 }
 
+/* The code point of the valid sequence s[0..n). */
+static unsigned long code_point(const unsigned char *s, size_t n)
+{
+        static const unsigned char lead_mask[] = { 0, 0x7F, 0x1F, 0x0F, 0x07 };
+        unsigned long cp                       = s[0] & lead_mask[n];
+
+        for (size_t i = 1; i < n; i++)
+                cp = cp << 6 | (s[i] & 0x3F);
+        return cp;
+}
+
+/* Valid UTF-8 without C0/C1 controls, DEL, line and paragraph separators
+ * or bidi embedding, override and isolate controls. */
+static bool clean_text(const char *s)
+{
+        size_t len = strlen(s), i = 0;
+
+        while (i < len) {
+                size_t n = utf8_seq_len(s + i, len - i);
+                unsigned long cp;
+
+                if (n == 0)
+                        return false;
+                cp = code_point((const unsigned char *)s + i, n);
+                if (cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || cp == 0x2028 ||
+                    cp == 0x2029 || (cp >= 0x202A && cp <= 0x202E) ||
+                    (cp >= 0x2066 && cp <= 0x2069))
+                        return false;
+                i += n;
+        }
+        return true;
+}
+
 static void check_verdict(const struct gw_answer *a, const struct gw_verdict *v)
 {
         bool full = a->transport == GW_TRANSPORT_OK;
@@ -137,6 +177,14 @@ static void check_verdict(const struct gw_answer *a, const struct gw_verdict *v)
         FUZZ_CHECK(FUZZ_TERMINATED(v->charge_id));
         FUZZ_CHECK(FUZZ_TERMINATED(v->error_code));
         FUZZ_CHECK(FUZZ_TERMINATED(v->error_message));
+        /* untrusted text never leaves the classifier unchecked */
+        FUZZ_CHECK(!v->charge_id[0] ||
+                   gw_ident_valid(v->charge_id, strlen(v->charge_id),
+                                  GW_CHARGE_ID_SIZE - 1));
+        FUZZ_CHECK(!v->error_code[0] ||
+                   gw_ident_valid(v->error_code, strlen(v->error_code),
+                                  GW_ERROR_CODE_SIZE - 1));
+        FUZZ_CHECK(clean_text(v->error_message));
         FUZZ_CHECK(v->reason != NULL && v->reason[0] != '\0');
         FUZZ_CHECK(v->outcome >= GW_SUCCEEDED && v->outcome <= GW_NOT_FOUND);
         FUZZ_CHECK(v->retry_after_ms == -1 ||
@@ -145,8 +193,10 @@ static void check_verdict(const struct gw_answer *a, const struct gw_verdict *v)
         if (!full)
                 FUZZ_CHECK(v->outcome != GW_SUCCEEDED &&
                            v->outcome != GW_FAILED);
+        /* a success is evidence only for a call that said what it sent */
         if (v->outcome == GW_SUCCEEDED)
-                FUZZ_CHECK(v->charge_id[0] != '\0');
+                FUZZ_CHECK(v->charge_id[0] != '\0' && a->expect_reference &&
+                           a->expect_currency && a->expect_amount >= 0);
         if (v->outcome == GW_FAILED)
                 FUZZ_CHECK(v->error_code[0] != '\0');
         (void)gw_outcome_name(v->outcome);
@@ -175,5 +225,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 FUZZ_CHECK(in.a.http_status == 200);
 
         (void)gw_parse_retry_after(in.a.retry_after);
+
+        /* the cleaner on the raw body, into a buffer of exactly a size
+         * taken from the input (ASan sees a write past it) */
+        {
+                size_t outsz = 1 + (size ? data[size - 1] : 0);
+                char *out    = malloc(outsz);
+                size_t n;
+
+                FUZZ_CHECK(out != NULL);
+                n = gw_text_clean(in.a.body, in.a.body_len, out, outsz);
+                FUZZ_CHECK(n < outsz && out[n] == '\0' && strlen(out) == n);
+                FUZZ_CHECK(clean_text(out));
+                free(out);
+        }
         return 0;
 }
