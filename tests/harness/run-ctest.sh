@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Runs ctest in the test build and the sanitizer build, and the fuzz
 # label's short runs in the libFuzzer build (called by scripts/test.sh under
-# with-services). Extra arguments go to ctest; arguments that name the fuzz
-# label run only the fuzz build. Fails if a test was skipped or if no test
-# ran.
+# with-services). Extra arguments go to ctest; `-L fuzz` runs only the fuzz
+# build. Fails if a test was skipped or if no test ran.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
@@ -23,7 +22,17 @@ run() { # run BUILD-DIR CTEST-ARGS...
 	[ "${PIPESTATUS[0]}" = 0 ] || rc=1
 }
 
-if [[ " $* " == *fuzz* ]]; then
+# -L fuzz selects the fuzz build, which holds nothing else
+fuzz_only=false
+prev=
+for a in "$@"; do
+	case "$prev $a" in
+	"-L fuzz" | "--label-regex fuzz" | *" -Lfuzz") fuzz_only=true ;;
+	esac
+	prev=$a
+done
+
+if $fuzz_only; then
 	run build-fuzz "$@"
 elif [ $# -gt 0 ]; then
 	run build-test "$@"
