@@ -5,6 +5,10 @@
  * exactly its size so that AddressSanitizer sees any read past the end.
  * Fails when a directory holds no input: a corpus that checks nothing must
  * not pass.
+ *
+ * --open: the inputs are those of an open bug (tests/fuzz/open/): exits 0
+ * at the first broken invariant, and fails when every invariant holds (the
+ * bug is fixed and the input belongs in the corpus).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -99,12 +103,18 @@ static long run_dir(const char *dir)
 int main(int argc, char **argv)
 {
         long total = 0;
+        int first  = 1;
 
-        if (argc < 2) {
-                fprintf(stderr, "usage: %s CORPUS-DIR|FILE...\n", argv[0]);
+        if (argc > 1 && strcmp(argv[1], "--open") == 0) {
+                fuzz_open_mode = 1;
+                first++;
+        }
+        if (argc <= first) {
+                fprintf(stderr, "usage: %s [--open] CORPUS-DIR|FILE...\n",
+                        argv[0]);
                 return 2;
         }
-        for (int i = 1; i < argc; i++) {
+        for (int i = first; i < argc; i++) {
                 struct stat st;
                 long n;
 
@@ -122,5 +132,11 @@ int main(int argc, char **argv)
                 total += n;
         }
         printf("%ld inputs, every invariant held\n", total);
+        if (fuzz_open_mode) {
+                /* the bug is fixed: the input belongs in the corpus now */
+                fprintf(stderr, "--open: no invariant broke; move the input "
+                                "to the target's corpus\n");
+                return 1;
+        }
         return 0;
 }

@@ -9,6 +9,7 @@
  *
  * A broken invariant aborts with the file, line and condition, never with
  * the input (it may hold a card number): the input is the crash file.
+ * Inputs of open bugs live in open/<target>/ and are run with --open.
  */
 #ifndef CO_TESTS_FUZZ_H
 #define CO_TESTS_FUZZ_H
@@ -22,13 +23,18 @@
 /* Returns 0, or -1 for an input that must not enter the corpus. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* Set by driver.c --open: a broken invariant is what the run expects. */
+extern int fuzz_open_mode;
+
+/* Reports a broken invariant and ends the process: abort() for libFuzzer
+ * and the corpus runs, exit status 0 under --open (fuzz_common.c). */
+void fuzz_broken(const char *file, int line, const char *cond)
+    __attribute__((noreturn));
+
 #define FUZZ_CHECK(cond)                                                       \
         do {                                                                   \
-                if (!(cond)) {                                                 \
-                        fprintf(stderr, "%s:%d: invariant broken: %s\n",       \
-                                __FILE__, __LINE__, #cond);                    \
-                        abort();                                               \
-                }                                                              \
+                if (!(cond))                                                   \
+                        fuzz_broken(__FILE__, __LINE__, #cond);                \
         } while (0)
 
 /* True if the array a holds a NUL (a C string that ends inside it). */
