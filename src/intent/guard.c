@@ -6,7 +6,10 @@
  */
 #include "intent/guard.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+#include "util/utf8.h"
 
 #define CARD_MIN_DIGITS  13
 #define CARD_MAX_DIGITS  19
@@ -337,7 +340,9 @@ static size_t utf8_unit_len(struct scan *sc, size_t end, size_t i)
  * e-mail after a letter) and an e-mail's local part never reaches back
  * before the point its search started from.
  */
-size_t intent_redact(const char *in, char *out, size_t outsz)
+/* One pass over in: each card number and e-mail address found in it is
+ * masked (see intent_redact). */
+static size_t redact_pass(const char *in, char *out, size_t outsz)
 {
         struct redact_out o = { out, outsz > 0 ? outsz - 1 : 0, 0, 0, false };
         struct scan sc      = { in, strlen(in), 0 };
@@ -409,4 +414,77 @@ size_t intent_redact(const char *in, char *out, size_t outsz)
                 out[o.len] = '\0';
         guard_steps += sc.steps;
         return o.need;
+}
+
+/* Every digit and '@' becomes '*': nothing of a card or an address can be
+ * left. The last resort of redact_full(). */
+static void mask_all(char *s)
+{
+        for (; *s; s++)
+                if (is_digit((unsigned char)*s) || *s == '@')
+                        *s = '*';
+}
+
+#define REDACT_PASSES 3
+
+/*
+ * The fully redacted copy of in (malloc'd; NULL when out of memory). One
+ * pass can leave a card number behind: the last four digits it keeps may
+ * start another card ("5556-5555-5555 5556-5555-5555-5556"), and digits
+ * that followed an address's letters stand alone once the address is
+ * "[email]". So the output is checked and redacted again until it is
+ * clean; after REDACT_PASSES, every digit and '@' is masked.
+ */
+static char *redact_full(const char *in)
+{
+        const char *src = in;
+        char *cur       = NULL;
+
+        for (int pass = 0; pass < REDACT_PASSES; pass++) {
+                size_t need = redact_pass(src, NULL, 0), len;
+                char *next  = malloc(need + 1);
+
+                if (next == NULL) {
+                        free(cur);
+                        return NULL;
+                }
+                (void)redact_pass(src, next, need + 1);
+                free(cur);
+                cur = next;
+                src = cur;
+                len = strlen(cur);
+                if (!intent_has_card_number(cur, len) &&
+                    !intent_has_email(cur, len))
+                        return cur;
+        }
+        mask_all(cur);
+        return cur;
+}
+
+size_t intent_redact(const char *in, char *out, size_t outsz)
+{
+        static const char mask[] = "[email]";
+        char *r                  = redact_full(in);
+        size_t len, n;
+
+        if (r == NULL) { /* out of memory: show nothing at all */
+                if (outsz > 0)
+                        out[0] = '\0';
+                return 0;
+        }
+        len = strlen(r);
+        if (outsz > 0) {
+                n = utf8_prefix(r, len, (size_t)-1, outsz - 1);
+                /* never end inside an "[email]" mask */
+                for (size_t k = 1; k < sizeof(mask) - 1 && k <= n; k++)
+                        if (n - k + sizeof(mask) - 1 <= len &&
+                            memcmp(r + n - k, mask, sizeof(mask) - 1) == 0) {
+                                n -= k;
+                                break;
+                        }
+                memcpy(out, r, n);
+                out[n] = '\0';
+        }
+        free(r);
+        return len;
 }

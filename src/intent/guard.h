@@ -1,6 +1,6 @@
 /*
  * guard: finds card numbers and e-mail addresses in a string, and redacts
- * them. Pure, no allocation, any thread.
+ * them. Pure (intent_redact allocates its working copies), any thread.
  *
  * A card number is a sequence of 13-19 digits that passes the Luhn check.
  * The digits may be split into groups by a single space, dash, dot or
@@ -36,11 +36,14 @@ bool intent_has_email(const char *s, size_t len);
  * Writes the NUL-terminated string in into out (outsz bytes), with every
  * card number's digits but the last 4 replaced by '*' (separators kept)
  * and every e-mail address replaced by "[email]". The output may be longer
- * than the input. When it does not fit it is cut at a whole UTF-8
- * character (never inside a mask or "[email]" so no part of the raw value
- * shows). Always NUL-terminates when outsz > 0; out may be NULL when
+ * than the input. The output is checked and redacted again while it
+ * still holds a card number or an address (the four digits a card keeps
+ * may start another card; digits glued to an address stand alone once it
+ * is "[email]"); after three passes every digit and '@' is masked. When
+ * it does not fit it is cut at a whole UTF-8 character, never inside
+ * "[email]". Always NUL-terminates when outsz > 0; out may be NULL when
  * outsz is 0. Returns the length the whole output needs (without the
- * NUL), as snprintf does.
+ * NUL), as snprintf does; 0 (and an empty output) when out of memory.
  */
 size_t intent_redact(const char *in, char *out, size_t outsz);
 

@@ -343,6 +343,12 @@ static char *redact_member(json_t *root, const char *name, size_t max_chars,
         (void)intent_redact(s, d, need + 1);
         cut    = utf8_prefix(d, strlen(d), max_chars, (size_t)-1);
         d[cut] = '\0';
+        /* a cut inside a long digit run can leave 13-19 digits that pass
+         * the Luhn check: then no digit (nor '@') of it is echoed */
+        if (intent_has_card_number(d, cut) || intent_has_email(d, cut))
+                for (char *p = d; *p; p++)
+                        if ((*p >= '0' && *p <= '9') || *p == '@')
+                                *p = '*';
         return d;
 }
 
