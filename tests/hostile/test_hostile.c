@@ -33,6 +33,7 @@
  * all when the consumer is stuck; about 20 s when it works).
  */
 #include "scenario.h"
+#include "util/timeutil.h"
 #include "testenv.h"
 #include "util/utf8.h"
 #include "util/uuid.h"
@@ -811,13 +812,8 @@ static void produce(rd_kafka_t *rk, const char *topic, struct item *it)
 /* ------------------------------------------------------------------ */
 /* watching the consumer without stopping at its death                  */
 
-static int64_t now_ms(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+/* the monotonic clock of util/timeutil.h */
+#define now_ms time_mono_ms
 
 static void sleep_ms(int ms)
 {
