@@ -878,6 +878,88 @@ static void hot_key(void)
         sc_cleanup(&sc);
 }
 
+/* Lines of a log file that contain needle. */
+static long log_lines(const char *path, const char *needle)
+{
+        FILE *f = fopen(path, "r");
+        char line[8192];
+        long n = 0;
+
+        if (!f)
+                return -1;
+        while (fgets(line, sizeof(line), f))
+                if (strstr(line, needle))
+                        n++;
+        fclose(f);
+        return n;
+}
+
+/*
+ * A DLQ that cannot be written: the poison message is kept and its offset
+ * held (the honest intent behind it on the same partition is answered,
+ * but the group's committed offset stays at the poison message), the
+ * writes back off instead of spinning, the process keeps running; once
+ * the DLQ topic exists the message is dead-lettered exactly once and the
+ * offset moves on.
+ */
+static void dlq_unwritable(void)
+{
+        char dlq[160], dlqx[200];
+        const char *xs[]      = { "consumer.batch_linger=2ms", dlqx,
+                                  "kafka.producer.message.timeout.ms=500", NULL };
+        struct intent_spec is = { NULL,   "shop-d", "key-dlqdown-1", "o-d1",
+                                  100000, "VND",    "pm_tok_1" };
+        struct scenario sc;
+        struct sim s;
+        struct co c;
+        struct sc_msg *m;
+        size_t n;
+        long failed;
+
+        sc_init(&sc, "dlqdown", 1);
+        snprintf(dlq, sizeof(dlq), "%s.later", sc.t_dlq);
+        snprintf(dlqx, sizeof(dlqx), "topic.dlq=%s", dlq);
+        sim_start(&sc, &s, "");
+        co_start(&sc, &c, "consume", &s, xs, NULL);
+        sc_produce(&sc, 0, "p/1", "not json at all", 15);
+        sc_produce_intent(&sc, 0, &is, NULL);
+        sc_flush(&sc);
+        SC_CHECK(sc_wait_sql(&sc,
+                             "SELECT count(*) = 1 FROM outbox WHERE idem_key"
+                             " = 'key-dlqdown-1'",
+                             T_WAIT),
+                 "the intent behind the poison message was not answered");
+        for (int i = 0; i < 600 && log_lines(c.log, "DLQ write failed") < 3;
+             i++)
+                usleep(50 * 1000);
+        SC_CHECK(log_lines(c.log, "DLQ write failed") >= 3,
+                 "the DLQ write never failed");
+        /* ten more seconds of a DLQ that cannot be written */
+        usleep(10 * 1000 * 1000);
+        failed = log_lines(c.log, "DLQ write failed");
+        SC_CHECK(co_alive(&c), "the consumer stopped");
+        /* 0.5 s delivery timeout + a back-off doubling from 100 ms: about
+         * 8 attempts in these ~15 s; without it, 30 or thousands */
+        SC_CHECK(failed <= 12, "%ld DLQ attempts: not backing off", failed);
+        SC_CHECK(!sc_wait_consumed(&sc, 2000),
+                 "the offset moved past an unrecorded message");
+        SC_CHECK(testenv_topic_create(dlq, 1) == 0, "create %s", dlq);
+        SC_CHECK(sc_wait_consumed(&sc, T_WAIT),
+                 "not consumed once the DLQ exists");
+        n = sc_read_topic(&sc, dlq, 1500, &m);
+        SC_CHECK(n == 1 && m[0].headers &&
+                     strstr(m[0].headers, "dlq-reason=not_json"),
+                 "%zu DLQ messages, want 1 not_json", n);
+        sc_messages_free(m, n);
+        sc_check_invariants(&sc);
+        stop_ok(&c);
+        printf("dlq_unwritable: %ld failed DLQ writes in ~15 s, backing "
+               "off; dead-lettered once when the topic appeared\n",
+               failed);
+        sim_stop(&s);
+        sc_cleanup(&sc);
+}
+
 int main(int argc, char **argv)
 {
         if (!testenv_have_services())
@@ -902,6 +984,8 @@ int main(int argc, char **argv)
                 db_refused();
         else if (!strcmp(argv[1], "hot_key"))
                 hot_key();
+        else if (!strcmp(argv[1], "dlq_unwritable"))
+                dlq_unwritable();
         else if (!strcmp(argv[1], "rebalance_eager"))
                 rebalance("range,roundrobin");
         else if (!strcmp(argv[1], "rebalance_cooperative"))
