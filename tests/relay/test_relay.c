@@ -295,7 +295,17 @@ static void crash(void)
                                  2 + i % 3);
                 co_start(&sc, &c, "relay", NULL, xs, random_kill ? NULL : env);
                 if (random_kill) {
-                        sleep_ms(300 + rand() % 700);
+                        /* at a random moment once it publishes: a
+                         * fixed delay either killed it before its first
+                         * round or after it had published everything
+                         * (2,000 rows take well under a second) */
+                        long before = unpublished(&sc);
+
+                        for (int w = 0; w < 1000 && co_alive(&c) &&
+                                        unpublished(&sc) == before;
+                             w++)
+                                sleep_ms(10);
+                        sleep_ms(rand() % 100);
                         rc = co_stop(&c, SIGKILL, 5000);
                 } else {
                         /* until the failpoint kills it, or all is out */
