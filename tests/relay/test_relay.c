@@ -332,6 +332,9 @@ static void crash(void)
         co_start(&sc, &c, "relay", NULL, xs, NULL);
         SC_CHECK(wait_published(&sc, T_WAIT), "%ld rows left unpublished",
                  unpublished(&sc));
+        /* with nothing left it may not have started yet: a SIGTERM before
+         * its handler is installed would end it 143 */
+        SC_CHECK(wait_holders(&sc, 1, T_WAIT), "the last relay never ran");
         stop_ok(&c);
         v = verify(&sc, 3000, false);
         SC_CHECK(v.rows == 2400, "rows");
