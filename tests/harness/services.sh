@@ -114,10 +114,12 @@ start_kafka_server() {
 		grep -q 'Kafka Server started'; do
 		if ! kafka_running "$dir"; then
 			echo "services: the Kafka broker exited during start" >&2
+			tail -n 40 "$dir/kafka/server.log" >&2
 			return 1
 		fi
 		if [ $SECONDS -ge $end ]; then
 			echo "services: the Kafka broker did not start in 90s" >&2
+			tail -n 40 "$dir/kafka/server.log" >&2
 			return 1
 		fi
 		sleep 0.3
