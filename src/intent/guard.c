@@ -416,9 +416,7 @@ static size_t redact_pass(const char *in, char *out, size_t outsz)
         return o.need;
 }
 
-/* Every digit and '@' becomes '*': nothing of a card or an address can be
- * left. The last resort of redact_full(). */
-static void mask_all(char *s)
+void intent_mask_all(char *s)
 {
         for (; *s; s++)
                 if (is_digit((unsigned char)*s) || *s == '@')
@@ -457,7 +455,7 @@ static char *redact_full(const char *in)
                     !intent_has_email(cur, len))
                         return cur;
         }
-        mask_all(cur);
+        intent_mask_all(cur);
         return cur;
 }
 

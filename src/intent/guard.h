@@ -47,6 +47,11 @@ bool intent_has_email(const char *s, size_t len);
  */
 size_t intent_redact(const char *in, char *out, size_t outsz);
 
+/* Every digit and '@' of the NUL-terminated s becomes '*', in place:
+ * nothing of a card number or an address can be left (the last resort of
+ * a redaction). */
+void intent_mask_all(char *s);
+
 /*
  * Characters examined so far by the functions above on the calling thread
  * (every read of a character, Luhn digits and output bytes included). For

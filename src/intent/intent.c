@@ -250,21 +250,13 @@ static bool metadata_ok(const json_t *meta)
         return true;
 }
 
-/* The rules of contract section 2, in its order. True on a violation. */
-static bool check_rules(json_t *root, bool lossy, struct violation *vi)
+/* The rules of the hashed fields, in the contract's order. True on a
+ * violation. */
+static bool check_hashed(json_t *root, bool lossy, struct violation *vi)
 {
         json_t *v;
         int64_t n;
 
-        v = json_object_get(root, "schema_version");
-        if (!get_integer(v, lossy, &n) || n != INTENT_SCHEMA_VERSION)
-                return violate(vi, "invalid_schema_version", "schema_version",
-                               "must be the integer 1");
-        v = json_object_get(root, "event_id");
-        if (!is_c_string(v) ||
-            !uuid_valid(json_string_value(v), json_string_length(v)))
-                return violate(vi, "invalid_event_id", "event_id",
-                               "must be a UUID");
         if (!tenant_ok(json_object_get(root, "tenant_id")))
                 return violate(vi, "invalid_tenant_id", "tenant_id",
                                "must be 1-64 characters of A-Z a-z 0-9 . _ -");
@@ -289,6 +281,26 @@ static bool check_rules(json_t *root, bool lossy, struct violation *vi)
         if (!chars_ok(json_object_get(root, "payment_method"), 1, METHOD_MAX))
                 return violate(vi, "invalid_payment_method", "payment_method",
                                "must be a string of 1-255 characters");
+        return false;
+}
+
+/* The rules of contract section 2, in its order. True on a violation. */
+static bool check_rules(json_t *root, bool lossy, struct violation *vi)
+{
+        json_t *v;
+        int64_t n;
+
+        v = json_object_get(root, "schema_version");
+        if (!get_integer(v, lossy, &n) || n != INTENT_SCHEMA_VERSION)
+                return violate(vi, "invalid_schema_version", "schema_version",
+                               "must be the integer 1");
+        v = json_object_get(root, "event_id");
+        if (!is_c_string(v) ||
+            !uuid_valid(json_string_value(v), json_string_length(v)))
+                return violate(vi, "invalid_event_id", "event_id",
+                               "must be a UUID");
+        if (check_hashed(root, lossy, vi))
+                return true;
         v = json_object_get(root, "description");
         if (v != NULL && !json_is_null(v) && !chars_ok(v, 0, DESCRIPTION_MAX))
                 return violate(vi, "invalid_description", "description",
@@ -346,9 +358,7 @@ static char *redact_member(json_t *root, const char *name, size_t max_chars,
         /* a cut inside a long digit run can leave 13-19 digits that pass
          * the Luhn check: then no digit (nor '@') of it is echoed */
         if (intent_has_card_number(d, cut) || intent_has_email(d, cut))
-                for (char *p = d; *p; p++)
-                        if ((*p >= '0' && *p <= '9') || *p == '@')
-                                *p = '*';
+                intent_mask_all(d);
         return d;
 }
 
@@ -386,21 +396,10 @@ static bool hashed_fields_ok(json_t *root, bool lossy)
         static const char *const names[] = { "tenant_id", "idempotency_key",
                                              "order_id", "customer_id",
                                              "payment_method" };
+        struct violation vi;
         json_t *v;
-        int64_t n;
 
-        if (!tenant_ok(json_object_get(root, "tenant_id")) ||
-            !key_ok(json_object_get(root, "idempotency_key")) ||
-            !chars_ok(json_object_get(root, "order_id"), 1, ID_MAX) ||
-            !chars_ok(json_object_get(root, "customer_id"), 1, ID_MAX) ||
-            !chars_ok(json_object_get(root, "payment_method"), 1, METHOD_MAX))
-                return false;
-        v = json_object_get(root, "amount");
-        if (!get_integer(v, lossy, &n) || n < 1 || n > INTENT_AMOUNT_MAX)
-                return false;
-        v = json_object_get(root, "currency");
-        if (!json_is_string(v) ||
-            !intent_currency_known(json_string_value(v), json_string_length(v)))
+        if (check_hashed(root, lossy, &vi))
                 return false;
         for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++) {
                 v = json_object_get(root, names[i]);

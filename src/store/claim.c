@@ -123,17 +123,35 @@ void store_provider_key(const unsigned char *secret, size_t secret_len,
         crypto_hex(mac, sizeof(mac), out);
 }
 
+/* Frees a stored outcome's strings and empties it. */
+static void outcome_clear(struct store_outcome *o)
+{
+        free(o->provider_charge_id);
+        free(o->error_code);
+        free(o->error_message);
+        free(o->result_json);
+        memset(o, 0, sizeof(*o));
+}
+
+/* Reads a stored outcome from columns col (status), col+1 (provider
+ * charge id), col+2 (error code), col+3 (message), col+4 (result JSON). */
+static void outcome_read(const PGresult *res, int r, int col,
+                         struct store_outcome *o, bool *oom)
+{
+        store_copy_field(res, r, col, o->status, sizeof(o->status));
+        o->provider_charge_id = store_strdup_field(res, r, col + 1, oom);
+        o->error_code         = store_strdup_field(res, r, col + 2, oom);
+        o->error_message      = store_strdup_field(res, r, col + 3, oom);
+        o->result_json        = store_strdup_field(res, r, col + 4, oom);
+}
+
 void claim_item_clear(struct claim_item *it)
 {
-        free(it->stored.provider_charge_id);
-        free(it->stored.error_code);
-        free(it->stored.error_message);
-        free(it->stored.result_json);
+        outcome_clear(&it->stored);
         it->outcome = 0;
         memset(it->payment_id, 0, sizeof(it->payment_id));
         memset(it->provider_key, 0, sizeof(it->provider_key));
         it->lease_epoch = 0;
-        memset(&it->stored, 0, sizeof(it->stored));
 }
 
 static int cmp_event(const void *a, const void *b)
@@ -308,16 +326,7 @@ int store_claim_batch(struct store *st, struct claim_item *items, size_t n,
                         it->lease_epoch = store_i64_field(res, r, 3);
                         break;
                 case CLAIM_REPLAY:
-                        store_copy_field(res, r, 4, it->stored.status,
-                                         sizeof(it->stored.status));
-                        it->stored.provider_charge_id =
-                            store_strdup_field(res, r, 5, &oom);
-                        it->stored.error_code =
-                            store_strdup_field(res, r, 6, &oom);
-                        it->stored.error_message =
-                            store_strdup_field(res, r, 7, &oom);
-                        it->stored.result_json =
-                            store_strdup_field(res, r, 8, &oom);
+                        outcome_read(res, r, 4, &it->stored, &oom);
                         break;
                 case CLAIM_IN_PROGRESS:
                 case CLAIM_CONFLICT:
@@ -380,11 +389,7 @@ static const struct store_stmt probe_stmt = {
 
 void probe_item_clear(struct probe_item *it)
 {
-        free(it->stored.provider_charge_id);
-        free(it->stored.error_code);
-        free(it->stored.error_message);
-        free(it->stored.result_json);
-        memset(&it->stored, 0, sizeof(it->stored));
+        outcome_clear(&it->stored);
         memset(it->payment_id, 0, sizeof(it->payment_id));
         it->outcome = PROBE_NONE;
 }
@@ -453,13 +458,7 @@ int store_probe_batch(struct store *st, struct probe_item *items, size_t n,
                                  sizeof(it->payment_id));
                 if (it->outcome != PROBE_FINAL)
                         continue;
-                store_copy_field(res, r, 3, it->stored.status,
-                                 sizeof(it->stored.status));
-                it->stored.provider_charge_id =
-                    store_strdup_field(res, r, 4, &oom);
-                it->stored.error_code    = store_strdup_field(res, r, 5, &oom);
-                it->stored.error_message = store_strdup_field(res, r, 6, &oom);
-                it->stored.result_json   = store_strdup_field(res, r, 7, &oom);
+                outcome_read(res, r, 3, &it->stored, &oom);
         }
         if (oom) {
                 snprintf(errstr, errstr_size, "probe: out of memory");
