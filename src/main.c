@@ -8,7 +8,7 @@
  * 2 usage or configuration error naming the offending key or argument.
  */
 #include "cmd/cmd.h"
-#include "kafka/kconf.h"
+#include "cmd/opts.h"
 #include "util/config.h"
 #include "util/log.h"
 
@@ -129,7 +129,7 @@ int main(int argc, char **argv)
         for (int k = 0; k < nx; k++)
                 if (config_set_arg(cfg, xargs[k], err, sizeof(err)) < 0)
                         goto config_error;
-        if (kconf_check(cfg, err, sizeof(err)) < 0)
+        if (cmd_opts_check_kafka(cfg, err, sizeof(err)) < 0)
                 goto config_error;
         if (!log_level_parse(config_str(cfg, "log.level"), &lvl))
                 abort(); /* the table checked it */

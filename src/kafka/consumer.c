@@ -5,7 +5,6 @@
  */
 #include "kafka/consumer.h"
 #include "kafka/kconf.h"
-#include "util/config.h"
 #include "util/log.h"
 
 #include <stdio.h>
@@ -120,7 +119,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         free(ps);
 }
 
-struct kconsumer *kconsumer_new(const struct config *cfg, const char *topic,
+struct kconsumer *kconsumer_new(const struct kafka_opts *ko, const char *topic,
                                 const char *group,
                                 const struct kconsumer_hooks *hooks,
                                 char *errstr, size_t errstr_size)
@@ -135,7 +134,7 @@ struct kconsumer *kconsumer_new(const struct config *cfg, const char *topic,
                 abort();
         kc->topic = strdup(topic);
         kc->hooks = *hooks;
-        if (!(conf = kconf_new(cfg, KCONF_CONSUMER, errstr, errstr_size)))
+        if (!(conf = kconf_new(ko, KCONF_CONSUMER, errstr, errstr_size)))
                 goto fail;
         /* chargeonce's guarantees depend on these: not overridable */
         if (kconf_set(conf, "group.id", group, errstr, errstr_size) < 0 ||
@@ -153,7 +152,7 @@ struct kconsumer *kconsumer_new(const struct config *cfg, const char *topic,
                          * bound it (librdkafka's default is 64 MB) */
                         { "queued.max.messages.kbytes", "16384" },
                 };
-                if (kconf_defaults(conf, cfg, KCONF_CONSUMER, defaults,
+                if (kconf_defaults(conf, ko, KCONF_CONSUMER, defaults,
                                    sizeof(defaults) / sizeof(*defaults), errstr,
                                    errstr_size) < 0)
                         goto fail_conf;

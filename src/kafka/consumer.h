@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct config;
+struct kafka_opts;
 struct kconsumer;
 
 struct kconsumer_hooks {
@@ -34,7 +34,7 @@ struct kconsumer_hooks {
 };
 
 /* Subscribes to topic in group. NULL with a reason on error. */
-struct kconsumer *kconsumer_new(const struct config *cfg, const char *topic,
+struct kconsumer *kconsumer_new(const struct kafka_opts *ko, const char *topic,
                                 const char *group,
                                 const struct kconsumer_hooks *hooks,
                                 char *errstr, size_t errstr_size)

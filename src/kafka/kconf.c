@@ -1,6 +1,5 @@
 /* kconf: chargeonce configuration -> librdkafka configuration. */
 #include "kafka/kconf.h"
-#include "util/config.h"
 #include "util/log.h"
 
 #include <stdbool.h>
@@ -33,15 +32,15 @@ int kconf_set(rd_kafka_conf_t *conf, const char *name, const char *value,
         return 0;
 }
 
-rd_kafka_conf_t *kconf_new(const struct config *cfg, enum kconf_role role,
+rd_kafka_conf_t *kconf_new(const struct kafka_opts *ko, enum kconf_role role,
                            char *errstr, size_t errstr_size)
 {
         rd_kafka_conf_t *conf = rd_kafka_conf_new();
 
         rd_kafka_conf_set_log_cb(conf, kconf_log_cb);
-        for (size_t i = 0; i < config_kafka_count(cfg); i++) {
-                const char *name, *value;
-                config_kafka_get(cfg, i, &name, &value);
+        for (size_t i = 0; i < ko->n_props; i++) {
+                const char *name  = ko->props[i].name;
+                const char *value = ko->props[i].value;
                 if (!strncmp(name, "consumer.", 9)) {
                         if (role != KCONF_CONSUMER)
                                 continue;
@@ -53,8 +52,8 @@ rd_kafka_conf_t *kconf_new(const struct config *cfg, enum kconf_role role,
                 }
                 if (kconf_set(conf, name, value, errstr, errstr_size) < 0) {
                         char full[512];
-                        config_kafka_get(cfg, i, &name, &value);
-                        snprintf(full, sizeof(full), "kafka.%s: %s", name,
+                        snprintf(full, sizeof(full), "kafka.%s: %s",
+                                 ko->props[i].name,
                                  strchr(errstr, ' ') ? strchr(errstr, ' ') + 1
                                                      : errstr);
                         snprintf(errstr, errstr_size, "%s", full);
@@ -65,11 +64,11 @@ rd_kafka_conf_t *kconf_new(const struct config *cfg, enum kconf_role role,
         return conf;
 }
 
-int kconf_check(const struct config *cfg, char *errstr, size_t errstr_size)
+int kconf_check(const struct kafka_opts *ko, char *errstr, size_t errstr_size)
 {
         for (int role = KCONF_CONSUMER; role <= KCONF_PRODUCER; role++) {
                 rd_kafka_conf_t *conf =
-                    kconf_new(cfg, (enum kconf_role)role, errstr, errstr_size);
+                    kconf_new(ko, (enum kconf_role)role, errstr, errstr_size);
                 if (!conf)
                         return -1;
                 rd_kafka_conf_destroy(conf);
@@ -77,13 +76,12 @@ int kconf_check(const struct config *cfg, char *errstr, size_t errstr_size)
         return 0;
 }
 
-static bool kconf_user_set(const struct config *cfg, enum kconf_role role,
+static bool kconf_user_set(const struct kafka_opts *ko, enum kconf_role role,
                            const char *name)
 {
         const char *prefix = role == KCONF_CONSUMER ? "consumer." : "producer.";
-        for (size_t i = 0; i < config_kafka_count(cfg); i++) {
-                const char *nm, *v;
-                config_kafka_get(cfg, i, &nm, &v);
+        for (size_t i = 0; i < ko->n_props; i++) {
+                const char *nm = ko->props[i].name;
                 if (!strcmp(nm, name) ||
                     (!strncmp(nm, prefix, 9) && !strcmp(nm + 9, name)))
                         return true;
@@ -91,12 +89,12 @@ static bool kconf_user_set(const struct config *cfg, enum kconf_role role,
         return false;
 }
 
-int kconf_defaults(rd_kafka_conf_t *conf, const struct config *cfg,
+int kconf_defaults(rd_kafka_conf_t *conf, const struct kafka_opts *ko,
                    enum kconf_role role, const struct kconf_default *d,
                    size_t n, char *errstr, size_t errstr_size)
 {
         for (size_t i = 0; i < n; i++)
-                if (!kconf_user_set(cfg, role, d[i].name) &&
+                if (!kconf_user_set(ko, role, d[i].name) &&
                     kconf_set(conf, d[i].name, d[i].value, errstr,
                               errstr_size) < 0)
                         return -1;

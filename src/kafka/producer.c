@@ -1,7 +1,6 @@
 /* producer: idempotent producer with per-message delivery callbacks. */
 #include "kafka/producer.h"
 #include "kafka/kconf.h"
-#include "util/config.h"
 #include "util/log.h"
 
 #include <stdio.h>
@@ -29,7 +28,7 @@ static void dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
         }
 }
 
-struct kproducer *kproducer_new(const struct config *cfg, const char *client_id,
+struct kproducer *kproducer_new(const struct kafka_opts *ko, const char *client_id,
                                 char *errstr, size_t errstr_size)
 {
         struct kproducer *kp = calloc(1, sizeof(*kp));
@@ -38,7 +37,7 @@ struct kproducer *kproducer_new(const struct config *cfg, const char *client_id,
 
         if (!kp)
                 abort();
-        if (!(conf = kconf_new(cfg, KCONF_PRODUCER, errstr, errstr_size)))
+        if (!(conf = kconf_new(ko, KCONF_PRODUCER, errstr, errstr_size)))
                 goto fail;
         /* the guarantees: not overridable */
         if (kconf_set(conf, "enable.idempotence", "true", errstr, errstr_size) <
@@ -55,7 +54,7 @@ struct kproducer *kproducer_new(const struct config *cfg, const char *client_id,
                 static const struct kconf_default defaults[] = {
                         { "linger.ms", "1" },
                 };
-                if (kconf_defaults(conf, cfg, KCONF_PRODUCER, defaults, 1,
+                if (kconf_defaults(conf, ko, KCONF_PRODUCER, defaults, 1,
                                    errstr, errstr_size) < 0) {
                         rd_kafka_conf_destroy(conf);
                         goto fail;

@@ -12,7 +12,7 @@
 #include <librdkafka/rdkafka.h>
 #include <stddef.h>
 
-struct config;
+struct kafka_opts;
 struct kproducer;
 
 struct kheader {
@@ -25,7 +25,7 @@ struct kheader {
  * again. Called exactly once per accepted message. */
 typedef void(kproducer_dr_cb)(void *opaque, rd_kafka_resp_err_t err);
 
-struct kproducer *kproducer_new(const struct config *cfg, const char *client_id,
+struct kproducer *kproducer_new(const struct kafka_opts *ko, const char *client_id,
                                 char *errstr, size_t errstr_size)
     __attribute__((warn_unused_result));
 /* Flushes for up to flush_ms, then frees. Undelivered messages get their

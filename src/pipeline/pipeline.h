@@ -16,9 +16,30 @@
 #ifndef CO_PIPELINE_H
 #define CO_PIPELINE_H
 
-#include <signal.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
 
-struct config;
+struct gateway_opts;
+struct kafka_opts;
+struct pipeline;
+
+/* The pipeline's options, filled by cmd/ from the configuration
+ * (consumer.*, db.*, topic.*, group.id, lease.duration, gateway.*,
+ * provider_key.secret, idempotency.retention, worker.id, kafka.*).
+ * Borrowed for the pipeline's life. */
+struct pipeline_opts {
+        const char *conninfo;
+        int db_connections;
+        const char *owner; /* lease owner name, e.g. "host:pid" */
+        const char *topic, *topic_dlq, *group;
+        const struct kafka_opts *kafka;
+        const struct gateway_opts *gateway;
+        const unsigned char *pk_secret; /* provider_key.secret */
+        size_t pk_secret_len;
+        size_t max_in_flight, batch_size, max_per_key, max_message_bytes;
+        int64_t linger_us, lease_ms, deadline_ms, key_retention_ms;
+};
 
 /* pipeline_run()'s answer to a second signal: the caller ends the process
  * at once, without any teardown (see cmd/consume.c). */

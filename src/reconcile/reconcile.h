@@ -33,8 +33,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct config;
+struct gateway_opts;
 struct reconciler; /* opaque */
+
+/* The reconciler's options, filled by cmd/ from the configuration
+ * (reconcile.*, lease.duration, gateway.*, db.conninfo, worker.id).
+ * Strings and gateway are borrowed for the reconciler's life. */
+struct reconcile_opts {
+        const char *conninfo;
+        const char *owner; /* lease owner name, e.g. "host:pid/reconcile" */
+        const struct gateway_opts *gateway;
+        int64_t lease_ms, interval_ms, backoff_base_ms, backoff_max_ms;
+        int64_t review_after_ms;  /* reconcile.review_after */
+        int64_t key_retention_ms; /* gateway.key_retention */
+        int64_t deadline_ms;      /* gateway.deadline */
+        int64_t call_timeout_ms;  /* gateway.timeout */
+        size_t batch_size, max_in_flight;
+};
 
 /* Counters since start. */
 struct reconcile_stats {

@@ -40,8 +40,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct config;
+struct kafka_opts;
 struct relay;
+
+/* The relay's options, filled by cmd/ from the configuration (relay.*,
+ * topic.results, db.conninfo, kafka.*). Strings and kafka are borrowed
+ * for the relay's life. */
+struct relay_opts {
+        const char *conninfo;
+        const char *topic; /* topic.results */
+        const struct kafka_opts *kafka;
+        int shards;
+        size_t batch_size;
+        int64_t poll_ms, rebalance_ms, drain_ms, cleanup_ms, retention_ms;
+        int64_t stats_ms;
+        int cleanup_batch;
+};
 
 /* Counters of one relay since it started, for logs and metrics. */
 struct relay_stats {

@@ -1,0 +1,118 @@
+/* cmd/engine: one way to run an engine, here or on a thread (engine.h). */
+#include "cmd/engine.h"
+#include "flow/flow.h"
+#include "util/log.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* A signal handler may write a lock-free atomic (C11 7.14.1.1). */
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "atomic_int must be lock-free");
+
+static atomic_int signals;
+
+static void on_signal(int sig)
+{
+        int n = atomic_load_explicit(&signals, memory_order_relaxed);
+
+        (void)sig;
+        if (n < FLOW_EXIT)
+                atomic_store_explicit(&signals, n + 1, memory_order_relaxed);
+}
+
+atomic_int *cmd_signals_install(void)
+{
+        struct sigaction sa;
+
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGINT, &sa, NULL);
+        signal(SIGPIPE, SIG_IGN);
+        return &signals;
+}
+
+static _Noreturn void exit_now(void)
+{
+        struct log_ctx lc = LOG_CTX_INIT;
+
+        lc.component = "main";
+        log_warn(&lc, "second signal: exiting now; unfinished work is "
+                      "recovered by redelivery and the reconciler");
+        _exit(1); /* no teardown: every step is durable and idempotent */
+}
+
+int cmd_engine_run(cmd_engine_fn run, void *engine, const atomic_int *sig)
+{
+        int rc = run(engine, sig);
+
+        if (rc == FLOW_EXIT_NOW)
+                exit_now();
+        return rc;
+}
+
+struct cmd_engine_thread {
+        pthread_t thread;
+        cmd_engine_fn run;
+        void *engine;
+        atomic_int stop;
+        atomic_bool done;
+        int rc;
+};
+
+static void *engine_main(void *arg)
+{
+        struct cmd_engine_thread *t = arg;
+
+        t->rc = t->run(t->engine, &t->stop);
+        atomic_store(&t->done, true);
+        return NULL;
+}
+
+struct cmd_engine_thread *cmd_engine_start(const char *name, cmd_engine_fn run,
+                                           void *engine, char *errstr,
+                                           size_t errstr_size)
+{
+        struct cmd_engine_thread *t = calloc(1, sizeof(*t));
+        int e;
+
+        if (!t) {
+                snprintf(errstr, errstr_size, "%s: out of memory", name);
+                return NULL;
+        }
+        t->run    = run;
+        t->engine = engine;
+        atomic_init(&t->stop, FLOW_RUN);
+        atomic_init(&t->done, false);
+        if ((e = pthread_create(&t->thread, NULL, engine_main, t)) != 0) {
+                snprintf(errstr, errstr_size, "%s: cannot start its thread: %s",
+                         name, strerror(e));
+                free(t);
+                return NULL;
+        }
+        return t;
+}
+
+int cmd_engine_stop(struct cmd_engine_thread *t, const atomic_int *sig)
+{
+        int rc;
+
+        if (!t)
+                return 0;
+        atomic_store(&t->stop, FLOW_DRAIN);
+        /* the drain may take a while: a second signal must still work */
+        while (!atomic_load(&t->done)) {
+                if (flow_stop_level(sig) >= FLOW_EXIT)
+                        exit_now();
+                usleep(10000);
+        }
+        pthread_join(t->thread, NULL);
+        rc = t->rc;
+        free(t);
+        return rc == FLOW_EXIT_NOW ? 1 : rc;
+}

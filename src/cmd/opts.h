@@ -1,0 +1,45 @@
+/*
+ * cmd/opts: every engine's and adapter's typed options, filled once from
+ * the configuration. The only place below main.c that reads configuration
+ * keys: no module under cmd/ includes util/config.h.
+ */
+#ifndef CO_CMD_OPTS_H
+#define CO_CMD_OPTS_H
+
+#include "gateway/client.h"
+#include "kafka/kconf.h"
+#include "pipeline/pipeline.h"
+#include "reconcile/reconcile.h"
+#include "relay/relay.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct config;
+
+/* Everything one process runs with. Strings point into the configuration,
+ * which must outlive it; owner names live here. */
+struct cmd_opts {
+        char owner[128];     /* worker.id, else "<host>:<pid>" */
+        char rec_owner[192]; /* owner + "/reconcile" */
+        struct kafka_prop *kprops; /* owned */
+        struct kafka_opts kafka;
+        struct gateway_opts gateway;
+        struct pipeline_opts pipeline;
+        struct relay_opts relay;
+        struct reconcile_opts reconcile;
+        bool relay_enabled, reconcile_enabled;
+};
+
+/* Fills o from cfg: 0, or -1 with the reason (out of memory). Free with
+ * cmd_opts_free(). */
+int cmd_opts_fill(struct cmd_opts *o, const struct config *cfg, char *errstr,
+                  size_t errstr_size) __attribute__((warn_unused_result));
+void cmd_opts_free(struct cmd_opts *o);
+
+/* Checks every kafka.* property of cfg with librdkafka: 0, or -1 naming
+ * the bad one. */
+int cmd_opts_check_kafka(const struct config *cfg, char *errstr,
+                         size_t errstr_size) __attribute__((warn_unused_result));
+
+#endif
