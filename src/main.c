@@ -8,7 +8,6 @@
  * 2 usage or configuration error naming the offending key or argument.
  */
 #include "cmd/cmd.h"
-#include "cmd/opts.h"
 #include "util/config.h"
 #include "util/log.h"
 

@@ -27,6 +27,12 @@ int cmd_inspect(struct config *cfg, int argc, char **argv);
 int cmd_install_signals(volatile sig_atomic_t **flag);
 int cmd_not_built(struct config *cfg, int argc, char **argv);
 
+/* Checks every kafka.* property of cfg with librdkafka: 0, or -1 naming
+ * the bad one (main, before any subcommand). */
+int cmd_opts_check_kafka(const struct config *cfg, char *errstr,
+                         size_t errstr_size)
+    __attribute__((warn_unused_result));
+
 /* Prints "chargeonce CMD: <message>" to stderr and returns 2. */
 int cmd_usage_error(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -1,23 +1,89 @@
 /*
- * cmd/consume: `chargeonce consume`. Wiring only: signals and the
- * pipeline. The first SIGTERM/SIGINT drains (stop fetching, finish what is
- * in flight, commit, exit 0); a second one exits at once, which is still
- * safe because every step is durable and idempotent.
+ * cmd/consume: `chargeonce consume`. Wiring only: the pipeline on the
+ * main thread, the outbox relay and the reconciler each on a thread of
+ * their own (relay.enabled, reconcile.enabled), all three with the same
+ * lifecycle (cmd/engine.h).
+ *
+ * Stop order: the pipeline drains first (its last results reach the
+ * outbox), then the reconciler, last the relay, which finishes the round
+ * in flight; results settled during the drain are published by the next
+ * relay to run. A second signal ends the process at once at any point.
  */
 #include "cmd/cmd.h"
-#include "pipeline/pipeline.h"
+#include "cmd/engine.h"
+#include "cmd/opts.h"
 #include "util/config.h"
 #include "util/failpoint.h"
 #include "util/log.h"
 
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
+
+static int run_pipeline(void *e, const atomic_int *stop)
+{
+        return pipeline_run(e, stop);
+}
+
+static int run_relay(void *e, const atomic_int *stop)
+{
+        return relay_run(e, stop);
+}
+
+static int run_reconcile(void *e, const atomic_int *stop)
+{
+        return reconcile_run(e, stop);
+}
+
+struct consume {
+        struct pipeline *pl;
+        struct relay *relay;
+        struct reconciler *rec;
+        struct cmd_engine_thread *relay_t, *rec_t;
+};
+
+/* Makes and starts the relay and the reconciler, then the pipeline. */
+static int consume_start(struct consume *c, const struct cmd_opts *o,
+                         struct log_ctx *lc)
+{
+        char err[1024];
+
+        if (o->relay_enabled &&
+            (!(c->relay = relay_new(&o->relay, err, sizeof(err))) ||
+             !(c->relay_t = cmd_engine_start("relay", run_relay, c->relay, err,
+                                             sizeof(err))))) {
+                log_error(lc, "relay: %s", err);
+                return 1;
+        }
+        if (o->reconcile_enabled &&
+            (!(c->rec = reconcile_new(&o->reconcile, err, sizeof(err))) ||
+             !(c->rec_t = cmd_engine_start("reconciler", run_reconcile, c->rec,
+                                           err, sizeof(err))))) {
+                log_error(lc, "reconciler: %s", err);
+                return 1;
+        }
+        if (!(c->pl = pipeline_new(&o->pipeline, err, sizeof(err)))) {
+                log_error(lc, "%s", err);
+                return 1;
+        }
+        return 0;
+}
+
+static void consume_stop(struct consume *c, const atomic_int *sig)
+{
+        pipeline_destroy(c->pl);
+        (void)cmd_engine_stop(c->rec_t, sig);
+        reconcile_destroy(c->rec);
+        (void)cmd_engine_stop(c->relay_t, sig);
+        relay_destroy(c->relay);
+}
 
 int cmd_consume(struct config *cfg, int argc, char **argv)
 {
-        volatile sig_atomic_t *flag;
+        struct consume c;
+        struct cmd_opts o;
+        struct log_ctx lc = LOG_CTX_INIT;
+        char err[512];
+        atomic_int *sig;
         int rc;
 
         if (argc > 1) {
@@ -34,9 +100,23 @@ int cmd_consume(struct config *cfg, int argc, char **argv)
         }
         if (failpoint_init() < 0)
                 return 2;
-        cmd_install_signals(&flag);
-        rc = pipeline_run(cfg, flag);
-        if (rc == PIPELINE_EXIT_NOW)
-                _exit(1); /* second signal: no teardown, still safe */
+        lc.component = "consume";
+        if (cmd_opts_fill(&o, cfg, err, sizeof(err)) < 0) {
+                log_error(&lc, "%s", err);
+                return 1;
+        }
+        if (o.pipeline.pk_secret_len == 0) {
+                log_error(&lc, "provider_key.secret is required: provider "
+                               "idempotency keys are derived from it");
+                cmd_opts_free(&o);
+                return 2;
+        }
+        sig = cmd_signals_install();
+        memset(&c, 0, sizeof(c));
+        rc = consume_start(&c, &o, &lc);
+        if (rc == 0)
+                rc = cmd_engine_run(run_pipeline, c.pl, sig);
+        consume_stop(&c, sig);
+        cmd_opts_free(&o);
         return rc;
 }

@@ -1,5 +1,6 @@
 /* cmd/opts: configuration -> typed options (see opts.h). */
 #include "cmd/opts.h"
+#include "cmd/cmd.h"
 #include "util/config.h"
 
 #include <stdio.h>
@@ -49,19 +50,19 @@ static void fill_pipeline(struct cmd_opts *o, const struct config *cfg)
         struct pipeline_opts *p = &o->pipeline;
         const char *secret      = config_str(cfg, "provider_key.secret");
 
-        p->conninfo          = config_str(cfg, "db.conninfo");
-        p->db_connections    = (int)config_int(cfg, "db.connections");
-        p->owner             = o->owner;
-        p->topic             = config_str(cfg, "topic.intents");
-        p->topic_dlq         = config_str(cfg, "topic.dlq");
-        p->group             = config_str(cfg, "group.id");
-        p->kafka             = &o->kafka;
-        p->gateway           = &o->gateway;
-        p->pk_secret         = (const unsigned char *)secret;
-        p->pk_secret_len     = strlen(secret);
-        p->max_in_flight     = (size_t)config_int(cfg, "consumer.max_in_flight");
-        p->batch_size        = (size_t)config_int(cfg, "consumer.batch_size");
-        p->max_per_key       = (size_t)config_int(cfg, "consumer.max_per_key");
+        p->conninfo       = config_str(cfg, "db.conninfo");
+        p->db_connections = (int)config_int(cfg, "db.connections");
+        p->owner          = o->owner;
+        p->topic          = config_str(cfg, "topic.intents");
+        p->topic_dlq      = config_str(cfg, "topic.dlq");
+        p->group          = config_str(cfg, "group.id");
+        p->kafka          = &o->kafka;
+        p->gateway        = &o->gateway;
+        p->pk_secret      = (const unsigned char *)secret;
+        p->pk_secret_len  = strlen(secret);
+        p->max_in_flight  = (size_t)config_int(cfg, "consumer.max_in_flight");
+        p->batch_size     = (size_t)config_int(cfg, "consumer.batch_size");
+        p->max_per_key    = (size_t)config_int(cfg, "consumer.max_per_key");
         p->max_message_bytes =
             (size_t)config_int(cfg, "consumer.max_message_bytes");
         p->linger_us        = config_ms(cfg, "consumer.batch_linger") * 1000;
@@ -93,19 +94,19 @@ static void fill_reconcile(struct cmd_opts *o, const struct config *cfg)
 {
         struct reconcile_opts *r = &o->reconcile;
 
-        r->conninfo          = config_str(cfg, "db.conninfo");
-        r->owner             = o->rec_owner;
-        r->gateway           = &o->gateway;
-        r->lease_ms          = config_ms(cfg, "lease.duration");
-        r->interval_ms       = config_ms(cfg, "reconcile.interval");
-        r->backoff_base_ms   = config_ms(cfg, "reconcile.backoff_base");
-        r->backoff_max_ms    = config_ms(cfg, "reconcile.backoff_max");
-        r->review_after_ms   = config_ms(cfg, "reconcile.review_after");
-        r->key_retention_ms  = config_ms(cfg, "gateway.key_retention");
-        r->deadline_ms       = config_ms(cfg, "gateway.deadline");
-        r->call_timeout_ms   = config_ms(cfg, "gateway.timeout");
-        r->batch_size        = (size_t)config_int(cfg, "reconcile.batch_size");
-        r->max_in_flight     = (size_t)config_int(cfg, "reconcile.max_in_flight");
+        r->conninfo         = config_str(cfg, "db.conninfo");
+        r->owner            = o->rec_owner;
+        r->gateway          = &o->gateway;
+        r->lease_ms         = config_ms(cfg, "lease.duration");
+        r->interval_ms      = config_ms(cfg, "reconcile.interval");
+        r->backoff_base_ms  = config_ms(cfg, "reconcile.backoff_base");
+        r->backoff_max_ms   = config_ms(cfg, "reconcile.backoff_max");
+        r->review_after_ms  = config_ms(cfg, "reconcile.review_after");
+        r->key_retention_ms = config_ms(cfg, "gateway.key_retention");
+        r->deadline_ms      = config_ms(cfg, "gateway.deadline");
+        r->call_timeout_ms  = config_ms(cfg, "gateway.timeout");
+        r->batch_size       = (size_t)config_int(cfg, "reconcile.batch_size");
+        r->max_in_flight = (size_t)config_int(cfg, "reconcile.max_in_flight");
         o->reconcile_enabled = config_bool(cfg, "reconcile.enabled");
 }
 

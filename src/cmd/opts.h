@@ -20,8 +20,8 @@ struct config;
 /* Everything one process runs with. Strings point into the configuration,
  * which must outlive it; owner names live here. */
 struct cmd_opts {
-        char owner[128];     /* worker.id, else "<host>:<pid>" */
-        char rec_owner[192]; /* owner + "/reconcile" */
+        char owner[128];           /* worker.id, else "<host>:<pid>" */
+        char rec_owner[192];       /* owner + "/reconcile" */
         struct kafka_prop *kprops; /* owned */
         struct kafka_opts kafka;
         struct gateway_opts gateway;
@@ -36,10 +36,5 @@ struct cmd_opts {
 int cmd_opts_fill(struct cmd_opts *o, const struct config *cfg, char *errstr,
                   size_t errstr_size) __attribute__((warn_unused_result));
 void cmd_opts_free(struct cmd_opts *o);
-
-/* Checks every kafka.* property of cfg with librdkafka: 0, or -1 naming
- * the bad one. */
-int cmd_opts_check_kafka(const struct config *cfg, char *errstr,
-                         size_t errstr_size) __attribute__((warn_unused_result));
 
 #endif

@@ -75,8 +75,7 @@ void flow_list_remove(struct flow_list *l, struct flow_link *k)
         l->n--;
 }
 
-void flow_queue_push(struct flow_queue *q, struct flow_qnode *x,
-                     int64_t now_us)
+void flow_queue_push(struct flow_queue *q, struct flow_qnode *x, int64_t now_us)
 {
         x->next     = NULL;
         x->since_us = now_us;

@@ -100,7 +100,7 @@ void flow_list_remove(struct flow_list *l, struct flow_link *k);
 
 /* The struct holding link k as its member. */
 #define FLOW_ENTRY(k, type, member)                                            \
-        ((type *)(void *)((char *)(k) - offsetof(type, member)))
+        ((type *)(void *)((char *)(k)-offsetof(type, member)))
 
 /* ------------------------------------------------------------------ */
 /* a FIFO of items waiting for a batch (size or linger)                */
@@ -139,8 +139,8 @@ bool flow_queue_ready(const struct flow_queue *q, size_t batch_size,
  * collects the items for which flow_renew_due() holds.
  */
 struct flow_renew {
-        int64_t every_ms;  /* lease / 3 */
-        int64_t check_ms;  /* how often a round looks at the items */
+        int64_t every_ms; /* lease / 3 */
+        int64_t check_ms; /* how often a round looks at the items */
         int64_t last_round_ms;
 };
 

@@ -28,8 +28,9 @@ static void dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
         }
 }
 
-struct kproducer *kproducer_new(const struct kafka_opts *ko, const char *client_id,
-                                char *errstr, size_t errstr_size)
+struct kproducer *kproducer_new(const struct kafka_opts *ko,
+                                const char *client_id, char *errstr,
+                                size_t errstr_size)
 {
         struct kproducer *kp = calloc(1, sizeof(*kp));
         rd_kafka_conf_t *conf;

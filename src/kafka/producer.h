@@ -25,8 +25,9 @@ struct kheader {
  * again. Called exactly once per accepted message. */
 typedef void(kproducer_dr_cb)(void *opaque, rd_kafka_resp_err_t err);
 
-struct kproducer *kproducer_new(const struct kafka_opts *ko, const char *client_id,
-                                char *errstr, size_t errstr_size)
+struct kproducer *kproducer_new(const struct kafka_opts *ko,
+                                const char *client_id, char *errstr,
+                                size_t errstr_size)
     __attribute__((warn_unused_result));
 /* Flushes for up to flush_ms, then frees. Undelivered messages get their
  * callback with an error. */

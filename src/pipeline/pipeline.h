@@ -11,7 +11,8 @@
  * the payment stays processing and the reconciler finishes it.
  *
  * Threads: pipeline_run() runs the event loop on the calling thread (Kafka,
- * gateway, batching) and starts database worker threads (dbpool).
+ * gateway, batching); pipeline_new() starts the database worker threads
+ * (dbpool). cmd/consume.c runs the relay and the reconciler beside it.
  */
 #ifndef CO_PIPELINE_H
 #define CO_PIPELINE_H
@@ -41,17 +42,30 @@ struct pipeline_opts {
         int64_t linger_us, lease_ms, deadline_ms, key_retention_ms;
 };
 
-/* pipeline_run()'s answer to a second signal: the caller ends the process
- * at once, without any teardown (see cmd/consume.c). */
-#define PIPELINE_EXIT_NOW (-1)
+/*
+ * Connects everything (gateway client, database pool, DLQ producer, the
+ * group's consumer). NULL with the reason in errstr. Owned by the caller:
+ * pipeline_destroy(). o's strings must outlive the pipeline.
+ */
+struct pipeline *pipeline_new(const struct pipeline_opts *o, char *errstr,
+                              size_t errstr_size)
+    __attribute__((warn_unused_result));
 
 /*
- * Runs until *stop becomes non-zero (first signal: drain in-flight work,
- * store and commit offsets, return 0), or a fatal error (returns 1).
- * *stop >= 2 (second signal) makes it return PIPELINE_EXIT_NOW at once,
- * leaving everything as it is; whatever was in flight is recovered by
- * redelivery and the reconciler.
+ * Runs the loop on the calling thread until *stop asks (flow/flow.h):
+ * FLOW_DRAIN stops fetching, finishes what is in flight (at most
+ * gateway.deadline + 10 s) and returns 0; FLOW_EXIT returns FLOW_EXIT_NOW
+ * at once, leaving everything as it is (redelivery and the reconciler
+ * recover it); a fatal consumer error returns 1.
  */
-int pipeline_run(const struct config *cfg, volatile sig_atomic_t *stop);
+int pipeline_run(struct pipeline *pl, const atomic_int *stop)
+    __attribute__((warn_unused_result));
+
+/*
+ * Finishes what safely can be without starting anything new (database
+ * jobs in flight, up to 10 s), stores the offsets of what is done, leaves
+ * the group after a final commit and frees pl. NULL is ignored.
+ */
+void pipeline_destroy(struct pipeline *pl);
 
 #endif

@@ -1,0 +1,543 @@
+/*
+ * pipeline/jobs: an item's way through the gateway and the database: the
+ * claim (transaction 1), the charge with the same provider key on every
+ * try, the settle (transaction 2, fenced), result-only writes, probes of
+ * rejected copies and the renewal of the leases of payments at the
+ * gateway. Loop thread only; database work runs on dbpool's threads and
+ * comes back as finished jobs.
+ *
+ * Must never: call the gateway for an intent it did not claim as new;
+ * report an unknown gateway outcome as failed; hold a transaction across a
+ * gateway call; retry as it is a batch the database refused for its data.
+ */
+#include "gateway/presend.h"
+#include "payment/result.h"
+#include "pipeline/pipeline_int.h"
+#include "util/failpoint.h"
+#include "util/timeutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+
+/* ------------------------------------------------------------------ */
+/* gateway                                                              */
+
+static void settle_add(struct pipeline *pl, struct item *it)
+{
+        if (pipeline_build_result(pl, it, false, it->payment_id) < 0) {
+                struct log_ctx lc;
+
+                /* the payment stays processing; the reconciler settles it
+                 * once the lease expires (never a stopped process) */
+                pipeline_ctx(pl, it, &lc);
+                log_error(&lc, "result cannot be built: payment left "
+                               "processing for the reconciler");
+                pl->st.unknown_left++;
+                pipeline_finish(pl, it, true);
+                return;
+        }
+        it->stage = ST_SETTLE;
+        pipeline_queue(&pl->settles, it);
+}
+
+static void on_gateway_done(void *opaque, const struct gateway_result *res)
+{
+        struct item *it     = opaque;
+        struct pipeline *pl = it->pl;
+        struct log_ctx lc;
+
+        it->attempts = res->attempts;
+        pipeline_ctx(pl, it, &lc);
+        if (FAILPOINT("gateway.after_answer") < 0) {
+                log_warn(&lc, "failpoint gateway.after_answer: outcome "
+                              "dropped, left to the reconciler");
+                pl->st.unknown_left++;
+                pipeline_finish(pl, it, true);
+                return;
+        }
+        switch (res->outcome) {
+        case GW_SUCCEEDED:
+                it->status = PAYMENT_STATUS_SUCCEEDED;
+                snprintf(it->charge_id, sizeof(it->charge_id), "%s",
+                         res->charge_id);
+                break;
+        case GW_FAILED:
+                it->status = PAYMENT_STATUS_FAILED;
+                snprintf(it->charge_id, sizeof(it->charge_id), "%s",
+                         res->charge_id);
+                pipeline_set_error(
+                    it, res->error_code[0] ? res->error_code : "payment_failed",
+                    res->error_message[0] ? res->error_message
+                                          : "the gateway refused the "
+                                            "payment");
+                break;
+        case GW_DEFECT:
+                /* never charge again, never call it failed: a person
+                 * decides (contract section 4) */
+                it->status = PAYMENT_STATUS_REVIEW;
+                pipeline_set_error(
+                    it, res->error_code[0] ? res->error_code : "gateway_defect",
+                    res->reason ? res->reason
+                                : "the gateway refused the request");
+                log_error(&lc,
+                          "gateway defect (HTTP %d, %s): payment goes to "
+                          "review",
+                          res->http_status, res->reason ? res->reason : "");
+                break;
+        default:
+                /* unknown: stays processing under our lease, which we stop
+                 * renewing; the reconciler takes it over when it expires
+                 * and asks the gateway with the same key */
+                log_warn(&lc,
+                         "gateway outcome unknown after %d attempt(s) (%s); "
+                         "left processing for the reconciler",
+                         res->attempts, res->reason ? res->reason : "");
+                pl->st.unknown_left++;
+                pipeline_finish(pl, it, true);
+                return;
+        }
+        settle_add(pl, it);
+}
+
+void pipeline_charge(struct pipeline *pl, struct item *it)
+{
+        struct gateway_charge_req req;
+        char err[256];
+        struct log_ctx lc;
+
+        pipeline_ctx(pl, it, &lc);
+        it->stage            = ST_CHARGE;
+        it->lease_renewed_ms = time_mono_ms();
+        if (pl->closing) {
+                /* claimed, never sent: the reconciler finishes it */
+                pipeline_finish(pl, it, true);
+                return;
+        }
+        if (FAILPOINT("gateway.before_send") < 0) {
+                log_warn(&lc, "failpoint gateway.before_send: not sent, left "
+                              "to the reconciler");
+                pl->st.unknown_left++;
+                pipeline_finish(pl, it, true);
+                return;
+        }
+        memset(&req, 0, sizeof(req));
+        req.payment_id     = it->payment_id;
+        req.provider_key   = it->provider_key;
+        req.tenant_id      = it->in.tenant_id;
+        req.order_id       = it->in.order_id;
+        req.currency       = it->in.currency;
+        req.payment_method = it->in.payment_method;
+        req.amount         = it->in.amount;
+        req.lease_until_ms = &it->lease_until_ms;
+        /* A claim that waited this long may have lost its lease to the
+         * reconciler, which may have posted already: with a gateway that
+         * ignores keys, ask before posting (the settle is fenced anyway). */
+        req.resume = time_mono_ms() - it->claimed_ms > pl->o.lease_ms / 2;
+        if (gateway_charge(pl->gw, &req, on_gateway_done, it, err,
+                           sizeof(err)) < 0) {
+                /* the request cannot be sent at all: a defect; the payment
+                 * goes to review rather than anywhere near failed */
+                it->status = PAYMENT_STATUS_REVIEW;
+                pipeline_set_error(it, "gateway_request_invalid", err);
+                log_error(&lc, "gateway request refused by the client: %s",
+                          err);
+                settle_add(pl, it);
+        }
+}
+
+/* ------------------------------------------------------------------ */
+/* database jobs                                                        */
+
+static struct dbjob *job_from(struct pipeline *pl, struct flow_queue *b,
+                              enum dbjob_kind kind)
+{
+        size_t n        = b->n < pl->o.batch_size ? b->n : pl->o.batch_size;
+        struct dbjob *j = dbjob_new(kind, n);
+
+        for (size_t i = 0; i < n; i++) {
+                struct item *it = pipeline_dequeue(b);
+                j->owners[j->n] = it;
+                switch (kind) {
+                case DBJOB_CLAIM: {
+                        struct claim_item *c = &j->claims[j->n];
+                        c->event_id          = it->in.event_key;
+                        c->tenant_id         = it->in.tenant_id;
+                        c->idem_key          = it->in.idempotency_key;
+                        memcpy(c->request_hash, it->in.request_hash,
+                               sizeof(c->request_hash));
+                        c->order_id       = it->in.order_id;
+                        c->customer_id    = it->in.customer_id;
+                        c->amount         = it->in.amount;
+                        c->currency       = it->in.currency;
+                        c->payment_method = it->in.payment_method;
+                        c->topic          = pl->o.topic;
+                        c->partition      = it->partition;
+                        c->offset         = it->offset;
+                        break;
+                }
+                case DBJOB_SETTLE: {
+                        struct settle_item *s = &j->settles[j->n];
+                        s->payment_id         = it->payment_id;
+                        s->lease_epoch        = it->lease_epoch;
+                        s->status = it->status == PAYMENT_STATUS_SUCCEEDED
+                                        ? SETTLE_SUCCEEDED
+                                    : it->status == PAYMENT_STATUS_FAILED
+                                        ? SETTLE_FAILED
+                                        : SETTLE_REVIEW;
+                        s->provider_charge_id =
+                            it->charge_id[0] ? it->charge_id : NULL;
+                        s->error_code =
+                            it->error_code[0] ? it->error_code : NULL;
+                        s->error_message =
+                            it->error_code[0] ? it->error_message : NULL;
+                        s->attempts        = it->attempts;
+                        s->result_event_id = it->result_event_id;
+                        s->result_json     = it->result_json;
+                        break;
+                }
+                case DBJOB_OUTBOX: {
+                        struct outbox_item *o = &j->outbox[j->n];
+                        o->kind               = it->obx_kind;
+                        o->result_event_id    = it->result_event_id;
+                        o->intent_event_id    = it->in.event_key;
+                        o->tenant_id          = it->in.tenant_id;
+                        o->idem_key           = it->in.idempotency_key;
+                        o->payment_id         = it->obx_kind == OUTBOX_REPLAY
+                                                    ? it->replay_payment_id
+                                                    : NULL;
+                        o->replay_status      = it->obx_kind == OUTBOX_REPLAY
+                                                    ? it->replay_status
+                                                    : NULL;
+                        o->result_json        = it->result_json;
+                        o->topic              = pl->o.topic;
+                        o->partition          = it->partition;
+                        o->offset             = it->offset;
+                        break;
+                }
+                case DBJOB_PROBE: {
+                        struct probe_item *q = &j->probes[j->n];
+                        q->tenant_id         = it->in.tenant_id;
+                        q->idem_key          = it->in.idempotency_key;
+                        memcpy(q->request_hash, it->in.request_hash,
+                               sizeof(q->request_hash));
+                        break;
+                }
+                case DBJOB_RENEW:
+                        abort();
+                }
+                j->n++;
+        }
+        return j;
+}
+
+/* Answers it with the stored outcome of its finished intent (replayed). */
+static void replay_stored(struct pipeline *pl, struct item *it,
+                          const char *payment_id,
+                          const struct store_outcome *stored)
+{
+        pl->st.replayed++;
+        if (!payment_status_parse(stored->status, &it->status) ||
+            !payment_status_is_result(it->status)) {
+                pipeline_dead_letter(pl, it, "stored_outcome_invalid");
+                return;
+        }
+        snprintf(it->replay_payment_id, sizeof(it->replay_payment_id), "%s",
+                 payment_id);
+        snprintf(it->replay_status, sizeof(it->replay_status), "%s",
+                 stored->status);
+        snprintf(it->charge_id, sizeof(it->charge_id), "%s",
+                 stored->provider_charge_id ? stored->provider_charge_id : "");
+        if (stored->error_code)
+                pipeline_set_error(it, stored->error_code,
+                                   stored->error_message ? stored->error_message
+                                                         : "");
+        pipeline_to_outbox(pl, it, OUTBOX_REPLAY, it->replay_payment_id);
+}
+
+/* A rejected copy whose hashed fields are valid, after the probe. */
+static void on_probed(struct pipeline *pl, struct item *it,
+                      const struct probe_item *q)
+{
+        struct log_ctx lc;
+
+        switch (q->outcome) {
+        case PROBE_FINAL:
+                pipeline_ctx(pl, it, &lc);
+                log_info(&lc,
+                         "copy of a finished intent with a field now "
+                         "rejected (%s): stored outcome replayed",
+                         it->in.reason);
+                replay_stored(pl, it, q->payment_id, &q->stored);
+                return;
+        case PROBE_PROCESSING:
+                /* the first copy's result answers this one */
+                pl->st.in_progress++;
+                pipeline_finish(pl, it, true);
+                return;
+        case PROBE_NONE:
+                pipeline_reject(pl, it);
+                return;
+        }
+        abort();
+}
+
+static void on_claimed(struct pipeline *pl, struct item *it,
+                       struct claim_item *c, int64_t submit_ms)
+{
+        struct log_ctx lc;
+
+        switch (c->outcome) {
+        case CLAIM_NEW:
+                pl->st.claimed++;
+                snprintf(it->payment_id, sizeof(it->payment_id), "%s",
+                         c->payment_id);
+                snprintf(it->provider_key, sizeof(it->provider_key), "%s",
+                         c->provider_key);
+                it->lease_epoch = c->lease_epoch;
+                it->claimed_ms  = time_mono_ms();
+                atomic_store(&it->lease_until_ms, submit_ms + pl->o.lease_ms);
+                pipeline_ctx(pl, it, &lc);
+                log_debug(&lc, "claimed: payment processing, lease epoch %lld",
+                          (long long)it->lease_epoch);
+                pipeline_charge(pl, it);
+                return;
+        case CLAIM_IN_PROGRESS:
+                /* the first copy's result answers this one */
+                pl->st.in_progress++;
+                pipeline_ctx(pl, it, &lc);
+                log_debug(&lc, "copy of an intent in progress: no result of "
+                               "its own");
+                pipeline_finish(pl, it, true);
+                return;
+        case CLAIM_DUP_EVENT:
+                pl->st.dup_event++;
+                pipeline_finish(pl, it, true);
+                return;
+        case CLAIM_REPLAY:
+                replay_stored(pl, it, c->payment_id, &c->stored);
+                return;
+        case CLAIM_CONFLICT:
+                pl->st.conflict++;
+                it->status = PAYMENT_STATUS_CONFLICT;
+                pipeline_set_error(
+                    it, "idempotency_key_reused",
+                    "the idempotency key was already used in this "
+                    "tenant for a different request");
+                pipeline_ctx(pl, it, &lc);
+                log_info(&lc, "idempotency key reused with another request "
+                              "hash: conflict");
+                pipeline_to_outbox(pl, it, OUTBOX_CONFLICT, NULL);
+                return;
+        }
+        abort();
+}
+
+/*
+ * The database refused a batch for its data (STORE_ERR_DATA: it would fail
+ * again as it is). A batch of several items is split: each item is sent
+ * again alone, so the innocent ones go on. An item refused alone is the
+ * guilty one: a claim or a result-only write is dead-lettered with reason
+ * database_refused; a settle leaves its payment processing for the
+ * reconciler. Counted, logged at error; never retried as it is.
+ */
+static void refused(struct pipeline *pl, struct dbjob *j, struct item *it)
+{
+        struct flow_queue one = { NULL, NULL, 0 };
+        struct log_ctx lc;
+
+        if (pl->closing) {
+                pipeline_finish(pl, it, false);
+                return;
+        }
+        if (j->n > 1) {
+                pipeline_queue(&one, it);
+                dbpool_submit(pl->db, job_from(pl, &one, j->kind));
+                return;
+        }
+        pl->st.db_refused++;
+        pipeline_ctx(pl, it, &lc);
+        if (j->kind == DBJOB_PROBE) {
+                log_error(&lc,
+                          "probe refused by the database (%s): "
+                          "answered rejected",
+                          j->err);
+                pipeline_reject(pl, it);
+                return;
+        }
+        if (j->kind == DBJOB_SETTLE) {
+                log_error(&lc,
+                          "settle refused by the database (%s): payment "
+                          "left processing for the reconciler",
+                          j->err);
+                pl->st.unknown_left++;
+                pipeline_finish(pl, it, true);
+                return;
+        }
+        log_error(&lc, "%s refused by the database: %s",
+                  j->kind == DBJOB_CLAIM ? "claim" : "result", j->err);
+        pipeline_dead_letter(pl, it, "database_refused");
+}
+
+/*
+ * A renewal came back: the item still at the gateway with that payment
+ * and epoch (if any: it may have finished meanwhile) holds its lease until
+ * the renewal's send time + lease, or has lost it.
+ */
+static void lease_renewed(struct pipeline *pl, const struct lease_item *l,
+                          int64_t submit_ms)
+{
+        struct log_ctx lc;
+
+        for (struct flow_link *k = pl->all.head; k; k = k->next) {
+                struct item *it = item_of_live(k);
+
+                if (it->stage != ST_CHARGE ||
+                    it->lease_epoch != l->lease_epoch ||
+                    strcmp(it->payment_id, l->payment_id) != 0)
+                        continue;
+                if (l->renewed) {
+                        atomic_store(&it->lease_until_ms,
+                                     submit_ms + pl->o.lease_ms);
+                        return;
+                }
+                atomic_store(&it->lease_until_ms, GATEWAY_LEASE_LOST);
+                pipeline_ctx(pl, it, &lc);
+                log_warn(&lc, "lease lost while at the gateway: no further "
+                              "POST; its settle will be fenced");
+                return;
+        }
+}
+
+void pipeline_on_job_done(struct pipeline *pl, struct dbjob *j)
+{
+        for (size_t i = 0; i < j->n; i++) {
+                struct item *it = j->owners[i];
+                struct log_ctx lc;
+
+                if (j->kind == DBJOB_RENEW) {
+                        if (j->rc == STORE_OK)
+                                lease_renewed(pl, &j->leases[i],
+                                              j->t_submit_us / 1000);
+                        continue;
+                }
+                if (j->rc == STORE_ERR_DATA) {
+                        refused(pl, j, it);
+                        continue;
+                }
+                if (j->rc != STORE_OK) {
+                        /* only when the pool gave up at shutdown */
+                        pipeline_finish(pl, it, false);
+                        continue;
+                }
+                switch (j->kind) {
+                case DBJOB_CLAIM:
+                        on_claimed(pl, it, &j->claims[i],
+                                   j->t_submit_us / 1000);
+                        break;
+                case DBJOB_SETTLE:
+                        pipeline_ctx(pl, it, &lc);
+                        switch (j->settles[i].outcome) {
+                        case SETTLE_OK:
+                                if (it->status == PAYMENT_STATUS_SUCCEEDED)
+                                        pl->st.succeeded++;
+                                else if (it->status == PAYMENT_STATUS_FAILED)
+                                        pl->st.failed++;
+                                else
+                                        pl->st.review++;
+                                log_debug(&lc, "settled %s",
+                                          payment_status_name(it->status));
+                                break;
+                        case SETTLE_ALREADY:
+                                pl->st.settled_already++;
+                                break;
+                        case SETTLE_FENCED:
+                                pl->st.fenced++;
+                                log_warn(
+                                    &lc,
+                                    "settle fenced: lease epoch %lld "
+                                    "lost (now %s, epoch %lld); the "
+                                    "new owner finishes it",
+                                    (long long)it->lease_epoch,
+                                    j->settles[i].current_status,
+                                    (long long)j->settles[i].current_epoch);
+                                break;
+                        }
+                        pipeline_finish(pl, it, true);
+                        break;
+                case DBJOB_OUTBOX:
+                        pipeline_finish(pl, it, true);
+                        break;
+                case DBJOB_PROBE:
+                        on_probed(pl, it, &j->probes[i]);
+                        break;
+                case DBJOB_RENEW:
+                        break;
+                }
+        }
+        dbjob_free(j);
+}
+
+/* Submits the batches that are full or have waited long enough, as long
+ * as the database workers are not already saturated. */
+void pipeline_flush_batches(struct pipeline *pl, bool force)
+{
+        struct {
+                struct flow_queue *q;
+                enum dbjob_kind kind;
+        } order[]   = { { &pl->settles, DBJOB_SETTLE },
+                        { &pl->outbox, DBJOB_OUTBOX },
+                        { &pl->probes, DBJOB_PROBE },
+                        { &pl->claims, DBJOB_CLAIM } };
+        int64_t now = time_mono_us();
+
+        for (size_t k = 0; k < sizeof(order) / sizeof(*order); k++) {
+                struct flow_queue *q = order[k].q;
+                while (dbpool_outstanding(pl->db) < pl->max_jobs &&
+                       flow_queue_ready(q, pl->o.batch_size, pl->o.linger_us,
+                                        now, force,
+                                        dbpool_outstanding(pl->db) == 0))
+                        dbpool_submit(pl->db, job_from(pl, q, order[k].kind));
+        }
+}
+
+/* ------------------------------------------------------------------ */
+/* leases                                                               */
+
+/*
+ * Extends the leases of payments still at the gateway, every lease/3, so a
+ * slow but live owner keeps them; an owner that died stops renewing and
+ * the reconciler takes over once the lease expires.
+ */
+void pipeline_renew_leases(struct pipeline *pl)
+{
+        int64_t now     = time_mono_ms();
+        struct dbjob *j = NULL;
+        size_t n        = 0;
+
+        if (!flow_renew_round(&pl->renew, now))
+                return;
+        for (struct flow_link *k = pl->all.head; k; k = k->next) {
+                struct item *it = item_of_live(k);
+                if (it->stage == ST_CHARGE &&
+                    flow_renew_due(&pl->renew, it->lease_renewed_ms, now))
+                        n++;
+        }
+        if (n == 0)
+                return;
+        j = dbjob_new(DBJOB_RENEW, n);
+        for (struct flow_link *k = pl->all.head; k && j->n < n; k = k->next) {
+                struct item *it = item_of_live(k);
+                if (it->stage != ST_CHARGE ||
+                    !flow_renew_due(&pl->renew, it->lease_renewed_ms, now))
+                        continue;
+                it->lease_renewed_ms        = now;
+                j->leases[j->n].payment_id  = strdup(it->payment_id);
+                j->leases[j->n].lease_epoch = it->lease_epoch;
+                if (!j->leases[j->n].payment_id)
+                        abort();
+                j->n++;
+        }
+        dbpool_submit(pl->db, j);
+}
