@@ -1,8 +1,10 @@
 /*
- * config: the one declarative table of chargeonce's settings, and the
- * loaders (file, environment, -X). An unknown key or a bad value is an
- * error that names the key; a secret's value is never repeated in a
- * message, a log line or a dump.
+ * config: the one declarative table of chargeonce's settings (expanded
+ * from config_keys.def, as struct settings is), and the loaders (file,
+ * environment, -X). A value is checked and parsed once, when it is set,
+ * into its text and its typed field together. An unknown key or a bad
+ * value is an error that names the key; a secret's value is never repeated
+ * in a message, a log line or a dump.
  */
 #include "util/config.h"
 #include "util/timeutil.h"
@@ -12,117 +14,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum cfg_type { CFG_STR, CFG_INT, CFG_BOOL, CFG_DURATION, CFG_ENUM };
+/* visibility in config_keys.def */
+#define CFG_VIS_PUBLIC false
+#define CFG_VIS_SECRET true
 
-struct cfg_def {
-        const char *name;
-        enum cfg_type type;
-        const char *def;
-        bool secret;
-        int64_t min, max;    /* CFG_INT / CFG_DURATION (ms) */
-        const char *choices; /* CFG_ENUM: "a|b|c" */
-        const char *help;
+/* The table: config_keys.def, one entry per key. */
+static const struct config_key cfg_defs[] = {
+#define CO_KEY(k, f, t, d, v, lo, hi, ch, h)                                   \
+        { .name    = k,                                                        \
+          .type    = CONFIG_##t,                                               \
+          .def     = d,                                                        \
+          .secret  = CFG_VIS_##v,                                              \
+          .min     = lo,                                                       \
+          .max     = hi,                                                       \
+          .choices = ch,                                                       \
+          .help    = h,                                                        \
+          .field   = #f,                                                       \
+          .offset  = offsetof(struct settings, f) },
+#include "util/config_keys.def"
+#undef CO_KEY
 };
-
-#define I64MAX INT64_MAX
-/* clang-format off */
-static const struct cfg_def cfg_defs[] = {
-{ "db.conninfo", CFG_STR, "", true, 0, 0, NULL,
-  "libpq connection string (PG* environment variables also apply)" },
-{ "db.connections", CFG_INT, "2", false, 1, 64, NULL,
-  "database connections of the consumer pipeline" },
-{ "group.id", CFG_STR, "chargeonce", false, 0, 0, NULL,
-  "Kafka consumer group" },
-{ "topic.intents", CFG_STR, "payments.intents", false, 0, 0, NULL,
-  "topic of payment intents (in)" },
-{ "topic.results", CFG_STR, "payments.results", false, 0, 0, NULL,
-  "topic of results (out, through the outbox)" },
-{ "topic.dlq", CFG_STR, "payments.intents.dlq", false, 0, 0, NULL,
-  "dead-letter topic for intents that cannot be answered" },
-{ "gateway.url", CFG_STR, "http://127.0.0.1:8089", false, 0, 0, NULL,
-  "base URL of the payment gateway" },
-{ "gateway.api_key", CFG_STR, "", true, 0, 0, NULL,
-  "gateway API key (Authorization: Bearer)" },
-{ "gateway.idempotency_keys", CFG_BOOL, "true", false, 0, 0, NULL,
-  "true: the gateway honours Idempotency-Key; false: query before every retry" },
-{ "gateway.key_retention", CFG_DURATION, "24h", false, 1, I64MAX, NULL,
-  "how long the gateway keeps idempotency keys" },
-{ "gateway.connect_timeout", CFG_DURATION, "2s", false, 1, 600000, NULL,
-  "TCP/TLS connect timeout of one gateway call" },
-{ "gateway.timeout", CFG_DURATION, "10s", false, 1, 600000, NULL,
-  "total timeout of one gateway HTTP call" },
-{ "gateway.max_attempts", CFG_INT, "5", false, 1, 100, NULL,
-  "attempts per gateway call before the outcome is left unknown" },
-{ "gateway.backoff_base", CFG_DURATION, "100ms", false, 1, 600000, NULL,
-  "first retry backoff (exponential, full jitter)" },
-{ "gateway.backoff_max", CFG_DURATION, "5s", false, 1, 3600000, NULL,
-  "largest retry backoff" },
-{ "gateway.deadline", CFG_DURATION, "30s", false, 1, I64MAX, NULL,
-  "overall budget of one charge in the consumer; then the reconciler" },
-{ "gateway.lease_margin", CFG_DURATION, "5s", false, 0, 3600000, NULL,
-  "no POST goes out unless the payment's lease has this left (at most lease.duration/4)" },
-{ "gateway.max_connections", CFG_INT, "512", false, 1, 10000, NULL,
-  "HTTP connections to the gateway (throughput <= this / gateway latency)" },
-{ "gateway.tls_verify", CFG_BOOL, "true", false, 0, 0, NULL,
-  "verify the gateway's TLS certificate" },
-{ "gateway.ca_file", CFG_STR, "", false, 0, 0, NULL,
-  "CA bundle for the gateway's certificate (default: system)" },
-{ "provider_key.secret", CFG_STR, "", true, 0, 0, NULL,
-  "HMAC-SHA256 secret deriving provider idempotency keys from payment ids" },
-{ "consumer.max_in_flight", CFG_INT, "1000", false, 1, 1000000, NULL,
-  "intents in flight at once; no message is taken at the cap" },
-{ "consumer.batch_size", CFG_INT, "100", false, 1, 10000, NULL,
-  "intents per claim/settle transaction" },
-{ "consumer.max_message_bytes", CFG_INT, "262144", false, 1024, 100000000,
-  NULL, "a larger message is dead-lettered (message_too_large) unparsed" },
-{ "consumer.max_per_key", CFG_INT, "64", false, 1, 1000000, NULL,
-  "waiting messages of one key that count as in flight; more wait apart" },
-{ "consumer.batch_linger", CFG_DURATION, "2ms", false, 0, 10000, NULL,
-  "how long a batch waits to fill" },
-{ "lease.duration", CFG_DURATION, "60s", false, 1000, I64MAX, NULL,
-  "lease of a payment in processing; renewed while its owner works" },
-{ "worker.id", CFG_STR, "", false, 0, 0, NULL,
-  "lease owner name (default: host name and pid)" },
-{ "relay.enabled", CFG_BOOL, "true", false, 0, 0, NULL,
-  "run the outbox relay inside consume" },
-{ "relay.batch_size", CFG_INT, "500", false, 1, 100000, NULL,
-  "outbox rows per publish batch" },
-{ "relay.poll_interval", CFG_DURATION, "500ms", false, 1, 3600000, NULL,
-  "outbox poll fallback when no NOTIFY arrives" },
-{ "relay.retention", CFG_DURATION, "7d", false, 0, I64MAX, NULL,
-  "how long published outbox rows are kept" },
-{ "relay.shards", CFG_INT, "16", false, 1, 1024, NULL,
-  "outbox shards (by message key) shared out between relays; same everywhere" },
-{ "relay.rebalance_interval", CFG_DURATION, "1s", false, 10, 3600000, NULL,
-  "how often a relay re-checks its share of the shards" },
-{ "relay.drain_timeout", CFG_DURATION, "10s", false, 0, 3600000, NULL,
-  "on stop, how long in-flight deliveries are awaited before giving up" },
-{ "relay.cleanup_interval", CFG_DURATION, "10s", false, 10, I64MAX, NULL,
-  "how often published rows older than relay.retention are deleted" },
-{ "relay.cleanup_batch", CFG_INT, "1000", false, 1, 100000, NULL,
-  "rows per DELETE of the retention cleanup" },
-{ "relay.stats_interval", CFG_DURATION, "60s", false, 100, I64MAX, NULL,
-  "how often the relay logs its counters" },
-{ "reconcile.enabled", CFG_BOOL, "true", false, 0, 0, NULL,
-  "run the reconciler inside consume" },
-{ "reconcile.interval", CFG_DURATION, "1s", false, 1, 3600000, NULL,
-  "how often the reconciler looks for expired leases" },
-{ "reconcile.review_after", CFG_DURATION, "1h", false, 1, I64MAX, NULL,
-  "an outcome still unknown after this becomes review (never failed)" },
-{ "reconcile.batch_size", CFG_INT, "100", false, 1, 10000, NULL,
-  "expired leases taken over per reconciler round" },
-{ "reconcile.max_in_flight", CFG_INT, "200", false, 1, 100000, NULL,
-  "payments the reconciler works on at once" },
-{ "reconcile.backoff_base", CFG_DURATION, "1s", false, 1, 3600000, NULL,
-  "first wait before looking again at a payment still unknown" },
-{ "reconcile.backoff_max", CFG_DURATION, "5m", false, 1, I64MAX, NULL,
-  "largest wait between two looks at a payment still unknown" },
-{ "idempotency.retention", CFG_DURATION, "7d", false, 1, I64MAX, NULL,
-  "claimed keys are kept at least this long (expires_at)" },
-{ "log.level", CFG_ENUM, "info", false, 0, 0, "error|warn|info|debug",
-  "log level" },
-};
-/* clang-format on */
 #define CFG_N (sizeof(cfg_defs) / sizeof(*cfg_defs))
 
 struct kv {
@@ -131,12 +42,13 @@ struct kv {
 };
 
 struct config {
-        char *values[CFG_N];
+        char *values[CFG_N];      /* as set, for config_str() and the dump */
+        struct settings settings; /* the same, parsed */
         struct kv *kafka;
         size_t kafka_n, kafka_cap;
 };
 
-static const struct cfg_def *cfg_find(const char *key, size_t *idx)
+static const struct config_key *cfg_find(const char *key, size_t *idx)
 {
         for (size_t i = 0; i < CFG_N; i++) {
                 if (strcmp(cfg_defs[i].name, key) == 0) {
@@ -154,16 +66,6 @@ static char *xstrdup(const char *s)
         if (!d)
                 abort();
         return d;
-}
-
-struct config *config_new(void)
-{
-        struct config *cfg = calloc(1, sizeof(*cfg));
-        if (!cfg)
-                abort();
-        for (size_t i = 0; i < CFG_N; i++)
-                cfg->values[i] = xstrdup(cfg_defs[i].def);
-        return cfg;
 }
 
 void config_destroy(struct config *cfg)
@@ -190,7 +92,7 @@ static bool kafka_prop_is_secret(const char *prop)
 
 bool config_key_is_secret(const char *key)
 {
-        const struct cfg_def *d = cfg_find(key, NULL);
+        const struct config_key *d = cfg_find(key, NULL);
         if (d)
                 return d->secret;
         return strncmp(key, "kafka.", 6) == 0 && kafka_prop_is_secret(key + 6);
@@ -243,26 +145,33 @@ static bool enum_has(const char *choices, const char *v)
         return false;
 }
 
-/* Checks v against d; on error writes a message that shows the value only
- * for non-secret keys. */
-static int cfg_check(const struct cfg_def *d, const char *v, char *errstr,
-                     size_t errstr_size)
+/* A value parsed by cfg_check(). */
+struct cfg_val {
+        int64_t n; /* CONFIG_INT, CONFIG_DURATION (ms) */
+        bool b;    /* CONFIG_BOOL */
+};
+
+/* Checks v against d and parses it into *out; on error writes a message
+ * that shows the value only for non-secret keys. */
+static int cfg_check(const struct config_key *d, const char *v,
+                     struct cfg_val *out, char *errstr, size_t errstr_size)
 {
         const char *shown = d->secret ? "<hidden>" : v;
         int64_t n         = 0;
-        bool b;
 
+        out->n = 0;
+        out->b = false;
         switch (d->type) {
-        case CFG_STR:
+        case CONFIG_STR:
                 return 0;
-        case CFG_BOOL:
-                if (parse_bool(v, &b))
+        case CONFIG_BOOL:
+                if (parse_bool(v, &out->b))
                         return 0;
                 snprintf(errstr, errstr_size,
                          "%s: \"%s\" is not a boolean (true or false)", d->name,
                          shown);
                 return -1;
-        case CFG_INT:
+        case CONFIG_INT:
                 if (!parse_int(v, &n)) {
                         snprintf(errstr, errstr_size,
                                  "%s: \"%s\" is not an integer", d->name,
@@ -270,7 +179,7 @@ static int cfg_check(const struct cfg_def *d, const char *v, char *errstr,
                         return -1;
                 }
                 break;
-        case CFG_DURATION:
+        case CONFIG_DURATION:
                 if (!duration_parse(v, &n)) {
                         snprintf(errstr, errstr_size,
                                  "%s: \"%s\" is not a duration (e.g. 250ms, "
@@ -279,7 +188,7 @@ static int cfg_check(const struct cfg_def *d, const char *v, char *errstr,
                         return -1;
                 }
                 break;
-        case CFG_ENUM:
+        case CONFIG_ENUM:
                 if (enum_has(d->choices, v))
                         return 0;
                 snprintf(errstr, errstr_size, "%s: \"%s\" is not one of %s",
@@ -288,14 +197,14 @@ static int cfg_check(const struct cfg_def *d, const char *v, char *errstr,
         }
         if (n < d->min || n > d->max) {
                 char lo[32], hi[32];
-                if (d->type == CFG_DURATION) {
+                if (d->type == CONFIG_DURATION) {
                         duration_format(d->min, lo, sizeof(lo));
                         duration_format(d->max, hi, sizeof(hi));
                 } else {
                         snprintf(lo, sizeof(lo), "%lld", (long long)d->min);
                         snprintf(hi, sizeof(hi), "%lld", (long long)d->max);
                 }
-                if (d->max == I64MAX)
+                if (d->max == INT64_MAX)
                         snprintf(errstr, errstr_size,
                                  "%s: \"%s\" is out of range (at least %s)",
                                  d->name, shown, lo);
@@ -305,7 +214,65 @@ static int cfg_check(const struct cfg_def *d, const char *v, char *errstr,
                                  d->name, shown, lo, hi);
                 return -1;
         }
+        out->n = n;
         return 0;
+}
+
+/* Key idx takes value (owned from now on), checked into *pv: the text and
+ * the field of struct settings change together. */
+static void cfg_assign(struct config *cfg, size_t idx, char *value,
+                       const struct cfg_val *pv)
+{
+        const struct config_key *d = &cfg_defs[idx];
+        char *field                = (char *)&cfg->settings + d->offset;
+        const char *s              = value;
+
+        switch (d->type) {
+        case CONFIG_STR:
+        case CONFIG_ENUM:
+                memcpy(field, &s, sizeof(s));
+                break;
+        case CONFIG_INT:
+        case CONFIG_DURATION:
+                memcpy(field, &pv->n, sizeof(pv->n));
+                break;
+        case CONFIG_BOOL:
+                memcpy(field, &pv->b, sizeof(pv->b));
+                break;
+        }
+        free(cfg->values[idx]);
+        cfg->values[idx] = value;
+}
+
+struct config *config_new(void)
+{
+        struct config *cfg = calloc(1, sizeof(*cfg));
+        char err[256];
+
+        if (!cfg)
+                abort();
+        for (size_t i = 0; i < CFG_N; i++) {
+                struct cfg_val v;
+                if (cfg_check(&cfg_defs[i], cfg_defs[i].def, &v, err,
+                              sizeof(err)) < 0) {
+                        /* config_keys.def is wrong: a bug */
+                        fprintf(stderr, "config: bad default: %s\n", err);
+                        abort();
+                }
+                cfg_assign(cfg, i, xstrdup(cfg_defs[i].def), &v);
+        }
+        return cfg;
+}
+
+const struct settings *config_settings(const struct config *cfg)
+{
+        return &cfg->settings;
+}
+
+const struct config_key *config_keys(size_t *n)
+{
+        *n = CFG_N;
+        return cfg_defs;
 }
 
 static int kafka_set(struct config *cfg, const char *prop, const char *value)
@@ -364,7 +331,8 @@ static int read_secret_file(const char *key, const char *path, char **out,
 int config_set(struct config *cfg, const char *key, const char *value,
                char *errstr, size_t errstr_size)
 {
-        const struct cfg_def *d;
+        const struct config_key *d;
+        struct cfg_val pv;
         size_t idx, klen = strlen(key);
 
         if (strncmp(key, "kafka.", 6) == 0) {
@@ -377,10 +345,9 @@ int config_set(struct config *cfg, const char *key, const char *value,
                 return kafka_set(cfg, key + 6, value);
         }
         if ((d = cfg_find(key, &idx))) {
-                if (cfg_check(d, value, errstr, errstr_size) < 0)
+                if (cfg_check(d, value, &pv, errstr, errstr_size) < 0)
                         return -1;
-                free(cfg->values[idx]);
-                cfg->values[idx] = xstrdup(value);
+                cfg_assign(cfg, idx, xstrdup(value), &pv);
                 return 0;
         }
         /* <secret key>_file = /path */
@@ -394,8 +361,12 @@ int config_set(struct config *cfg, const char *key, const char *value,
                                 if (read_secret_file(base, value, &secret,
                                                      errstr, errstr_size) < 0)
                                         return -1;
-                                free(cfg->values[idx]);
-                                cfg->values[idx] = secret;
+                                if (cfg_check(d, secret, &pv, errstr,
+                                              errstr_size) < 0) {
+                                        free(secret);
+                                        return -1;
+                                }
+                                cfg_assign(cfg, idx, secret, &pv);
                                 return 0;
                         }
                 }
@@ -590,7 +561,7 @@ int config_set_arg(struct config *cfg, const char *arg, char *errstr,
 }
 
 static const char *cfg_value(const struct config *cfg, const char *key,
-                             const struct cfg_def **d)
+                             const struct config_key **d)
 {
         size_t idx;
         if (!(*d = cfg_find(key, &idx))) {
@@ -602,13 +573,13 @@ static const char *cfg_value(const struct config *cfg, const char *key,
 
 const char *config_str(const struct config *cfg, const char *key)
 {
-        const struct cfg_def *d;
+        const struct config_key *d;
         return cfg_value(cfg, key, &d);
 }
 
 int64_t config_int(const struct config *cfg, const char *key)
 {
-        const struct cfg_def *d;
+        const struct config_key *d;
         const char *v = cfg_value(cfg, key, &d);
         int64_t n     = 0;
         if (!parse_int(v, &n))
@@ -618,7 +589,7 @@ int64_t config_int(const struct config *cfg, const char *key)
 
 bool config_bool(const struct config *cfg, const char *key)
 {
-        const struct cfg_def *d;
+        const struct config_key *d;
         const char *v = cfg_value(cfg, key, &d);
         bool b        = false;
         if (!parse_bool(v, &b))
@@ -628,7 +599,7 @@ bool config_bool(const struct config *cfg, const char *key)
 
 int64_t config_ms(const struct config *cfg, const char *key)
 {
-        const struct cfg_def *d;
+        const struct config_key *d;
         const char *v = cfg_value(cfg, key, &d);
         int64_t ms    = 0;
         if (!duration_parse(v, &ms))

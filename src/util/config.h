@@ -8,6 +8,10 @@
  * `<key>_file = /path`. Secrets are never printed: config_dump() hides them
  * and no error message repeats a value of a secret key.
  *
+ * The keys, their types, defaults, ranges and help are one list,
+ * util/config_keys.def; struct settings below is generated from it, and
+ * config_settings() reads every key typed, parsed once when it was set.
+ *
  * Not thread-safe while loading; read-only afterwards, any thread.
  */
 #ifndef CO_CONFIG_H
@@ -19,6 +23,50 @@
 #include <stdio.h>
 
 struct config;
+
+/* The C type of a key's field in struct settings, by its type in
+ * config_keys.def. A DURATION is in milliseconds. */
+#define CONFIG_CTYPE_STR      const char *
+#define CONFIG_CTYPE_INT      int64_t
+#define CONFIG_CTYPE_BOOL     bool
+#define CONFIG_CTYPE_DURATION int64_t
+#define CONFIG_CTYPE_ENUM     const char *
+
+/*
+ * Every key of the table, typed: "gateway.timeout" is gateway_timeout_ms,
+ * "db.connections" is db_connections (config_keys.def says which is which).
+ * A string (STR or ENUM) is never NULL; "" when unset.
+ */
+struct settings {
+#define CO_KEY(key, field, type, ...) CONFIG_CTYPE_##type field;
+#include "util/config_keys.def"
+#undef CO_KEY
+};
+
+enum config_type {
+        CONFIG_STR,
+        CONFIG_INT,
+        CONFIG_BOOL,
+        CONFIG_DURATION,
+        CONFIG_ENUM,
+};
+
+/* One entry of config_keys.def, as the table holds it. */
+struct config_key {
+        const char *name;
+        enum config_type type;
+        const char *def; /* the default, as text */
+        bool secret;
+        int64_t min, max;    /* CONFIG_INT / CONFIG_DURATION (ms) */
+        const char *choices; /* CONFIG_ENUM: "a|b|c" */
+        const char *help;
+        const char *field; /* its member of struct settings */
+        size_t offset;     /* offsetof(struct settings, field) */
+};
+
+/* The table, in the order of config_keys.def; *n is set to its length.
+ * Static, never freed. */
+const struct config_key *config_keys(size_t *n);
 
 /* A new configuration holding the defaults. Owned by the caller. */
 struct config *config_new(void);
@@ -51,6 +99,13 @@ int config_set(struct config *cfg, const char *key, const char *value,
                char *errstr, size_t errstr_size)
     __attribute__((warn_unused_result));
 
+/*
+ * Every key, typed and current: each successful config_new(),
+ * config_set() (and the loaders, which call it) updates it. Owned by cfg;
+ * a string stays valid until config_destroy() or the next set of its key.
+ */
+const struct settings *config_settings(const struct config *cfg);
+
 /* Typed reads of a table key; a key not in the table aborts (a bug). */
 const char *config_str(const struct config *cfg, const char *key);
 int64_t config_int(const struct config *cfg, const char *key);
@@ -68,7 +123,7 @@ bool config_key_is_secret(const char *key);
 
 /* Writes every key = value, secrets as "<hidden>", to out. */
 void config_dump(const struct config *cfg, FILE *out);
-/* Writes the table (key, default, meaning) to out, for --help-config. */
+/* Writes the table (key, default, meaning) to out, for --help. */
 void config_describe(FILE *out);
 
 #endif

@@ -7,7 +7,9 @@
  *     ends inside the message buffer;
  *   - afterwards the configuration is whole: every key of the dump can
  *     be read back, and the dump never shows the value of a secret key
- *     (table secrets and kafka.* passwords alike), however long its name.
+ *     (table secrets and kafka.* passwords alike), however long its name;
+ *   - every typed value of config_settings() is the text of its key,
+ *     parsed (the same string for a string key).
  *
  * An input that names a `<secret>_file` key is skipped: loading it would
  * read whatever file the fuzzer spelled (or block on a FIFO).
@@ -88,6 +90,43 @@ static void check_dump(const struct config *cfg)
         free(dump);
 }
 
+/* Each field of struct settings agrees with the text of its key. */
+static void check_settings(const struct config *cfg)
+{
+        const struct settings *s = config_settings(cfg);
+        size_t n;
+        const struct config_key *keys = config_keys(&n);
+
+        for (size_t i = 0; i < n; i++) {
+                const char *field = (const char *)s + keys[i].offset;
+                const char *str;
+                int64_t i64;
+                bool b;
+
+                switch (keys[i].type) {
+                case CONFIG_STR:
+                case CONFIG_ENUM:
+                        memcpy(&str, field, sizeof(str));
+                        FUZZ_CHECK(str == config_str(cfg, keys[i].name));
+                        break;
+                case CONFIG_INT:
+                        memcpy(&i64, field, sizeof(i64));
+                        FUZZ_CHECK(i64 == config_int(cfg, keys[i].name));
+                        FUZZ_CHECK(i64 >= keys[i].min && i64 <= keys[i].max);
+                        break;
+                case CONFIG_DURATION:
+                        memcpy(&i64, field, sizeof(i64));
+                        FUZZ_CHECK(i64 == config_ms(cfg, keys[i].name));
+                        FUZZ_CHECK(i64 >= keys[i].min && i64 <= keys[i].max);
+                        break;
+                case CONFIG_BOOL:
+                        memcpy(&b, field, sizeof(b));
+                        FUZZ_CHECK(b == config_bool(cfg, keys[i].name));
+                        break;
+                }
+        }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         struct config *cfg;
@@ -106,6 +145,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 FUZZ_CHECK(strncmp(err, NAME ":", strlen(NAME ":")) == 0);
         }
         check_dump(cfg);
+        check_settings(cfg);
         config_destroy(cfg);
         return 0;
 }

@@ -1,4 +1,5 @@
-/* Unit tests of config: the table, file, environment, -X, secrets. */
+/* Unit tests of config: the table, file, environment, -X, secrets, and
+ * struct settings (config_keys.def) against the table. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +14,90 @@
 #include <unistd.h>
 
 static char err[1024];
+
+/*
+ * config_keys.def expanded here on its own, apart from config.c: what
+ * struct settings holds for each key (its name, offset, size and C type).
+ */
+enum ctype { CT_OTHER, CT_STR, CT_I64, CT_BOOL };
+#define CTYPE_OF(x)                                                            \
+        _Generic((x), const char *: CT_STR, int64_t: CT_I64, bool: CT_BOOL,    \
+                 default: CT_OTHER)
+#define FIELD(f) (((struct settings *)0)->f)
+
+struct field_info {
+        const char *key;
+        const char *field;
+        enum config_type type;
+        size_t offset;
+        size_t size;
+        enum ctype ctype;
+};
+
+static const struct field_info fields[] = {
+#define CO_KEY(k, f, t, ...)                                                   \
+        { k,                                                                   \
+          #f,                                                                  \
+          CONFIG_##t,                                                          \
+          offsetof(struct settings, f),                                        \
+          sizeof(FIELD(f)),                                                    \
+          CTYPE_OF(FIELD(f)) },
+#include "util/config_keys.def"
+#undef CO_KEY
+};
+#define N_FIELDS (sizeof(fields) / sizeof(*fields))
+
+/* The field of key i of the table in s, by the table's offset. */
+static const void *field_at(const struct settings *s, size_t i)
+{
+        size_t n;
+        return (const char *)s + config_keys(&n)[i].offset;
+}
+
+static const char *field_str(const struct settings *s, size_t i)
+{
+        const char *v;
+        memcpy(&v, field_at(s, i), sizeof(v));
+        return v;
+}
+
+static int64_t field_i64(const struct settings *s, size_t i)
+{
+        int64_t v;
+        memcpy(&v, field_at(s, i), sizeof(v));
+        return v;
+}
+
+static bool field_bool(const struct settings *s, size_t i)
+{
+        bool v;
+        memcpy(&v, field_at(s, i), sizeof(v));
+        return v;
+}
+
+/* The typed field of key i agrees with the text config_str() reads. */
+static void assert_field_matches_text(const struct config *c, size_t i)
+{
+        size_t n;
+        const struct config_key *k = &config_keys(&n)[i];
+        const struct settings *s   = config_settings(c);
+
+        switch (k->type) {
+        case CONFIG_STR:
+        case CONFIG_ENUM:
+                assert_ptr_equal(field_str(s, i), config_str(c, k->name));
+                break;
+        case CONFIG_INT:
+                assert_int_equal(field_i64(s, i), config_int(c, k->name));
+                break;
+        case CONFIG_DURATION:
+                assert_int_equal(field_i64(s, i), config_ms(c, k->name));
+                break;
+        case CONFIG_BOOL:
+                assert_int_equal(field_bool(s, i), config_bool(c, k->name));
+                break;
+        }
+}
 
 static void test_defaults(void **state)
 {
@@ -209,6 +294,281 @@ static void test_env(void **state)
         config_destroy(c);
 }
 
+/* The typed defaults are the table's, parsed. */
+static void test_settings_defaults(void **state)
+{
+        struct config *c         = config_new();
+        const struct settings *s = config_settings(c);
+        size_t n;
+        const struct config_key *keys = config_keys(&n);
+        (void)state;
+        assert_string_equal(s->db_conninfo, "");
+        assert_int_equal(s->db_connections, 2);
+        assert_string_equal(s->group_id, "chargeonce");
+        assert_string_equal(s->topic_dlq, "payments.intents.dlq");
+        assert_string_equal(s->gateway_url, "http://127.0.0.1:8089");
+        assert_true(s->gateway_idempotency_keys);
+        assert_int_equal(s->gateway_key_retention_ms, 86400000);
+        assert_int_equal(s->gateway_timeout_ms, 10000);
+        assert_int_equal(s->gateway_backoff_base_ms, 100);
+        assert_int_equal(s->gateway_max_connections, 512);
+        assert_int_equal(s->consumer_max_message_bytes, 262144);
+        assert_int_equal(s->consumer_batch_linger_ms, 2);
+        assert_int_equal(s->relay_retention_ms, 7 * 86400000LL);
+        assert_int_equal(s->reconcile_backoff_max_ms, 5 * 60000);
+        assert_true(s->reconcile_enabled);
+        assert_string_equal(s->log_level, "info");
+        for (size_t i = 0; i < n; i++) {
+                assert_string_equal(config_str(c, keys[i].name), keys[i].def);
+                assert_field_matches_text(c, i);
+        }
+        config_destroy(c);
+}
+
+/* Every key of the table has its field in struct settings, named by the
+ * rule, of its type, where the table says; no two fields overlap. */
+static void test_settings_cover_table(void **state)
+{
+        size_t n;
+        const struct config_key *keys = config_keys(&n);
+        (void)state;
+        assert_int_equal(n, N_FIELDS);
+        for (size_t i = 0; i < n; i++) {
+                char want[128];
+                size_t j = 0;
+
+                assert_string_equal(keys[i].name, fields[i].key);
+                assert_string_equal(keys[i].field, fields[i].field);
+                assert_int_equal(keys[i].type, fields[i].type);
+                assert_int_equal(keys[i].offset, fields[i].offset);
+                /* key with '.' -> '_', "_ms" after a duration */
+                for (const char *p = keys[i].name; *p; p++)
+                        want[j++] = *p == '.' ? '_' : *p;
+                want[j] = '\0';
+                if (keys[i].type == CONFIG_DURATION)
+                        strcat(want, "_ms");
+                assert_string_equal(keys[i].field, want);
+                switch (keys[i].type) {
+                case CONFIG_STR:
+                case CONFIG_ENUM:
+                        assert_int_equal(fields[i].ctype, CT_STR);
+                        break;
+                case CONFIG_INT:
+                case CONFIG_DURATION:
+                        assert_int_equal(fields[i].ctype, CT_I64);
+                        break;
+                case CONFIG_BOOL:
+                        assert_int_equal(fields[i].ctype, CT_BOOL);
+                        break;
+                }
+                assert_true(fields[i].offset + fields[i].size <=
+                            sizeof(struct settings));
+                for (size_t k = 0; k < i; k++)
+                        assert_true(fields[k].offset + fields[k].size <=
+                                        fields[i].offset ||
+                                    fields[i].offset + fields[i].size <=
+                                        fields[k].offset);
+                /* the type's own fields of the entry */
+                assert_true((keys[i].type == CONFIG_ENUM) ==
+                            (keys[i].choices != NULL));
+                assert_non_null(keys[i].help);
+        }
+}
+
+/* Each key, set at its edges, lands in its own field (by the table's
+ * offset) and no other field changes. */
+static void test_settings_every_key_set(void **state)
+{
+        size_t n;
+        const struct config_key *keys = config_keys(&n);
+        (void)state;
+        for (size_t i = 0; i < n; i++) {
+                struct config *c = config_new();
+                struct settings before;
+                const struct settings *s = config_settings(c);
+                char v[64];
+
+                switch (keys[i].type) {
+                case CONFIG_STR:
+                        snprintf(v, sizeof(v), "value-%zu", i);
+                        break;
+                case CONFIG_ENUM: {
+                        const char *bar = strrchr(keys[i].choices, '|');
+                        snprintf(v, sizeof(v), "%s", bar + 1);
+                        break;
+                }
+                case CONFIG_INT:
+                        snprintf(v, sizeof(v), "%lld", (long long)keys[i].min);
+                        break;
+                case CONFIG_DURATION:
+                        snprintf(v, sizeof(v), "%lldms",
+                                 (long long)keys[i].min);
+                        break;
+                case CONFIG_BOOL:
+                        snprintf(v, sizeof(v), "%s",
+                                 field_bool(s, i) ? "off" : "on");
+                        break;
+                }
+                memcpy(&before, s, sizeof(before));
+                assert_int_equal(
+                    config_set(c, keys[i].name, v, err, sizeof(err)), 0);
+                assert_field_matches_text(c, i);
+                switch (keys[i].type) {
+                case CONFIG_STR:
+                case CONFIG_ENUM:
+                        assert_string_equal(field_str(s, i), v);
+                        break;
+                case CONFIG_INT:
+                case CONFIG_DURATION:
+                        assert_int_equal(field_i64(s, i), keys[i].min);
+                        break;
+                case CONFIG_BOOL:
+                        assert_int_not_equal(field_bool(&before, i),
+                                             field_bool(s, i));
+                        break;
+                }
+                for (size_t k = 0; k < n; k++)
+                        if (k != i)
+                                assert_memory_equal(
+                                    (const char *)s + fields[k].offset,
+                                    (const char *)&before + fields[k].offset,
+                                    fields[k].size);
+                /* the top of a bounded range too */
+                if ((keys[i].type == CONFIG_INT ||
+                     keys[i].type == CONFIG_DURATION) &&
+                    keys[i].max != INT64_MAX) {
+                        snprintf(v, sizeof(v), "%lld%s", (long long)keys[i].max,
+                                 keys[i].type == CONFIG_DURATION ? "ms" : "");
+                        assert_int_equal(
+                            config_set(c, keys[i].name, v, err, sizeof(err)),
+                            0);
+                        assert_int_equal(field_i64(s, i), keys[i].max);
+                        assert_field_matches_text(c, i);
+                }
+                config_destroy(c);
+        }
+}
+
+/* Typed values follow every source, later ones winning: file, then the
+ * environment, then -X; a secret from a file too. */
+static void test_settings_follow_sources(void **state)
+{
+        char path[] = "/tmp/co_cfg_XXXXXX", spath[] = "/tmp/co_sec_XXXXXX";
+        int fd = mkstemp(path), sfd = mkstemp(spath);
+        struct config *c         = config_new();
+        const struct settings *s = config_settings(c);
+        char *env[]              = { (char *)"CHARGEONCE_GATEWAY_TIMEOUT=3s",
+                                     (char *)"CHARGEONCE_RELAY_ENABLED=false",
+                                     (char *)"CHARGEONCE_DB_CONNECTIONS=9", NULL };
+        FILE *f;
+        (void)state;
+        assert_true(fd >= 0 && sfd >= 0);
+        assert_int_equal(write(sfd, "k3y\n", 4), 4);
+        close(sfd);
+        f = fdopen(fd, "w");
+        fprintf(f,
+                "group.id = g1\ngateway.timeout = 2s\n"
+                "db.connections = 4\nlog.level = warn\n"
+                "gateway.api_key_file = %s\n",
+                spath);
+        fclose(f);
+        assert_int_equal(config_load_file(c, path, err, sizeof(err)), 0);
+        assert_ptr_equal(config_settings(c), s);
+        assert_string_equal(s->group_id, "g1");
+        assert_int_equal(s->gateway_timeout_ms, 2000);
+        assert_int_equal(s->db_connections, 4);
+        assert_string_equal(s->log_level, "warn");
+        assert_string_equal(s->gateway_api_key, "k3y");
+        assert_int_equal(config_load_env(c, env, err, sizeof(err)), 0);
+        assert_int_equal(s->gateway_timeout_ms, 3000);
+        assert_false(s->relay_enabled);
+        assert_int_equal(s->db_connections, 9);
+        assert_string_equal(s->group_id, "g1");
+        assert_int_equal(
+            config_set_arg(c, "gateway.timeout=250ms", err, sizeof(err)), 0);
+        assert_int_equal(config_set_arg(c, "group.id=g3", err, sizeof(err)), 0);
+        assert_int_equal(
+            config_set_arg(c, "relay.enabled=yes", err, sizeof(err)), 0);
+        assert_int_equal(s->gateway_timeout_ms, 250);
+        assert_string_equal(s->group_id, "g3");
+        assert_true(s->relay_enabled);
+        /* the string is the one config_str() reads */
+        assert_ptr_equal(s->group_id, config_str(c, "group.id"));
+        unlink(path);
+        unlink(spath);
+        config_destroy(c);
+}
+
+/* A duration is kept in milliseconds, whatever unit it was written in. */
+static void test_settings_duration_ms(void **state)
+{
+        static const struct {
+                const char *text;
+                int64_t ms;
+        } cases[]                = { { "250ms", 250 },    { "7", 7000 },
+                                     { "10s", 10000 },    { "5m", 300000 },
+                                     { "24h", 86400000 }, { "7d", 604800000 },
+                                     { "0ms", 0 } };
+        struct config *c         = config_new();
+        const struct settings *s = config_settings(c);
+        (void)state;
+        for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+                assert_int_equal(config_set(c, "relay.retention", cases[i].text,
+                                            err, sizeof(err)),
+                                 0);
+                assert_int_equal(s->relay_retention_ms, cases[i].ms);
+                assert_int_equal(config_ms(c, "relay.retention"), cases[i].ms);
+        }
+        config_destroy(c);
+}
+
+/* A bad value names its key, wherever it came from, and leaves the typed
+ * value (and the text) as they were. */
+static void test_settings_bad_value_kept(void **state)
+{
+        struct config *c         = config_new();
+        const struct settings *s = config_settings(c);
+        char *env[] = { (char *)"CHARGEONCE_GATEWAY_DEADLINE=never", NULL };
+        static const char file[] = "gateway.max_attempts = 3\n"
+                                   "gateway.max_attempts = 101\n";
+        static const struct {
+                const char *key, *value, *says;
+        } bad[] = {
+                { "gateway.timeout", "soon", "is not a duration" },
+                { "gateway.timeout", "0ms", "out of range" },
+                { "db.connections", "65", "out of range" },
+                { "db.connections", "2x", "is not an integer" },
+                { "relay.enabled", "maybe", "is not a boolean" },
+                { "log.level", "loud", "is not one of" },
+        };
+        (void)state;
+        for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+                struct settings before;
+                memcpy(&before, s, sizeof(before));
+                assert_int_equal(
+                    config_set(c, bad[i].key, bad[i].value, err, sizeof(err)),
+                    -1);
+                assert_non_null(strstr(err, bad[i].key));
+                assert_non_null(strstr(err, bad[i].says));
+                assert_memory_equal(&before, s, sizeof(before));
+        }
+        assert_int_equal(config_set_arg(c, "log.level=loud", err, sizeof(err)),
+                         -1);
+        assert_non_null(strstr(err, "log.level"));
+        assert_string_equal(s->log_level, "info");
+        assert_int_equal(config_load_env(c, env, err, sizeof(err)), -1);
+        assert_non_null(strstr(err, "CHARGEONCE_GATEWAY_DEADLINE"));
+        assert_non_null(strstr(err, "gateway.deadline"));
+        assert_int_equal(s->gateway_deadline_ms, 30000);
+        /* a file's lines before the bad one stay applied */
+        assert_int_equal(config_load_buffer(c, "mem", file, sizeof(file) - 1,
+                                            err, sizeof(err)),
+                         -1);
+        assert_non_null(strstr(err, "mem:2: gateway.max_attempts"));
+        assert_int_equal(s->gateway_max_attempts, 3);
+        config_destroy(c);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -219,6 +579,12 @@ int main(void)
                 cmocka_unit_test(test_long_secret_name_hidden),
                 cmocka_unit_test(test_load_buffer),
                 cmocka_unit_test(test_env),
+                cmocka_unit_test(test_settings_defaults),
+                cmocka_unit_test(test_settings_cover_table),
+                cmocka_unit_test(test_settings_every_key_set),
+                cmocka_unit_test(test_settings_follow_sources),
+                cmocka_unit_test(test_settings_duration_ms),
+                cmocka_unit_test(test_settings_bad_value_kept),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
