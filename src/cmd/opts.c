@@ -23,13 +23,12 @@ static int fill_kafka(struct cmd_opts *o, const struct config *cfg)
         return 0;
 }
 
-static void fill_owner(struct cmd_opts *o, const struct config *cfg)
+static void fill_owner(struct cmd_opts *o, const struct settings *st)
 {
         char host[64];
 
-        if (*config_str(cfg, "worker.id")) {
-                snprintf(o->owner, sizeof(o->owner), "%s",
-                         config_str(cfg, "worker.id"));
+        if (*st->worker_id) {
+                snprintf(o->owner, sizeof(o->owner), "%s", st->worker_id);
         } else {
                 if (gethostname(host, sizeof(host)) != 0)
                         snprintf(host, sizeof(host), "host");
@@ -40,89 +39,108 @@ static void fill_owner(struct cmd_opts *o, const struct config *cfg)
         snprintf(o->rec_owner, sizeof(o->rec_owner), "%s/reconcile", o->owner);
 }
 
-static void fill_gateway(struct gateway_opts *go, const struct config *cfg)
+static void fill_gateway(struct gateway_opts *go, const struct settings *st)
 {
-        gateway_opts_from_config(go, cfg);
+        memset(go, 0, sizeof(*go));
+        go->base_url   = st->gateway_url;
+        go->api_key    = st->gateway_api_key;
+        go->ca_file    = *st->gateway_ca_file ? st->gateway_ca_file : NULL;
+        go->tls_verify = st->gateway_tls_verify;
+        go->idempotency_keys   = st->gateway_idempotency_keys;
+        go->connect_timeout_ms = st->gateway_connect_timeout_ms;
+        go->timeout_ms         = st->gateway_timeout_ms;
+        go->max_connections    = (int)st->gateway_max_connections;
+        go->query_settle_ms    = GATEWAY_QUERY_SETTLE_MS;
+        go->retry.base_ms      = st->gateway_backoff_base_ms;
+        go->retry.cap_ms       = st->gateway_backoff_max_ms;
+        go->retry.max_attempts = (int)st->gateway_max_attempts;
+        go->retry.deadline_ms  = st->gateway_deadline_ms;
+        /* a margin is only useful below the lease: owners renew every
+         * third of it, so never ask for more than a quarter */
+        go->lease_margin_ms = st->gateway_lease_margin_ms;
+        if (go->lease_margin_ms > st->lease_duration_ms / 4)
+                go->lease_margin_ms = st->lease_duration_ms / 4;
 }
 
-static void fill_pipeline(struct cmd_opts *o, const struct config *cfg)
+static void fill_pipeline(struct cmd_opts *o, const struct settings *st)
 {
         struct pipeline_opts *p = &o->pipeline;
-        const char *secret      = config_str(cfg, "provider_key.secret");
+        const char *secret      = st->provider_key_secret;
 
-        p->conninfo       = config_str(cfg, "db.conninfo");
-        p->db_connections = (int)config_int(cfg, "db.connections");
-        p->owner          = o->owner;
-        p->topic          = config_str(cfg, "topic.intents");
-        p->topic_dlq      = config_str(cfg, "topic.dlq");
-        p->group          = config_str(cfg, "group.id");
-        p->kafka          = &o->kafka;
-        p->gateway        = &o->gateway;
-        p->pk_secret      = (const unsigned char *)secret;
-        p->pk_secret_len  = strlen(secret);
-        p->max_in_flight  = (size_t)config_int(cfg, "consumer.max_in_flight");
-        p->batch_size     = (size_t)config_int(cfg, "consumer.batch_size");
-        p->max_per_key    = (size_t)config_int(cfg, "consumer.max_per_key");
-        p->max_message_bytes =
-            (size_t)config_int(cfg, "consumer.max_message_bytes");
-        p->linger_us        = config_ms(cfg, "consumer.batch_linger") * 1000;
-        p->lease_ms         = config_ms(cfg, "lease.duration");
-        p->deadline_ms      = config_ms(cfg, "gateway.deadline");
-        p->key_retention_ms = config_ms(cfg, "idempotency.retention");
+        p->conninfo          = st->db_conninfo;
+        p->db_connections    = (int)st->db_connections;
+        p->owner             = o->owner;
+        p->topic             = st->topic_intents;
+        p->topic_dlq         = st->topic_dlq;
+        p->group             = st->group_id;
+        p->kafka             = &o->kafka;
+        p->gateway           = &o->gateway;
+        p->pk_secret         = (const unsigned char *)secret;
+        p->pk_secret_len     = strlen(secret);
+        p->max_in_flight     = (size_t)st->consumer_max_in_flight;
+        p->batch_size        = (size_t)st->consumer_batch_size;
+        p->max_per_key       = (size_t)st->consumer_max_per_key;
+        p->max_message_bytes = (size_t)st->consumer_max_message_bytes;
+        p->linger_us         = st->consumer_batch_linger_ms * 1000;
+        p->lease_ms          = st->lease_duration_ms;
+        p->deadline_ms       = st->gateway_deadline_ms;
+        p->key_retention_ms  = st->idempotency_retention_ms;
 }
 
-static void fill_relay(struct cmd_opts *o, const struct config *cfg)
+static void fill_relay(struct cmd_opts *o, const struct settings *st)
 {
         struct relay_opts *r = &o->relay;
 
-        r->conninfo      = config_str(cfg, "db.conninfo");
-        r->topic         = config_str(cfg, "topic.results");
+        r->conninfo      = st->db_conninfo;
+        r->topic         = st->topic_results;
         r->kafka         = &o->kafka;
-        r->shards        = (int)config_int(cfg, "relay.shards");
-        r->batch_size    = (size_t)config_int(cfg, "relay.batch_size");
-        r->poll_ms       = config_ms(cfg, "relay.poll_interval");
-        r->rebalance_ms  = config_ms(cfg, "relay.rebalance_interval");
-        r->drain_ms      = config_ms(cfg, "relay.drain_timeout");
-        r->cleanup_ms    = config_ms(cfg, "relay.cleanup_interval");
-        r->retention_ms  = config_ms(cfg, "relay.retention");
-        r->stats_ms      = config_ms(cfg, "relay.stats_interval");
-        r->cleanup_batch = (int)config_int(cfg, "relay.cleanup_batch");
-        o->relay_enabled = config_bool(cfg, "relay.enabled");
+        r->shards        = (int)st->relay_shards;
+        r->batch_size    = (size_t)st->relay_batch_size;
+        r->poll_ms       = st->relay_poll_interval_ms;
+        r->rebalance_ms  = st->relay_rebalance_interval_ms;
+        r->drain_ms      = st->relay_drain_timeout_ms;
+        r->cleanup_ms    = st->relay_cleanup_interval_ms;
+        r->retention_ms  = st->relay_retention_ms;
+        r->stats_ms      = st->relay_stats_interval_ms;
+        r->cleanup_batch = (int)st->relay_cleanup_batch;
+        o->relay_enabled = st->relay_enabled;
 }
 
-static void fill_reconcile(struct cmd_opts *o, const struct config *cfg)
+static void fill_reconcile(struct cmd_opts *o, const struct settings *st)
 {
         struct reconcile_opts *r = &o->reconcile;
 
-        r->conninfo         = config_str(cfg, "db.conninfo");
-        r->owner            = o->rec_owner;
-        r->gateway          = &o->gateway;
-        r->lease_ms         = config_ms(cfg, "lease.duration");
-        r->interval_ms      = config_ms(cfg, "reconcile.interval");
-        r->backoff_base_ms  = config_ms(cfg, "reconcile.backoff_base");
-        r->backoff_max_ms   = config_ms(cfg, "reconcile.backoff_max");
-        r->review_after_ms  = config_ms(cfg, "reconcile.review_after");
-        r->key_retention_ms = config_ms(cfg, "gateway.key_retention");
-        r->deadline_ms      = config_ms(cfg, "gateway.deadline");
-        r->call_timeout_ms  = config_ms(cfg, "gateway.timeout");
-        r->batch_size       = (size_t)config_int(cfg, "reconcile.batch_size");
-        r->max_in_flight = (size_t)config_int(cfg, "reconcile.max_in_flight");
-        o->reconcile_enabled = config_bool(cfg, "reconcile.enabled");
+        r->conninfo          = st->db_conninfo;
+        r->owner             = o->rec_owner;
+        r->gateway           = &o->gateway;
+        r->lease_ms          = st->lease_duration_ms;
+        r->interval_ms       = st->reconcile_interval_ms;
+        r->backoff_base_ms   = st->reconcile_backoff_base_ms;
+        r->backoff_max_ms    = st->reconcile_backoff_max_ms;
+        r->review_after_ms   = st->reconcile_review_after_ms;
+        r->key_retention_ms  = st->gateway_key_retention_ms;
+        r->deadline_ms       = st->gateway_deadline_ms;
+        r->call_timeout_ms   = st->gateway_timeout_ms;
+        r->batch_size        = (size_t)st->reconcile_batch_size;
+        r->max_in_flight     = (size_t)st->reconcile_max_in_flight;
+        o->reconcile_enabled = st->reconcile_enabled;
 }
 
 int cmd_opts_fill(struct cmd_opts *o, const struct config *cfg, char *errstr,
                   size_t errstr_size)
 {
+        const struct settings *st = config_settings(cfg);
+
         memset(o, 0, sizeof(*o));
         if (fill_kafka(o, cfg) < 0) {
                 snprintf(errstr, errstr_size, "out of memory");
                 return -1;
         }
-        fill_owner(o, cfg);
-        fill_gateway(&o->gateway, cfg);
-        fill_pipeline(o, cfg);
-        fill_relay(o, cfg);
-        fill_reconcile(o, cfg);
+        fill_owner(o, st);
+        fill_gateway(&o->gateway, st);
+        fill_pipeline(o, st);
+        fill_relay(o, st);
+        fill_reconcile(o, st);
         return 0;
 }
 

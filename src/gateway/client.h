@@ -35,6 +35,9 @@
 
 struct gateway; /* opaque */
 
+/* What query_settle_ms is set to: no configuration key (docs/gateway.md). */
+#define GATEWAY_QUERY_SETTLE_MS 2000
+
 struct gateway_opts {
         const char *base_url;       /* e.g. "https://psp.example"; copied */
         const char *api_key;        /* Authorization: Bearer; copied, never
