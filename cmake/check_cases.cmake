@@ -2,6 +2,7 @@
 # Fails unless `BIN --list` prints exactly the cases WANT names (in any
 # order): the ctest tests registered for a binary of named cases
 # (co_case_check in chargeonce.cmake).
+cmake_policy(SET CMP0007 NEW)
 execute_process(COMMAND ${BIN} --list OUTPUT_VARIABLE _out
   RESULT_VARIABLE _rc)
 if(NOT _rc EQUAL 0)
