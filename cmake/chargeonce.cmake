@@ -53,3 +53,46 @@ function(co_add_subdirs dir)
     endif()
   endforeach()
 endfunction()
+
+# co_case_tests(BINARY PREFIX CASES a b ... [ARGS x ...] [LABEL l]
+#               [TIMEOUT s])
+#   a test binary built on tests/common/cases.h (a table of named cases):
+#   one ctest test PREFIX<case> per case, running `BINARY <case> ARGS...`
+#   with co_integration_test's label, timeout and environment.
+#   Properties of one case (RUN_SERIAL...) are set on its test afterwards.
+function(co_case_tests binary prefix)
+  cmake_parse_arguments(A "" "LABEL;TIMEOUT" "CASES;ARGS" ${ARGN})
+  set(_opts)
+  if(A_LABEL)
+    list(APPEND _opts LABEL ${A_LABEL})
+  endif()
+  if(A_TIMEOUT)
+    list(APPEND _opts TIMEOUT ${A_TIMEOUT})
+  endif()
+  foreach(c ${A_CASES})
+    co_integration_test(${prefix}${c} COMMAND ${binary} ${c} ${A_ARGS}
+      ${_opts})
+  endforeach()
+  co_case_registered(${binary} ${A_CASES})
+endfunction()
+
+# co_case_registered(BINARY CASE...)
+#   cases of BINARY registered by hand (a command line of their own) or
+#   left out of this build on purpose: known to co_case_check.
+function(co_case_registered binary)
+  set_property(GLOBAL APPEND PROPERTY CO_CASES_${binary} ${ARGN})
+endfunction()
+
+# co_case_check(BINARY)
+#   a unit test, cases_registered_BINARY: `BINARY --list` names exactly the
+#   cases registered for it, so that a case added to the C table and not to
+#   CMake (or the other way round) fails instead of never running.
+function(co_case_check binary)
+  get_property(_cases GLOBAL PROPERTY CO_CASES_${binary})
+  string(REPLACE ";" "," _want "${_cases}")
+  add_test(NAME cases_registered_${binary}
+    COMMAND ${CMAKE_COMMAND} -DBIN=$<TARGET_FILE:${binary}> -DWANT=${_want}
+      -P ${PROJECT_SOURCE_DIR}/cmake/check_cases.cmake)
+  set_tests_properties(cases_registered_${binary} PROPERTIES LABELS unit
+    TIMEOUT 60)
+endfunction()

@@ -15,6 +15,7 @@
  * Truth comes from the simulator's ground truth, the database and the
  * group's committed offsets, never from chargeonce's own counters.
  */
+#include "cases.h"
 #include "scenario.h"
 #include "testenv.h"
 
@@ -960,40 +961,33 @@ static void dlq_unwritable(void)
         sc_cleanup(&sc);
 }
 
+static int setup(void)
+{
+        return testenv_have_services() ? 0 : TESTENV_SKIP;
+}
+
 int main(int argc, char **argv)
 {
-        if (!testenv_have_services())
-                return TESTENV_SKIP;
-        if (argc != 2) {
-                fprintf(stderr, "usage: test_consume SCENARIO\n");
-                return 2;
-        }
-        if (!strcmp(argv[1], "copies_barrier"))
-                copies_barrier();
-        else if (!strcmp(argv[1], "copy_kinds"))
-                copy_kinds();
-        else if (!strcmp(argv[1], "gateway_faults"))
-                gateway_faults();
-        else if (!strcmp(argv[1], "mixed"))
-                mixed();
-        else if (!strcmp(argv[1], "key_order"))
-                key_order();
-        else if (!strcmp(argv[1], "small_cap"))
-                small_cap();
-        else if (!strcmp(argv[1], "db_refused"))
-                db_refused();
-        else if (!strcmp(argv[1], "hot_key"))
-                hot_key();
-        else if (!strcmp(argv[1], "dlq_unwritable"))
-                dlq_unwritable();
-        else if (!strcmp(argv[1], "rebalance_eager"))
-                rebalance("range,roundrobin");
-        else if (!strcmp(argv[1], "rebalance_cooperative"))
-                rebalance("cooperative-sticky");
-        else {
-                fprintf(stderr, "unknown scenario %s\n", argv[1]);
-                return 2;
-        }
-        printf("1 passed, 0 failed\n");
-        return 0;
+        static const struct test_case cases[] = {
+                { "copies_barrier", copies_barrier, NULL, NULL },
+                { "copy_kinds", copy_kinds, NULL, NULL },
+                { "gateway_faults", gateway_faults, NULL, NULL },
+                { "mixed", mixed, NULL, NULL },
+                { "key_order", key_order, NULL, NULL },
+                { "rebalance_eager", NULL, rebalance, "range,roundrobin" },
+                { "rebalance_cooperative", NULL, rebalance,
+                  "cooperative-sticky" },
+                { "small_cap", small_cap, NULL, NULL },
+                { "db_refused", db_refused, NULL, NULL },
+                { "hot_key", hot_key, NULL, NULL },
+                { "dlq_unwritable", dlq_unwritable, NULL, NULL },
+        };
+        static const struct test_suite suite = {
+                .name    = "test_consume",
+                .cases   = cases,
+                .n_cases = sizeof(cases) / sizeof(cases[0]),
+                .setup   = setup,
+        };
+
+        return cases_main(&suite, argc, argv);
 }

@@ -4,20 +4,24 @@
  * gateway simulator (with faults); chargeonce is the test build with
  * failpoints compiled in.
  *
- *   test_crash point NAME      crash at failpoint NAME (kill), restart,
- *                              let the reconciler finish, check
+ * Named cases (tests/common/cases.h; ctest runs crash_<case>):
+ *
+ *   test_crash POINT           crash at failpoint POINT (kill), restart,
+ *                              let the reconciler finish, check (one case
+ *                              per point of CRASH_POINTS)
  *   test_crash takeover        crash before the send, then crash right
  *                              after the reconciler's takeover, then finish
  *   test_crash soak [SECONDS] [SEED]
  *                              kill -9 of consumer, relay and reconciler at
  *                              random moments, one broker restart and one
  *                              PostgreSQL restart; reproducible from SEED
- *   test_crash forgets         the provider forgets its keys, ops replay the
+ *   test_crash provider_forgets
+ *                              the provider forgets its keys, ops replay the
  *                              intents partition from offset 0 with Kafka's
  *                              own consumer-group tool: 0 new charges
  *
- * `point NAME nokeys` and `takeover nokeys` run against a gateway that
- * ignores Idempotency-Key (simulator --ignore-idempotency, chargeonce
+ * `nokeys_POINT` and `nokeys_takeover` run against a gateway that ignores
+ * Idempotency-Key (simulator --ignore-idempotency, chargeonce
  * gateway.idempotency_keys = false: a query before every re-POST); CI runs
  * the failpoints around the gateway call in that mode, not all of them.
  *
@@ -27,6 +31,7 @@
  * dedup by event_id); the ledger balanced (the invariant view empty); no
  * payment left processing; the outbox drained.
  */
+#include "cases.h"
 #include "scenario.h"
 #include "testenv.h"
 
@@ -80,7 +85,7 @@ static const char *const quick_nokeys[] = { "consumer.batch_linger=2ms",
                                             "gateway.idempotency_keys=false",
                                             NULL };
 
-/* The mode of this run: set from argv in main(). */
+/* The mode of the case running: set_nokeys(). */
 static bool nokeys;
 static const char *sim_faults      = SIM_FAULTS;
 static const char *const *settings = quick;
@@ -254,18 +259,25 @@ static size_t check_all(struct scenario *sc, struct sim *s,
 /* ------------------------------------------------------------------ */
 
 /* Points in the consumer process and the hit on which each fires, so the
- * crash comes in the middle of the run, not at its first step. */
+ * crash comes in the middle of the run, not at its first step. Each point
+ * is a case of its own (main()). */
+#define CRASH_POINTS(X)                                                        \
+        X("claim.before_commit", 3)                                            \
+        X("claim.after_commit", 3)                                             \
+        X("gateway.before_send", 40)                                           \
+        X("gateway.after_answer", 40)                                          \
+        X("settle.before_commit", 3)                                           \
+        X("settle.after_commit", 3)                                            \
+        X("offset.before_store", 4)                                            \
+        X("offset.after_store", 4)                                             \
+        X("relay.before_produce", 3)                                           \
+        X("relay.after_produce", 3)                                            \
+        X("relay.before_mark", 3)
+#define POINT_HIT(name, hit) { name, hit },
 static const struct {
         const char *name;
         int hit;
-} points[] = {
-        { "claim.before_commit", 3 },  { "claim.after_commit", 3 },
-        { "gateway.before_send", 40 }, { "gateway.after_answer", 40 },
-        { "settle.before_commit", 3 }, { "settle.after_commit", 3 },
-        { "offset.before_store", 4 },  { "offset.after_store", 4 },
-        { "relay.before_produce", 3 }, { "relay.after_produce", 3 },
-        { "relay.before_mark", 3 },
-};
+} points[] = { CRASH_POINTS(POINT_HIT) };
 
 static void crash_at(const char *point)
 {
@@ -504,32 +516,71 @@ static void forgets(void)
         free(w);
 }
 
+/* ------------------------------------------------------------------ */
+
+/* A gateway that ignores keys, and chargeonce told so (on), or the usual
+ * one: the mode of the cases that follow. */
+static void set_nokeys(bool on)
+{
+        nokeys     = on;
+        settings   = on ? quick_nokeys : quick;
+        sim_faults = on ? SIM_FAULTS " --ignore-idempotency" : SIM_FAULTS;
+}
+
+static void crash_at_nokeys(const char *point)
+{
+        set_nokeys(true);
+        crash_at(point);
+        set_nokeys(false);
+}
+
+static void takeover_nokeys(void)
+{
+        set_nokeys(true);
+        takeover();
+        set_nokeys(false);
+}
+
+/* soak [SECONDS] [SEED]: 30 s and a seed from the clock by default */
+static void soak_case(void)
+{
+        int argc;
+        char **argv = cases_args(&argc);
+
+        soak(argc >= 1 ? atoi(argv[0]) : 30,
+             argc >= 2 ? (unsigned)strtoul(argv[1], NULL, 10)
+                       : (unsigned)time(NULL));
+}
+
+static int setup(void)
+{
+        return testenv_have_services() ? 0 : TESTENV_SKIP;
+}
+
 int main(int argc, char **argv)
 {
-        if (!testenv_have_services())
-                return TESTENV_SKIP;
-        if (argc >= 3 && !strcmp(argv[argc - 1], "nokeys")) {
-                nokeys     = true;
-                settings   = quick_nokeys;
-                sim_faults = SIM_FAULTS " --ignore-idempotency";
-                argc--;
-        }
-        if (argc == 3 && !strcmp(argv[1], "point"))
-                crash_at(argv[2]);
-        else if (argc == 2 && !strcmp(argv[1], "takeover"))
-                takeover();
-        else if (argc >= 2 && !strcmp(argv[1], "soak"))
-                soak(argc >= 3 ? atoi(argv[2]) : 30,
-                     argc >= 4 ? (unsigned)strtoul(argv[3], NULL, 10)
-                               : (unsigned)time(NULL));
-        else if (argc == 2 && !strcmp(argv[1], "forgets"))
-                forgets();
-        else {
-                fprintf(stderr, "usage: test_crash point NAME [nokeys] | "
-                                "takeover [nokeys] | soak [SECONDS] [SEED] | "
-                                "forgets\n");
-                return 2;
-        }
-        printf("1 passed, 0 failed\n");
-        return 0;
+#define POINT_CASE(name, hit) { name, NULL, crash_at, name },
+        static const struct test_case cases[] = {
+                /* clang-format off */
+                CRASH_POINTS(POINT_CASE)
+                /* clang-format on */
+                { "takeover", takeover, NULL, NULL },
+                { "nokeys_gateway.before_send", NULL, crash_at_nokeys,
+                  "gateway.before_send" },
+                { "nokeys_gateway.after_answer", NULL, crash_at_nokeys,
+                  "gateway.after_answer" },
+                { "nokeys_settle.before_commit", NULL, crash_at_nokeys,
+                  "settle.before_commit" },
+                { "nokeys_takeover", takeover_nokeys, NULL, NULL },
+                { "provider_forgets", forgets, NULL, NULL },
+                { "soak", soak_case, NULL, NULL },
+        };
+        static const struct test_suite suite = {
+                .name    = "test_crash",
+                .cases   = cases,
+                .n_cases = sizeof(cases) / sizeof(cases[0]),
+                .setup   = setup,
+        };
+
+        return cases_main(&suite, argc, argv);
 }

@@ -27,6 +27,7 @@
  * every decision, the invariant view empty. Truth comes from the
  * simulator's ground truth and the database, not the reconciler's logs.
  */
+#include "cases.h"
 #include "scenario.h"
 #include "testenv.h"
 
@@ -1128,38 +1129,36 @@ static void consumer_frozen(void)
         sc_cleanup(&sc);
 }
 
-int main(int argc, char **argv)
+static int setup(void)
 {
-        static const struct {
-                const char *name;
-                void (*fn)(void);
-        } sc[] = {
-                { "repost", repost },
-                { "charged", charged },
-                { "declined", declined },
-                { "unknown_review", unknown_review },
-                { "retention", retention },
-                { "fenced", fenced },
-                { "two_reconcilers", two_reconcilers },
-                { "slow_owner", slow_owner },
-                { "threaded", threaded },
-                { "hostile_text", hostile_text },
-                { "frozen", frozen },
-                { "consumer_frozen", consumer_frozen },
-        };
-
         if (!testenv_have_services())
                 return TESTENV_SKIP;
-        if (argc != 2) {
-                fprintf(stderr, "usage: test_reconcile SCENARIO\n");
-                return 2;
-        }
         signal(SIGPIPE, SIG_IGN);
-        for (size_t i = 0; i < sizeof(sc) / sizeof(*sc); i++)
-                if (!strcmp(argv[1], sc[i].name)) {
-                        sc[i].fn();
-                        return 0;
-                }
-        fprintf(stderr, "unknown scenario %s\n", argv[1]);
-        return 2;
+        return 0;
+}
+
+int main(int argc, char **argv)
+{
+        static const struct test_case cases[] = {
+                { "repost", repost, NULL, NULL },
+                { "charged", charged, NULL, NULL },
+                { "declined", declined, NULL, NULL },
+                { "unknown_review", unknown_review, NULL, NULL },
+                { "retention", retention, NULL, NULL },
+                { "fenced", fenced, NULL, NULL },
+                { "two_reconcilers", two_reconcilers, NULL, NULL },
+                { "slow_owner", slow_owner, NULL, NULL },
+                { "threaded", threaded, NULL, NULL },
+                { "hostile_text", hostile_text, NULL, NULL },
+                { "frozen", frozen, NULL, NULL },
+                { "consumer_frozen", consumer_frozen, NULL, NULL },
+        };
+        static const struct test_suite suite = {
+                .name    = "test_reconcile",
+                .cases   = cases,
+                .n_cases = sizeof(cases) / sizeof(cases[0]),
+                .setup   = setup,
+        };
+
+        return cases_main(&suite, argc, argv);
 }

@@ -26,6 +26,7 @@
  *
  * Never trusts the relay's own counters: truth is the topic and the table.
  */
+#include "cases.h"
 #include "scenario.h"
 #include "testenv.h"
 
@@ -1013,37 +1014,40 @@ static void notopic(void)
         sc_cleanup(&sc);
 }
 
+static void multi2(void)
+{
+        multi(2);
+}
+
+static void multi3(void)
+{
+        multi(3);
+}
+
+static int setup(void)
+{
+        return testenv_have_services() ? 0 : TESTENV_SKIP;
+}
+
 int main(int argc, char **argv)
 {
-        setvbuf(stdout, NULL, _IOLBF, 0);
-        if (!testenv_have_services())
-                return TESTENV_SKIP;
-        if (argc < 2) {
-                fprintf(stderr, "usage: test_relay crash|multi2|multi3|"
-                                "outage|retention|latency|inproc|park|"
-                                "notopic\n");
-                return 2;
-        }
-        if (!strcmp(argv[1], "crash"))
-                crash();
-        else if (!strcmp(argv[1], "multi2"))
-                multi(2);
-        else if (!strcmp(argv[1], "multi3"))
-                multi(3);
-        else if (!strcmp(argv[1], "outage"))
-                outage();
-        else if (!strcmp(argv[1], "retention"))
-                retention();
-        else if (!strcmp(argv[1], "latency"))
-                latency();
-        else if (!strcmp(argv[1], "inproc"))
-                inproc();
-        else if (!strcmp(argv[1], "park"))
-                park();
-        else if (!strcmp(argv[1], "notopic"))
-                notopic();
-        else
-                return 2;
-        printf("ok %s\n", argv[1]);
-        return 0;
+        static const struct test_case cases[] = {
+                { "crash", crash, NULL, NULL },
+                { "multi2", multi2, NULL, NULL },
+                { "multi3", multi3, NULL, NULL },
+                { "outage", outage, NULL, NULL },
+                { "retention", retention, NULL, NULL },
+                { "latency", latency, NULL, NULL },
+                { "inproc", inproc, NULL, NULL },
+                { "park", park, NULL, NULL },
+                { "notopic", notopic, NULL, NULL },
+        };
+        static const struct test_suite suite = {
+                .name    = "test_relay",
+                .cases   = cases,
+                .n_cases = sizeof(cases) / sizeof(cases[0]),
+                .setup   = setup,
+        };
+
+        return cases_main(&suite, argc, argv);
 }

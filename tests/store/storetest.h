@@ -55,16 +55,17 @@ extern int st_failures;
 #define ST_LEASE_MS   30000
 
 /*
- * Skips (returns 77 via st_main's caller) without the harness; otherwise
+ * Skips (returns 77) without the harness; otherwise
  * creates and migrates a fresh database. conninfo (static) for it.
- * Returns 0, 77 (skip) or 1 (setup failed).
+ * Returns 0, 77 (skip) or 1 (setup failed). A suite's setup
+ * (tests/common/cases.h) calls it, its teardown calls st_end().
  */
 int st_begin(const char *prefix);
 const char *st_conninfo(void);
 /* Drops the database (idempotent). */
 void st_end(void);
-/* 0 if no CHECK failed, else 1; prints a summary line. */
-int st_result(const char *name);
+/* The CHECKs failed so far (a suite's failure counter, cases.h). */
+int st_failed_checks(void);
 
 /* A store on the test database, or exits. Owned by the caller. */
 struct store *st_store(void);

@@ -3,7 +3,12 @@
  * connection. Every kind of duplicate, within a batch and across batches;
  * fencing of a stale settle; replay of the stored outcome; tenants kept
  * apart; array escaping of awkward key strings.
+ *
+ * One sequence of named cases on one database, each building on what the
+ * ones before it left (a chained suite, tests/common/cases.h): ctest runs
+ * store_claim_<case>, which runs the cases before it first.
  */
+#include "cases.h"
 #include "storetest.h"
 
 #include "util/crypto.h"
@@ -16,6 +21,14 @@
 static struct store *st;
 static PGconn *pg;
 static char err[512];
+
+/* What the cases share: the first batch and the scratch items. */
+static struct st_intent in[N], x, y, z;
+static struct claim_item c[N], d[4];
+static struct settle_item s[3];
+static struct outbox_item o[3];
+static char ev[3][UUID_STR_LEN], buf[3][1024];
+static char first_pid[N][UUID_STR_LEN];
 
 static int claim(struct claim_item *items, size_t n)
 {
@@ -48,41 +61,29 @@ static void clear(struct claim_item *items, size_t n)
                 claim_item_clear(&items[i]);
 }
 
-static void outbox_item(struct outbox_item *o, enum outbox_kind kind,
-                        const struct st_intent *in, const char *payment_id,
-                        const char *status, char *ev)
+static void outbox_item(struct outbox_item *item, enum outbox_kind kind,
+                        const struct st_intent *intent, const char *payment_id,
+                        const char *status, char *event_id)
 {
-        memset(o, 0, sizeof(*o));
-        if (!uuid_v4(ev))
+        memset(item, 0, sizeof(*item));
+        if (!uuid_v4(event_id))
                 abort();
-        o->kind            = kind;
-        o->result_event_id = ev;
-        o->intent_event_id = in->event_id;
-        o->tenant_id       = in->tenant_id;
-        o->idem_key        = in->idem_key;
-        o->payment_id      = payment_id;
-        o->replay_status   = status;
-        o->result_json     = "{\"replayed\":true}";
-        o->topic           = "payments.intents";
-        o->partition       = 2;
-        o->offset          = 7;
+        item->kind            = kind;
+        item->result_event_id = event_id;
+        item->intent_event_id = intent->event_id;
+        item->tenant_id       = intent->tenant_id;
+        item->idem_key        = intent->idem_key;
+        item->payment_id      = payment_id;
+        item->replay_status   = status;
+        item->result_json     = "{\"replayed\":true}";
+        item->topic           = "payments.intents";
+        item->partition       = 2;
+        item->offset          = 7;
 }
 
-int main(void)
+static void new_batch(void)
 {
-        struct st_intent in[N], x, y, z;
-        struct claim_item c[N], d[4];
-        struct settle_item s[3];
-        struct outbox_item o[3];
-        char ev[3][UUID_STR_LEN], buf[3][1024];
-        char first_pid[N][UUID_STR_LEN];
         char pk[STORE_PROVIDER_KEY_LEN];
-        int rc = st_begin("store_claim");
-
-        if (rc)
-                return rc;
-        st = st_store();
-        pg = st_pg();
 
         /* 1. A new batch: every key new, a payment each, leases held. */
         for (int i = 0; i < N; i++) {
@@ -126,7 +127,10 @@ int main(void)
                             "provider_key = '%s'",
                             c[0].provider_key),
                    1);
+}
 
+static void redelivery(void)
+{
         /* 2. Redelivery of the whole batch: every event a dup, no write. */
         for (int i = 0; i < N; i++)
                 st_item(&c[i], &in[i]);
@@ -136,7 +140,10 @@ int main(void)
                 CHECK(c[i].payment_id[0] == '\0');
         }
         CHECK_EQ_I(st_count(pg, "SELECT count(*) FROM payments"), N);
+}
 
+static void same_event_in_batch(void)
+{
         /* 3. Same event twice in one batch, new key: first wins. */
         st_intent(&x, "t1", "key-dup-event", 500, 0);
         st_item(&d[0], &x);
@@ -148,7 +155,10 @@ int main(void)
                                 "idem_key = 'key-dup-event'"),
                    1);
         clear(d, 2);
+}
 
+static void in_progress(void)
+{
         /* 4. Same key and hash, new event, payment processing. */
         st_intent(&x, "t1", "key-0", 1000, 0);
         st_item(&d[0], &x);
@@ -166,7 +176,10 @@ int main(void)
         st_item(&d[0], &x);
         REQUIRE(claim(d, 1) == STORE_OK);
         CHECK_EQ_I(d[0].outcome, CLAIM_DUP_EVENT);
+}
 
+static void one_key_thrice(void)
+{
         /* 5. One key three times in a batch: new, in progress, conflict. */
         st_intent(&x, "t1", "key-batch", 700, 0);
         st_intent(&y, "t1", "key-batch", 700, 0);
@@ -186,7 +199,10 @@ int main(void)
                             z.event_id),
                    0);
         clear(d, 3);
+}
 
+static void other_tenant(void)
+{
         /* 6. Same key string in another tenant: independent. */
         st_intent(&x, "t2", "key-0", 1000, 0);
         st_item(&d[0], &x);
@@ -194,7 +210,10 @@ int main(void)
         CHECK_EQ_I(d[0].outcome, CLAIM_NEW);
         CHECK(strcmp(d[0].payment_id, first_pid[0]) != 0);
         clear(d, 1);
+}
 
+static void inbox_per_tenant(void)
+{
         /* 6b. The inbox is per tenant: another tenant's intent that reuses
          * an event id already answered (here, a moment ago, or in the same
          * batch) is claimed, never taken for a redelivery. */
@@ -213,7 +232,10 @@ int main(void)
                                 "WHERE tenant_id = 't2' AND idem_key = "
                                 "'key-0')"),
                    3);
+}
 
+static void settle_outcomes(void)
+{
         /* 7. Settle: succeeded, failed, review. */
         for (int i = 0; i < N; i++) {
                 st_item(&c[i], &in[i]);
@@ -249,7 +271,10 @@ int main(void)
         CHECK_EQ_I(st_count(pg, "SELECT count(*) FROM payments WHERE status "
                                 "<> 'processing' AND lease_owner IS NULL"),
                    3);
+}
 
+static void replay(void)
+{
         /* 8. Replay: same key and hash after final, stored outcome back. */
         st_intent(&x, "t1", "key-0", 1000, 0);
         st_intent(&y, "t1", "key-1", 1001, 0);
@@ -271,44 +296,48 @@ int main(void)
         CHECK(d[1].stored.error_message &&
               strcmp(d[1].stored.error_message, "The card was declined") == 0);
         CHECK(d[1].stored.provider_charge_id == NULL);
+}
+
+static void probe(void)
+{
         /* the probe of a rejected copy: final with the same hash gives
          * the stored outcome; another hash or an unknown key, none; a
          * key still processing, processing */
-        {
-                struct probe_item q[4];
-                struct st_intent pz;
+        struct probe_item q[4];
+        struct st_intent pz;
 
-                memset(q, 0, sizeof(q));
-                q[0].tenant_id = "t1";
-                q[0].idem_key  = "key-1";
-                memcpy(q[0].request_hash, d[1].request_hash,
-                       sizeof(q[0].request_hash));
-                q[1] = q[0];
-                q[1].request_hash[0] ^= 1; /* another request */
-                q[2]          = q[0];
-                q[2].idem_key = "key-never-seen";
-                st_intent(&pz, "t3", "key-t3", 1000, 0); /* processing */
-                q[3].tenant_id = "t3";
-                q[3].idem_key  = "key-t3";
-                {
-                        struct claim_item tmp;
-                        st_item(&tmp, &pz);
-                        memcpy(q[3].request_hash, tmp.request_hash,
-                               sizeof(q[3].request_hash));
-                }
-                REQUIRE(store_probe_batch(st, q, 4, err, sizeof(err)) ==
-                        STORE_OK);
-                CHECK_EQ_I(q[0].outcome, PROBE_FINAL);
-                CHECK(strcmp(q[0].stored.status, "failed") == 0);
-                CHECK(q[0].stored.error_code &&
-                      strcmp(q[0].stored.error_code, "card_declined") == 0);
-                CHECK(strcmp(q[0].payment_id, first_pid[1]) == 0);
-                CHECK_EQ_I(q[1].outcome, PROBE_NONE);
-                CHECK_EQ_I(q[2].outcome, PROBE_NONE);
-                CHECK_EQ_I(q[3].outcome, PROBE_PROCESSING);
-                for (int i = 0; i < 4; i++)
-                        probe_item_clear(&q[i]);
+        memset(q, 0, sizeof(q));
+        q[0].tenant_id = "t1";
+        q[0].idem_key  = "key-1";
+        memcpy(q[0].request_hash, d[1].request_hash, sizeof(q[0].request_hash));
+        q[1] = q[0];
+        q[1].request_hash[0] ^= 1; /* another request */
+        q[2]          = q[0];
+        q[2].idem_key = "key-never-seen";
+        st_intent(&pz, "t3", "key-t3", 1000, 0); /* processing */
+        q[3].tenant_id = "t3";
+        q[3].idem_key  = "key-t3";
+        {
+                struct claim_item tmp;
+                st_item(&tmp, &pz);
+                memcpy(q[3].request_hash, tmp.request_hash,
+                       sizeof(q[3].request_hash));
         }
+        REQUIRE(store_probe_batch(st, q, 4, err, sizeof(err)) == STORE_OK);
+        CHECK_EQ_I(q[0].outcome, PROBE_FINAL);
+        CHECK(strcmp(q[0].stored.status, "failed") == 0);
+        CHECK(q[0].stored.error_code &&
+              strcmp(q[0].stored.error_code, "card_declined") == 0);
+        CHECK(strcmp(q[0].payment_id, first_pid[1]) == 0);
+        CHECK_EQ_I(q[1].outcome, PROBE_NONE);
+        CHECK_EQ_I(q[2].outcome, PROBE_NONE);
+        CHECK_EQ_I(q[3].outcome, PROBE_PROCESSING);
+        for (int i = 0; i < 4; i++)
+                probe_item_clear(&q[i]);
+}
+
+static void replay_result(void)
+{
         /* the replayed result, written once per intent event */
         outbox_item(&o[0], OUTBOX_REPLAY, &x, d[0].payment_id,
                     d[0].stored.status, ev[0]);
@@ -332,7 +361,10 @@ int main(void)
         REQUIRE(outbox(o, 1) == STORE_OK);
         CHECK(!o[0].written);
         clear(d, 2);
+}
 
+static void conflict(void)
+{
         /* 9. Conflict: other hash, after final and while processing. */
         st_intent(&x, "t1", "key-0", 9999, 3);
         st_intent(&y, "t1", "key-3", 9999, 3);
@@ -353,7 +385,10 @@ int main(void)
                                 "disposition = 'conflict'"),
                    2);
         clear(d, 2);
+}
 
+static void rejected(void)
+{
         /* 10. Rejected: never claimed, answered once. */
         st_intent(&x, "t1", "key-rejected", 1, 0);
         outbox_item(&o[0], OUTBOX_REJECTED, &x, NULL, NULL, ev[0]);
@@ -376,7 +411,10 @@ int main(void)
         CHECK_EQ_I(st_count(pg, "SELECT count(*) FROM outbox WHERE status = "
                                 "'rejected'"),
                    3);
+}
 
+static void fencing(void)
+{
         /* 11. Fencing: a stale epoch writes nothing. */
         st_settle_item(&s[0], &c[3], SETTLE_SUCCEEDED, ev[0], buf[0],
                        sizeof(buf[0]));
@@ -445,36 +483,87 @@ int main(void)
         REQUIRE(settle(s, 1) == STORE_OK);
         CHECK_EQ_I(s[0].outcome, SETTLE_FENCED);
         CHECK(s[0].current_status[0] == '\0');
+}
 
+static void mixed_batch(void)
+{
         /* 12. A mixed batch: dup, new, replay, conflict, in progress. */
-        {
-                struct st_intent m[5];
-                struct claim_item mc[5];
+        struct st_intent m[5];
+        struct claim_item mc[5];
 
-                m[0] = in[0]; /* old event: dup */
-                st_intent(&m[1], "t1", "key-mixed", 42, 0);
-                st_intent(&m[2], "t1", "key-1", 1001, 0); /* failed: replay */
-                st_intent(&m[3], "t2", "key-0", 1000, 5); /* conflict */
-                st_intent(&m[4], "t1", "key-dup-event", 500, 0);
-                for (int i = 0; i < 5; i++)
-                        st_item(&mc[i], &m[i]);
-                REQUIRE(claim(mc, 5) == STORE_OK);
-                CHECK_EQ_I(mc[0].outcome, CLAIM_DUP_EVENT);
-                CHECK_EQ_I(mc[1].outcome, CLAIM_NEW);
-                CHECK_EQ_I(mc[2].outcome, CLAIM_REPLAY);
-                CHECK_EQ_I(mc[3].outcome, CLAIM_CONFLICT);
-                CHECK_EQ_I(mc[4].outcome, CLAIM_IN_PROGRESS);
-                clear(mc, 5);
-        }
+        m[0] = in[0]; /* old event: dup */
+        st_intent(&m[1], "t1", "key-mixed", 42, 0);
+        st_intent(&m[2], "t1", "key-1", 1001, 0); /* failed: replay */
+        st_intent(&m[3], "t2", "key-0", 1000, 5); /* conflict */
+        st_intent(&m[4], "t1", "key-dup-event", 500, 0);
+        for (int i = 0; i < 5; i++)
+                st_item(&mc[i], &m[i]);
+        REQUIRE(claim(mc, 5) == STORE_OK);
+        CHECK_EQ_I(mc[0].outcome, CLAIM_DUP_EVENT);
+        CHECK_EQ_I(mc[1].outcome, CLAIM_NEW);
+        CHECK_EQ_I(mc[2].outcome, CLAIM_REPLAY);
+        CHECK_EQ_I(mc[3].outcome, CLAIM_CONFLICT);
+        CHECK_EQ_I(mc[4].outcome, CLAIM_IN_PROGRESS);
+        clear(mc, 5);
+}
 
+static void no_violations(void)
+{
         /* Every final payment has its result: no violation. */
         CHECK_EQ_I(st_count(pg, "SELECT count(*) FROM invariant_violations"),
                    0);
         /* nothing of an empty batch */
         REQUIRE(claim(c, 0) == STORE_OK);
+}
 
+static int setup(void)
+{
+        int rc = st_begin("store_claim");
+
+        if (rc)
+                return rc;
+        st = st_store();
+        pg = st_pg();
+        return 0;
+}
+
+static void teardown(void)
+{
         clear(c, N);
         PQfinish(pg);
         store_destroy(st);
-        return st_result("store_claim");
+        st_end();
+}
+
+int main(int argc, char **argv)
+{
+        static const struct test_case cases[] = {
+                { "new_batch", new_batch, NULL, NULL },
+                { "redelivery", redelivery, NULL, NULL },
+                { "same_event_in_batch", same_event_in_batch, NULL, NULL },
+                { "in_progress", in_progress, NULL, NULL },
+                { "one_key_thrice", one_key_thrice, NULL, NULL },
+                { "other_tenant", other_tenant, NULL, NULL },
+                { "inbox_per_tenant", inbox_per_tenant, NULL, NULL },
+                { "settle_outcomes", settle_outcomes, NULL, NULL },
+                { "replay", replay, NULL, NULL },
+                { "probe", probe, NULL, NULL },
+                { "replay_result", replay_result, NULL, NULL },
+                { "conflict", conflict, NULL, NULL },
+                { "rejected", rejected, NULL, NULL },
+                { "fencing", fencing, NULL, NULL },
+                { "mixed_batch", mixed_batch, NULL, NULL },
+                { "no_violations", no_violations, NULL, NULL },
+        };
+        static const struct test_suite suite = {
+                .name     = "store_claim",
+                .cases    = cases,
+                .n_cases  = sizeof(cases) / sizeof(cases[0]),
+                .setup    = setup,
+                .teardown = teardown,
+                .failures = st_failed_checks,
+                .chained  = true,
+        };
+
+        return cases_main(&suite, argc, argv);
 }

@@ -3,8 +3,10 @@
  * same moment (released through a barrier). Exactly one CLAIM_NEW per
  * key, never an error; the same event id claimed twice at once answered
  * once; a forced deadlock retried by the store without the caller seeing
- * it.
+ * it. Each case on its own keys ends with the invariant view empty; one
+ * database per run (store_concurrency_<case> runs one case).
  */
+#include "cases.h"
 #include "storetest.h"
 
 #include <pthread.h>
@@ -30,6 +32,8 @@ struct worker {
 };
 
 static struct worker workers[THREADS];
+/* the cases' own connection to the test database */
+static PGconn *db;
 
 static void *claim_thread(void *arg)
 {
@@ -256,27 +260,69 @@ static void test_deadlock_retry(PGconn *pg)
         store_destroy(st);
 }
 
-int main(void)
+static void no_violations(void)
 {
-        PGconn *pg;
+        CHECK_EQ_I(st_count(db, "SELECT count(*) FROM invariant_violations"),
+                   0);
+}
+
+static void same_keys(void)
+{
+        test_same_keys(db);
+        no_violations();
+}
+
+static void same_event(void)
+{
+        test_same_event(db);
+        no_violations();
+}
+
+static void deadlock_retry(void)
+{
+        test_deadlock_retry(db);
+        no_violations();
+}
+
+static int setup(void)
+{
         int rc = st_begin("store_conc");
 
         if (rc)
                 return rc;
-        pg = st_pg();
+        db = st_pg();
         pthread_barrier_init(&barrier, NULL, THREADS);
         for (int t = 0; t < THREADS; t++) {
                 workers[t].id = t;
                 workers[t].st = st_store();
         }
-        test_same_keys(pg);
-        test_same_event(pg);
-        test_deadlock_retry(pg);
-        CHECK_EQ_I(st_count(pg, "SELECT count(*) FROM invariant_violations"),
-                   0);
+        return 0;
+}
+
+static void teardown(void)
+{
         for (int t = 0; t < THREADS; t++)
                 store_destroy(workers[t].st);
         pthread_barrier_destroy(&barrier);
-        PQfinish(pg);
-        return st_result("store_concurrency");
+        PQfinish(db);
+        st_end();
+}
+
+int main(int argc, char **argv)
+{
+        static const struct test_case cases[] = {
+                { "same_keys", same_keys, NULL, NULL },
+                { "same_event", same_event, NULL, NULL },
+                { "deadlock_retry", deadlock_retry, NULL, NULL },
+        };
+        static const struct test_suite suite = {
+                .name     = "store_concurrency",
+                .cases    = cases,
+                .n_cases  = sizeof(cases) / sizeof(cases[0]),
+                .setup    = setup,
+                .teardown = teardown,
+                .failures = st_failed_checks,
+        };
+
+        return cases_main(&suite, argc, argv);
 }

@@ -3,7 +3,11 @@
  * takes only expired leases, raises the epoch, keeps payment id and
  * provider key; of two concurrent takers each payment goes to exactly
  * one; the old holder's settle is then fenced and the new one's lands.
+ *
+ * A chained suite (tests/common/cases.h): the cases run in order on one
+ * database; store_lease_<case> runs the ones before it first.
  */
+#include "cases.h"
 #include "storetest.h"
 
 #include <pthread.h>
@@ -47,7 +51,7 @@ static void *takeover_one_thread(void *arg)
         return NULL;
 }
 
-static void claim_n(struct store *st, struct st_intent *in,
+static void claim_n(struct store *store, struct st_intent *in,
                     struct claim_item *c, int n, const char *prefix,
                     int64_t lease_ms)
 {
@@ -59,35 +63,25 @@ static void claim_n(struct store *st, struct st_intent *in,
                 st_intent(&in[i], "tenant-l", key, 300 + i, 0);
                 st_item(&c[i], &in[i]);
         }
-        REQUIRE(store_claim_batch(st, c, (size_t)n, "owner-a", lease_ms,
+        REQUIRE(store_claim_batch(store, c, (size_t)n, "owner-a", lease_ms,
                                   ST_SECRET, ST_SECRET_LEN, err,
                                   sizeof(err)) == STORE_OK);
         for (int i = 0; i < n; i++)
                 REQUIRE(c[i].outcome == CLAIM_NEW);
 }
 
-int main(void)
+/* What the cases share: payments with live, expired and contended leases,
+ * the two takers. */
+static struct st_intent live_in[3], expired_in[NEXP], one_in[1];
+static struct claim_item live[3], expired[NEXP], one[1];
+static struct lease_item li[3];
+static struct taker tk[2];
+static struct store *st;
+static PGconn *pg;
+static char err[512];
+
+static void renewal(void)
 {
-        struct st_intent live_in[3], exp_in[NEXP], one_in[1];
-        struct claim_item live[3], exp[NEXP], one[1];
-        struct lease_item li[3];
-        struct settle_item s[2];
-        char ev[2][UUID_STR_LEN], buf[2][1024];
-        struct taker tk[2];
-        pthread_t th[2];
-        struct store *st;
-        PGconn *pg;
-        struct store_payment *p;
-        size_t np;
-        int64_t epoch;
-        char err[512];
-        int rc = st_begin("store_lease");
-
-        if (rc)
-                return rc;
-        st = st_store();
-        pg = st_pg();
-
         /* Renewal: only the holder, only under its epoch. */
         claim_n(st, live_in, live, 3, "live", ST_LEASE_MS);
         for (int i = 0; i < 3; i++) {
@@ -110,17 +104,27 @@ int main(void)
         REQUIRE(store_lease_renew(st, li, 1, "owner-b", 60000, err,
                                   sizeof(err)) == STORE_OK);
         CHECK(!li[0].renewed);
+}
+
+static void nothing_expired(void)
+{
+        struct store_payment *p;
+        size_t np;
 
         /* Nothing expired: nothing taken. */
         REQUIRE(store_takeover_expired(st, "reconciler", ST_LEASE_MS, 100, &p,
                                        &np, err, sizeof(err)) == STORE_OK);
         CHECK_EQ_I(np, 0);
         store_payments_free(p, np);
+}
+
+static void two_takers(void)
+{
+        pthread_t th[2];
 
         /* Expired leases, two takers at once: each payment taken once. */
-        claim_n(st, exp_in, exp, NEXP, "exp", 1);
+        claim_n(st, expired_in, expired, NEXP, "exp", 1);
         usleep(50000);
-        pthread_barrier_init(&barrier, NULL, 2);
         for (int t = 0; t < 2; t++) {
                 memset(&tk[t], 0, sizeof(tk[t]));
                 tk[t].st    = st_store();
@@ -138,19 +142,21 @@ int main(void)
                 for (int t = 0; t < 2; t++)
                         for (size_t j = 0; j < tk[t].n; j++) {
                                 struct store_payment *q = &tk[t].p[j];
-                                if (strcmp(q->payment_id, exp[i].payment_id))
+                                if (strcmp(q->payment_id,
+                                           expired[i].payment_id))
                                         continue;
                                 found++;
                                 CHECK_EQ_I(q->lease_epoch, 2);
                                 CHECK(strcmp(q->provider_key,
-                                             exp[i].provider_key) == 0);
-                                CHECK(strcmp(q->idem_key, exp_in[i].idem_key) ==
-                                      0);
+                                             expired[i].provider_key) == 0);
+                                CHECK(strcmp(q->idem_key,
+                                             expired_in[i].idem_key) == 0);
                                 CHECK(strcmp(q->payment_method,
-                                             exp_in[i].payment_method) == 0);
+                                             expired_in[i].payment_method) ==
+                                      0);
                                 CHECK(strcmp(q->intent_event_id,
-                                             exp_in[i].event_id) == 0);
-                                CHECK_EQ_I(q->amount, exp_in[i].amount);
+                                             expired_in[i].event_id) == 0);
+                                CHECK_EQ_I(q->amount, expired_in[i].amount);
                                 CHECK(strcmp(q->currency, "VND") == 0);
                                 CHECK(q->created_at_ms > 0);
                         }
@@ -164,14 +170,20 @@ int main(void)
         CHECK_EQ_I(st_count(pg, "SELECT count(*) FROM payments WHERE "
                                 "idem_key LIKE 'live-%%' AND lease_epoch = 1"),
                    3);
+}
+
+static void old_holder_fenced(void)
+{
+        struct settle_item s[2];
+        char ev[2][UUID_STR_LEN], buf[2][1024];
 
         /* The old holder is fenced: no renew, no settle; the taker lands. */
-        li[0].payment_id  = exp[0].payment_id;
+        li[0].payment_id  = expired[0].payment_id;
         li[0].lease_epoch = 1;
         REQUIRE(store_lease_renew(st, li, 1, "owner-a", 60000, err,
                                   sizeof(err)) == STORE_OK);
         CHECK(!li[0].renewed);
-        st_settle_item(&s[0], &exp[0], SETTLE_SUCCEEDED, ev[0], buf[0],
+        st_settle_item(&s[0], &expired[0], SETTLE_SUCCEEDED, ev[0], buf[0],
                        sizeof(buf[0]));
         REQUIRE(store_settle_batch(st, s, 1, err, sizeof(err)) == STORE_OK);
         CHECK_EQ_I(s[0].outcome, SETTLE_FENCED);
@@ -179,10 +191,10 @@ int main(void)
         CHECK_EQ_I(st_count(pg,
                             "SELECT count(*) FROM outbox WHERE "
                             "payment_id = '%s'",
-                            exp[0].payment_id),
+                            expired[0].payment_id),
                    0);
         s[0].lease_epoch = 2;
-        st_settle_item(&s[1], &exp[1], SETTLE_FAILED, ev[1], buf[1],
+        st_settle_item(&s[1], &expired[1], SETTLE_FAILED, ev[1], buf[1],
                        sizeof(buf[1]));
         s[1].lease_epoch = 2;
         REQUIRE(store_settle_batch(st, s, 2, err, sizeof(err)) == STORE_OK);
@@ -193,6 +205,12 @@ int main(void)
                 tk[t].p = NULL;
                 tk[t].n = 0;
         }
+}
+
+static void takeover_one(void)
+{
+        pthread_t th[2];
+        int64_t epoch;
 
         /* takeover_one: CAS on the epoch; two at once, one wins. */
         claim_n(st, one_in, one, 1, "one", 1);
@@ -212,16 +230,55 @@ int main(void)
         CHECK_EQ_I(store_takeover_one(st, one[0].payment_id, 1, "x",
                                       ST_LEASE_MS, &epoch, err, sizeof(err)),
                    0); /* epoch moved on */
+}
 
-        for (int t = 0; t < 2; t++)
+static int setup(void)
+{
+        int rc = st_begin("store_lease");
+
+        if (rc)
+                return rc;
+        st = st_store();
+        pg = st_pg();
+        pthread_barrier_init(&barrier, NULL, 2);
+        return 0;
+}
+
+static void teardown(void)
+{
+        for (int t = 0; t < 2; t++) {
+                store_payments_free(tk[t].p, tk[t].n);
                 store_destroy(tk[t].st);
+        }
         pthread_barrier_destroy(&barrier);
         for (int i = 0; i < 3; i++)
                 claim_item_clear(&live[i]);
         for (int i = 0; i < NEXP; i++)
-                claim_item_clear(&exp[i]);
+                claim_item_clear(&expired[i]);
         claim_item_clear(&one[0]);
         PQfinish(pg);
         store_destroy(st);
-        return st_result("store_lease");
+        st_end();
+}
+
+int main(int argc, char **argv)
+{
+        static const struct test_case cases[] = {
+                { "renewal", renewal, NULL, NULL },
+                { "nothing_expired", nothing_expired, NULL, NULL },
+                { "two_takers", two_takers, NULL, NULL },
+                { "old_holder_fenced", old_holder_fenced, NULL, NULL },
+                { "takeover_one", takeover_one, NULL, NULL },
+        };
+        static const struct test_suite suite = {
+                .name     = "store_lease",
+                .cases    = cases,
+                .n_cases  = sizeof(cases) / sizeof(cases[0]),
+                .setup    = setup,
+                .teardown = teardown,
+                .failures = st_failed_checks,
+                .chained  = true,
+        };
+
+        return cases_main(&suite, argc, argv);
 }

@@ -3,7 +3,11 @@
  * posting at commit, whoever writes it, and any change to a committed
  * posting; invariant_violations is empty
  * after a normal flow and shows a planted violation of every kind.
+ *
+ * A chained suite (tests/common/cases.h): the cases run in order on one
+ * database; store_ledger_invariants_<case> runs the ones before it first.
  */
+#include "cases.h"
 #include "storetest.h"
 
 #include <stdlib.h>
@@ -134,7 +138,8 @@ static bool has(const struct store_violation *v, size_t n, const char *kind,
         return false;
 }
 
-int main(void)
+/* The normal flow leaves no violation. */
+static void normal_flow_clean(void)
 {
         /* index: what the payment is used for */
         static const enum settle_status want[NPAY] = {
@@ -158,20 +163,20 @@ int main(void)
         struct store_violation *v = NULL;
         size_t nv                 = 0;
         char err[512];
-        int rc = st_begin("store_inv");
-
-        if (rc)
-                return rc;
-        st = st_store();
-        pg = st_pg();
 
         normal_flow(want);
         REQUIRE(store_invariant_violations(st, &v, &nv, err, sizeof(err)) ==
                 STORE_OK);
         CHECK_EQ_I(nv, 0);
         store_violations_free(v, nv);
+}
 
-        test_balance_trigger();
+/* One planted violation of every kind, each found. */
+static void planted_violations(void)
+{
+        struct store_violation *v = NULL;
+        size_t nv                 = 0;
+        char err[512];
 
 #define PLANT(...) CHECK(st_exec(pg, true, __VA_ARGS__))
         PLANT("UPDATE payments SET status = 'succeeded', provider_charge_id "
@@ -241,10 +246,44 @@ int main(void)
                 CHECK(strcmp(v[i].payment_id, c[13].payment_id) != 0);
         }
         store_violations_free(v, nv);
+}
 
+static int setup(void)
+{
+        int rc = st_begin("store_inv");
+
+        if (rc)
+                return rc;
+        st = st_store();
+        pg = st_pg();
+        return 0;
+}
+
+static void teardown(void)
+{
         for (int i = 0; i < NPAY; i++)
                 claim_item_clear(&c[i]);
         PQfinish(pg);
         store_destroy(st);
-        return st_result("store_ledger_invariants");
+        st_end();
+}
+
+int main(int argc, char **argv)
+{
+        static const struct test_case cases[] = {
+                { "normal_flow_clean", normal_flow_clean, NULL, NULL },
+                { "balance_trigger", test_balance_trigger, NULL, NULL },
+                { "planted_violations", planted_violations, NULL, NULL },
+        };
+        static const struct test_suite suite = {
+                .name     = "store_ledger_invariants",
+                .cases    = cases,
+                .n_cases  = sizeof(cases) / sizeof(cases[0]),
+                .setup    = setup,
+                .teardown = teardown,
+                .failures = st_failed_checks,
+                .chained  = true,
+        };
+
+        return cases_main(&suite, argc, argv);
 }
