@@ -383,11 +383,104 @@ void gw_classify_charge(const struct gw_answer *a, struct gw_verdict *v)
                 set(v, GW_UNKNOWN, "unexpected HTTP status");
 }
 
+/* What a query's list held, charge by charge (gw_classify_query). */
+struct list_tally {
+        int failed;   /* failed charges of ours with a valid code */
+        int unclear;  /* ours, or without a reference, and no evidence */
+        int foreign;  /* of other references */
+        int mismatch; /* ours with another amount or currency */
+};
+
+/* Counts one listed charge ch into t; a succeeded one of ours (the first
+ * id) and the first failed one of ours (its code) go into v. */
+static void tally_charge(const json_t *ch, const struct gw_answer *a,
+                         struct gw_verdict *v, struct list_tally *t)
+{
+        const char *ref;
+        size_t ref_len;
+        struct gw_verdict tmp;
+        enum match m;
+
+        if (!json_is_object(ch) ||
+            !str_field(ch, "reference", &ref, &ref_len)) {
+                t->unclear++;
+                return;
+        }
+        if (!a->expect_reference || ref_len != strlen(a->expect_reference) ||
+            memcmp(ref, a->expect_reference, ref_len) != 0) {
+                t->foreign++;
+                return;
+        }
+        m = charge_match(ch, a);
+        if (m == MATCH_OTHER) {
+                t->mismatch++;
+                return;
+        }
+        verdict_init(&tmp);
+        if (str_field_is(ch, "status", "succeeded")) {
+                /* a charge is proven by its id, amount and
+                 * currency; anything less is no evidence */
+                if (m != MATCH_OK || !take_ident(ch, "id", tmp.charge_id,
+                                                 sizeof(tmp.charge_id))) {
+                        t->unclear++;
+                        return;
+                }
+                if (v->succeeded_charges++ == 0)
+                        memcpy(v->charge_id, tmp.charge_id,
+                               sizeof(v->charge_id));
+                return;
+        }
+        if (str_field_is(ch, "status", "failed") &&
+            take_error(ch, &tmp) == CODE_OK) {
+                if (t->failed++ == 0) {
+                        memcpy(v->error_code, tmp.error_code,
+                               sizeof(v->error_code));
+                        memcpy(v->error_message, tmp.error_message,
+                               sizeof(v->error_message));
+                }
+                return;
+        }
+        t->unclear++;
+}
+
+/* The verdict on a whole list from its tally; v keeps only the strings
+ * its outcome carries. */
+static void list_verdict(struct gw_verdict *v, const struct list_tally *t)
+{
+        if (t->mismatch) {
+                snprintf(v->error_code, sizeof(v->error_code), "%s",
+                         "charge_mismatch");
+                set(v, GW_DEFECT,
+                    "listed charge has another amount or currency");
+        } else if (v->succeeded_charges > 1) {
+                set(v, GW_SUCCEEDED,
+                    "several succeeded charges listed for one reference");
+        } else if (v->succeeded_charges == 1) {
+                set(v, GW_SUCCEEDED, "succeeded charge listed");
+        } else if (t->unclear) {
+                set(v, GW_UNKNOWN,
+                    "listed charge neither succeeded nor "
+                    "failed with a code");
+        } else if (t->failed) {
+                set(v, GW_FAILED, "only failed charges listed");
+        } else if (t->foreign) {
+                set(v, GW_UNKNOWN, "only charges of other references listed");
+        } else {
+                set(v, GW_NOT_FOUND, "empty list: no charge was made");
+        }
+        if (v->outcome != GW_SUCCEEDED)
+                v->charge_id[0] = '\0';
+        if (v->outcome != GW_FAILED && v->outcome != GW_DEFECT) {
+                v->error_code[0]    = '\0';
+                v->error_message[0] = '\0';
+        }
+}
+
 void gw_classify_query(const struct gw_answer *a, struct gw_verdict *v)
 {
-        json_t *body = NULL, *data;
+        json_t *body        = NULL, *data;
+        struct list_tally t = { 0 };
         size_t i, n;
-        int failed = 0, unclear = 0, foreign = 0, mismatch = 0;
 
         verdict_init(v);
         v->retry_after_ms = gw_parse_retry_after(a->retry_after);
@@ -410,83 +503,9 @@ void gw_classify_query(const struct gw_answer *a, struct gw_verdict *v)
                 goto out;
         }
         n = json_array_size(data);
-        for (i = 0; i < n; i++) {
-                const json_t *ch = json_array_get(data, i);
-                const char *ref;
-                size_t ref_len;
-                struct gw_verdict tmp;
-                enum match m;
-
-                if (!json_is_object(ch) ||
-                    !str_field(ch, "reference", &ref, &ref_len)) {
-                        unclear++;
-                        continue;
-                }
-                if (!a->expect_reference ||
-                    ref_len != strlen(a->expect_reference) ||
-                    memcmp(ref, a->expect_reference, ref_len) != 0) {
-                        foreign++;
-                        continue;
-                }
-                m = charge_match(ch, a);
-                if (m == MATCH_OTHER) {
-                        mismatch++;
-                        continue;
-                }
-                verdict_init(&tmp);
-                if (str_field_is(ch, "status", "succeeded")) {
-                        /* a charge is proven by its id, amount and
-                         * currency; anything less is no evidence */
-                        if (m != MATCH_OK ||
-                            !take_ident(ch, "id", tmp.charge_id,
-                                        sizeof(tmp.charge_id))) {
-                                unclear++;
-                                continue;
-                        }
-                        if (v->succeeded_charges++ == 0)
-                                memcpy(v->charge_id, tmp.charge_id,
-                                       sizeof(v->charge_id));
-                        continue;
-                }
-                if (str_field_is(ch, "status", "failed") &&
-                    take_error(ch, &tmp) == CODE_OK) {
-                        if (failed++ == 0) {
-                                memcpy(v->error_code, tmp.error_code,
-                                       sizeof(v->error_code));
-                                memcpy(v->error_message, tmp.error_message,
-                                       sizeof(v->error_message));
-                        }
-                        continue;
-                }
-                unclear++;
-        }
-        if (mismatch) {
-                snprintf(v->error_code, sizeof(v->error_code), "%s",
-                         "charge_mismatch");
-                set(v, GW_DEFECT,
-                    "listed charge has another amount or currency");
-        } else if (v->succeeded_charges > 1) {
-                set(v, GW_SUCCEEDED,
-                    "several succeeded charges listed for one reference");
-        } else if (v->succeeded_charges == 1) {
-                set(v, GW_SUCCEEDED, "succeeded charge listed");
-        } else if (unclear) {
-                set(v, GW_UNKNOWN,
-                    "listed charge neither succeeded nor "
-                    "failed with a code");
-        } else if (failed) {
-                set(v, GW_FAILED, "only failed charges listed");
-        } else if (foreign) {
-                set(v, GW_UNKNOWN, "only charges of other references listed");
-        } else {
-                set(v, GW_NOT_FOUND, "empty list: no charge was made");
-        }
-        if (v->outcome != GW_SUCCEEDED)
-                v->charge_id[0] = '\0';
-        if (v->outcome != GW_FAILED && v->outcome != GW_DEFECT) {
-                v->error_code[0]    = '\0';
-                v->error_message[0] = '\0';
-        }
+        for (i = 0; i < n; i++)
+                tally_charge(json_array_get(data, i), a, v, &t);
+        list_verdict(v, &t);
 out:
         json_decref(body);
 }

@@ -18,7 +18,7 @@
  *  - turn TLS verification off unless asked, and then not silently.
  *
  * Threads: a struct gateway belongs to one thread; every function but
- * gateway_opts_default() must be called from it. Callbacks run from
+ * gateway_evidence_json() must be called from it. Callbacks run from
  * gateway_poll() (and gateway_destroy()) on that thread.
  */
 #ifndef CO_GATEWAY_CLIENT_H
@@ -38,25 +38,33 @@ struct gateway; /* opaque */
 /* What query_settle_ms is set to: no configuration key (docs/gateway.md). */
 #define GATEWAY_QUERY_SETTLE_MS 2000
 
+/*
+ * The client's options. There are no library defaults: the daemon's
+ * configuration (gateway.* keys) holds them, cmd/opts.c fills every
+ * field; gateway_new() refuses a required field left unset
+ * (0 or NULL).
+ */
 struct gateway_opts {
-        const char *base_url;       /* e.g. "https://psp.example"; copied */
-        const char *api_key;        /* Authorization: Bearer; copied, never
-                                       logged, wiped on destroy */
+        const char *base_url;       /* required, e.g. "https://psp.example";
+                                       copied */
+        const char *api_key;        /* required; Authorization: Bearer;
+                                       copied, never logged, wiped on
+                                       destroy */
         const char *ca_file;        /* CA bundle; NULL: the system store */
-        bool tls_verify;            /* default true; false is logged loudly */
+        bool tls_verify;            /* false is logged loudly */
         bool idempotency_keys;      /* the gateway honours Idempotency-Key;
                                        false: query before every re-POST */
-        int64_t connect_timeout_ms; /* default 3000 */
-        int64_t timeout_ms;         /* one attempt, default 10000 */
-        int max_connections;        /* per host and in all, default 16 */
+        int64_t connect_timeout_ms; /* required, > 0 */
+        int64_t timeout_ms;         /* one attempt; required, > 0 */
+        int max_connections;        /* per host and in all; required, > 0 */
         /* Gateway that ignores keys: after a POST without a final answer,
          * wait at least this long before asking whether it charged, so a
-         * request still being worked on can show up. Default 2000. */
+         * request still being worked on can show up. Required, > 0. */
         int64_t query_settle_ms;
         /* A POST goes out only while the caller's lease (if it gave one)
-         * has more than this left. Default 5000. */
+         * has more than this left. >= 0. */
         int64_t lease_margin_ms;
-        struct retry_policy retry; /* default RETRY_POLICY_DEFAULT */
+        struct retry_policy retry; /* every field required, > 0 */
         uint64_t jitter_seed;      /* 0: seeded from crypto_random() */
 };
 
@@ -106,17 +114,11 @@ struct gateway_result {
  */
 typedef void(gateway_done_cb)(void *opaque, const struct gateway_result *res);
 
-/* Fills o with the defaults (tls_verify and idempotency_keys true). */
-void gateway_opts_default(struct gateway_opts *o);
-
-/* Fills o from the gateway.* keys of cfg (strings borrowed from cfg). */
-struct config;
-void gateway_opts_from_config(struct gateway_opts *o, const struct config *cfg);
-
 /*
  * A new client. Copies everything it needs from o. Returns NULL with a
- * reason in errstr (which never repeats the API key). The caller owns the
- * result and frees it with gateway_destroy().
+ * reason in errstr (which never repeats the API key; a required option
+ * left unset is named, e.g. "gateway_opts.timeout_ms is unset"). The
+ * caller owns the result and frees it with gateway_destroy().
  */
 struct gateway *gateway_new(const struct gateway_opts *o, char *errstr,
                             size_t errstr_size)

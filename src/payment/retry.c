@@ -9,14 +9,6 @@
 
 #include <stdio.h>
 
-void retry_policy_default(struct retry_policy *p)
-{
-        p->base_ms      = RETRY_DEFAULT_BASE_MS;
-        p->cap_ms       = RETRY_DEFAULT_CAP_MS;
-        p->max_attempts = RETRY_DEFAULT_MAX_ATTEMPTS;
-        p->deadline_ms  = RETRY_DEFAULT_DEADLINE_MS;
-}
-
 bool retry_policy_valid(const struct retry_policy *p, char *errstr,
                         size_t errstr_size)
 {

@@ -28,6 +28,8 @@ enum retry_class {
         RETRY_CLASS_THROTTLED, /* rate limited (429) */
 };
 
+/* No defaults here: the daemon's configuration (gateway.backoff_base,
+ * gateway.backoff_max, gateway.max_attempts, gateway.deadline) holds them. */
 struct retry_policy {
         int64_t base_ms;     /* backoff base; first retry waits <= base */
         int64_t cap_ms;      /* ceiling of one backoff before jitter */
@@ -35,16 +37,6 @@ struct retry_policy {
         int64_t deadline_ms; /* budget from the first attempt's start */
 };
 
-/* Defaults: 200 ms base, 30 s cap, 10 attempts, 120 s deadline. */
-#define RETRY_DEFAULT_BASE_MS      200
-#define RETRY_DEFAULT_CAP_MS       30000
-#define RETRY_DEFAULT_MAX_ATTEMPTS 10
-#define RETRY_DEFAULT_DEADLINE_MS  120000
-#define RETRY_POLICY_DEFAULT                                                   \
-        {                                                                      \
-                RETRY_DEFAULT_BASE_MS, RETRY_DEFAULT_CAP_MS,                   \
-                    RETRY_DEFAULT_MAX_ATTEMPTS, RETRY_DEFAULT_DEADLINE_MS      \
-        }
 /* A Retry-After larger than this (ms) is taken as this. */
 #define RETRY_AFTER_MAX_MS (24LL * 3600 * 1000)
 
@@ -65,11 +57,6 @@ struct retry_decision {
  * passes a PRNG seeded from crypto_random(). Never called for RETRY_FINAL.
  */
 typedef uint64_t(retry_rand_fn)(void *opaque);
-
-/*
- * Fills p with the defaults above.
- */
-void retry_policy_default(struct retry_policy *p);
 
 /*
  * Returns false, with a reason in errstr, if p cannot work (a non-positive

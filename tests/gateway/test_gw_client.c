@@ -63,9 +63,18 @@ static int setup(void **state)
         return 0;
 }
 
+/* Every field explicit (the library has no defaults): the values the
+ * client had as library defaults, then what these tests need. */
 static void opts(struct gateway_opts *o)
 {
-        gateway_opts_default(o);
+        memset(o, 0, sizeof(*o));
+        o->tls_verify         = true;
+        o->idempotency_keys   = true;
+        o->connect_timeout_ms = 3000;
+        o->timeout_ms         = 10000;
+        o->max_connections    = 16;
+        o->query_settle_ms    = 2000;
+        o->lease_margin_ms    = 5000;
         o->base_url           = dead_url;
         o->api_key            = API_KEY;
         o->retry.base_ms      = 5;
@@ -98,21 +107,6 @@ static void drive(struct gateway *gw)
         assert_int_equal(gateway_in_flight(gw), 0);
 }
 
-static void test_defaults(void **state)
-{
-        struct gateway_opts o;
-
-        (void)state;
-        gateway_opts_default(&o);
-        assert_true(o.tls_verify);
-        assert_true(o.idempotency_keys);
-        assert_int_equal(o.connect_timeout_ms, 3000);
-        assert_int_equal(o.timeout_ms, 10000);
-        assert_int_equal(o.max_connections, 16);
-        assert_int_equal(o.query_settle_ms, 2000);
-        assert_int_equal(o.retry.max_attempts, RETRY_DEFAULT_MAX_ATTEMPTS);
-}
-
 static void expect_new_fails(const struct gateway_opts *o)
 {
         char err[256]      = "";
@@ -121,6 +115,72 @@ static void expect_new_fails(const struct gateway_opts *o)
         assert_null(gw);
         assert_true(err[0] != '\0');
         assert_null(strstr(err, API_KEY));
+}
+
+/* gateway_new() refuses o and its reason names the field. */
+static void expect_new_names(const struct gateway_opts *o, const char *field)
+{
+        char err[256]      = "";
+        struct gateway *gw = gateway_new(o, err, sizeof(err));
+
+        assert_null(gw);
+        if (!strstr(err, field))
+                fail_msg("'%s' does not name %s", err, field);
+        assert_null(strstr(err, API_KEY));
+}
+
+/* No library defaults: each required option left unset is refused by
+ * name, and an all-zero struct is refused too. */
+static void test_new_requires(void **state)
+{
+        struct gateway_opts o;
+
+        (void)state;
+        memset(&o, 0, sizeof(o));
+        expect_new_names(&o, "base_url");
+        opts(&o);
+        o.base_url = "";
+        expect_new_names(&o, "base_url");
+        opts(&o);
+        o.api_key = NULL;
+        expect_new_names(&o, "api_key");
+        opts(&o);
+        o.connect_timeout_ms = 0;
+        expect_new_names(&o, "connect_timeout_ms");
+        opts(&o);
+        o.timeout_ms = -1;
+        expect_new_names(&o, "timeout_ms");
+        opts(&o);
+        o.max_connections = 0;
+        expect_new_names(&o, "max_connections");
+        opts(&o);
+        o.query_settle_ms = 0;
+        expect_new_names(&o, "query_settle_ms");
+        opts(&o);
+        o.lease_margin_ms = -1;
+        expect_new_names(&o, "lease_margin_ms");
+        opts(&o);
+        o.retry.base_ms = 0;
+        expect_new_names(&o, "retry.base_ms");
+        opts(&o);
+        o.retry.cap_ms = 0;
+        expect_new_names(&o, "retry.cap_ms");
+        opts(&o);
+        o.retry.max_attempts = 0;
+        expect_new_names(&o, "retry.max_attempts");
+        opts(&o);
+        o.retry.deadline_ms = 0;
+        expect_new_names(&o, "retry.deadline_ms");
+        /* a margin of 0 is a valid choice, not an unset field */
+        opts(&o);
+        o.lease_margin_ms = 0;
+        {
+                char err[256];
+                struct gateway *gw = gateway_new(&o, err, sizeof(err));
+
+                assert_non_null(gw);
+                gateway_destroy(gw);
+        }
 }
 
 static void test_new_rejects(void **state)
@@ -490,7 +550,7 @@ static void test_evidence_json(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_defaults),
+                cmocka_unit_test(test_new_requires),
                 cmocka_unit_test(test_new_rejects),
                 cmocka_unit_test(test_charge_rejects),
                 cmocka_unit_test(test_merge_and_unknown),
