@@ -11,6 +11,7 @@
  */
 #include "store/store_int.h"
 
+#include "payment/provider_key.h"
 #include "util/crypto.h"
 #include "util/uuid.h"
 
@@ -111,17 +112,6 @@ static const struct store_stmt claim_stmt = {
 };
 
 enum { CLAIM_ARRAYS = 14 };
-
-void store_provider_key(const unsigned char *secret, size_t secret_len,
-                        const char *payment_id,
-                        char out[STORE_PROVIDER_KEY_LEN])
-{
-        unsigned char mac[CRYPTO_SHA256_LEN];
-
-        crypto_hmac_sha256(secret, secret_len, payment_id, strlen(payment_id),
-                           mac);
-        crypto_hex(mac, sizeof(mac), out);
-}
 
 /* Frees a stored outcome's strings and empties it. */
 static void outcome_clear(struct store_outcome *o)
@@ -256,8 +246,8 @@ int store_claim_batch(struct store *st, struct claim_item *items, size_t n,
                                  "claim: no randomness for a payment id");
                         goto fail;
                 }
-                store_provider_key(pk_secret, pk_secret_len, it->payment_id,
-                                   it->provider_key);
+                payment_provider_key(pk_secret, pk_secret_len, it->payment_id,
+                                     it->provider_key);
                 sent[nsent++] = i;
                 pgarr_text(&arr[0], it->event_id);
                 pgarr_text(&arr[1], it->tenant_id);
