@@ -9,99 +9,70 @@
 #include "intent/hash.h"
 
 #include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/buf.h"
 #include "util/crypto.h"
 
-/* A growable byte buffer; on allocation failure it remembers and stops. */
-struct canon_buf {
-        char *p;
-        size_t len;
-        size_t cap;
-        int err;
-};
-
-static void buf_put(struct canon_buf *b, const char *s, size_t n)
-{
-        if (b->err)
-                return;
-        if (b->len + n + 1 > b->cap) {
-                size_t cap = b->cap ? b->cap : 256;
-                char *np;
-
-                while (b->len + n + 1 > cap)
-                        cap *= 2;
-                np = realloc(b->p, cap);
-                if (np == NULL) {
-                        b->err = -1;
-                        return;
-                }
-                b->p   = np;
-                b->cap = cap;
-        }
-        memcpy(b->p + b->len, s, n);
-        b->len += n;
-        b->p[b->len] = '\0';
-}
-
-static void buf_puts(struct canon_buf *b, const char *s)
-{
-        buf_put(b, s, strlen(s));
-}
+/*
+ * The most bytes a canonical form may take. Validated fields give well
+ * under 8 KiB (64 + 255 + 64 + 64 + 3 + 255 code points, six bytes at
+ * most each once escaped), so only a caller passing unvalidated fields can
+ * reach it; it gets -1, as for out of memory.
+ */
+#define CANON_MAX (1024 * 1024)
 
 /* A JSON string literal, escaped exactly as RFC 8785 section 3.2.2.2. */
-static void buf_put_string(struct canon_buf *b, const char *s)
+static void canon_put_string(struct buf *b, const char *s)
 {
         static const char hex[] = "0123456789abcdef";
 
-        buf_put(b, "\"", 1);
+        buf_append(b, "\"", 1);
         for (; *s != '\0'; s++) {
                 unsigned char c = (unsigned char)*s;
                 char esc[6]     = { '\\', 'u', '0', '0', 0, 0 };
 
                 switch (c) {
                 case '"':
-                        buf_put(b, "\\\"", 2);
+                        buf_append(b, "\\\"", 2);
                         break;
                 case '\\':
-                        buf_put(b, "\\\\", 2);
+                        buf_append(b, "\\\\", 2);
                         break;
                 case '\b':
-                        buf_put(b, "\\b", 2);
+                        buf_append(b, "\\b", 2);
                         break;
                 case '\t':
-                        buf_put(b, "\\t", 2);
+                        buf_append(b, "\\t", 2);
                         break;
                 case '\n':
-                        buf_put(b, "\\n", 2);
+                        buf_append(b, "\\n", 2);
                         break;
                 case '\f':
-                        buf_put(b, "\\f", 2);
+                        buf_append(b, "\\f", 2);
                         break;
                 case '\r':
-                        buf_put(b, "\\r", 2);
+                        buf_append(b, "\\r", 2);
                         break;
                 default:
                         if (c < 0x20) {
                                 esc[4] = hex[c >> 4];
                                 esc[5] = hex[c & 0xf];
-                                buf_put(b, esc, sizeof(esc));
+                                buf_append(b, esc, sizeof(esc));
                         } else {
-                                buf_put(b, (const char *)&c, 1);
+                                buf_append_char(b, (char)c);
                         }
                         break;
                 }
         }
-        buf_put(b, "\"", 1);
+        buf_append(b, "\"", 1);
 }
 
 int intent_hash_canonical(const struct intent_hash_fields *f, char **out,
                           size_t *out_len)
 {
-        struct canon_buf b = { NULL, 0, 0, 0 };
-        char num[32];
+        struct buf b;
 
         *out     = NULL;
         *out_len = 0;
@@ -109,31 +80,26 @@ int intent_hash_canonical(const struct intent_hash_fields *f, char **out,
             f->order_id == NULL || f->customer_id == NULL ||
             f->currency == NULL || f->payment_method == NULL)
                 return -1;
-        snprintf(num, sizeof(num), "%" PRId64, f->amount);
+        buf_init(&b, CANON_MAX);
 
         /* Keys in code point order; all are ASCII, so byte order is it. */
-        buf_puts(&b, "{\"amount\":");
-        buf_puts(&b, num);
-        buf_puts(&b, ",\"currency\":");
-        buf_put_string(&b, f->currency);
-        buf_puts(&b, ",\"customer_id\":");
-        buf_put_string(&b, f->customer_id);
-        buf_puts(&b, ",\"idempotency_key\":");
-        buf_put_string(&b, f->idempotency_key);
-        buf_puts(&b, ",\"order_id\":");
-        buf_put_string(&b, f->order_id);
-        buf_puts(&b, ",\"payment_method\":");
-        buf_put_string(&b, f->payment_method);
-        buf_puts(&b, ",\"tenant_id\":");
-        buf_put_string(&b, f->tenant_id);
-        buf_puts(&b, "}");
-        if (b.err) {
-                free(b.p);
-                return -1;
-        }
-        *out     = b.p;
-        *out_len = b.len;
-        return 0;
+        buf_appendf(&b, "{\"amount\":%" PRId64, f->amount);
+        buf_append_str(&b, ",\"currency\":");
+        canon_put_string(&b, f->currency);
+        buf_append_str(&b, ",\"customer_id\":");
+        canon_put_string(&b, f->customer_id);
+        buf_append_str(&b, ",\"idempotency_key\":");
+        canon_put_string(&b, f->idempotency_key);
+        buf_append_str(&b, ",\"order_id\":");
+        canon_put_string(&b, f->order_id);
+        buf_append_str(&b, ",\"payment_method\":");
+        canon_put_string(&b, f->payment_method);
+        buf_append_str(&b, ",\"tenant_id\":");
+        canon_put_string(&b, f->tenant_id);
+        buf_append_str(&b, "}");
+        /* an append that failed made the buffer fail: checked once here */
+        *out = buf_detach(&b, out_len);
+        return *out ? 0 : -1;
 }
 
 int intent_hash_compute(const struct intent_hash_fields *f,

@@ -11,6 +11,7 @@
  */
 #include "store/store_int.h"
 
+#include "payment/provider_key.h"
 #include "util/crypto.h"
 #include "util/uuid.h"
 
@@ -112,17 +113,6 @@ static const struct store_stmt claim_stmt = {
 
 enum { CLAIM_ARRAYS = 14 };
 
-void store_provider_key(const unsigned char *secret, size_t secret_len,
-                        const char *payment_id,
-                        char out[STORE_PROVIDER_KEY_LEN])
-{
-        unsigned char mac[CRYPTO_SHA256_LEN];
-
-        crypto_hmac_sha256(secret, secret_len, payment_id, strlen(payment_id),
-                           mac);
-        crypto_hex(mac, sizeof(mac), out);
-}
-
 /* Frees a stored outcome's strings and empties it. */
 static void outcome_clear(struct store_outcome *o)
 {
@@ -154,40 +144,39 @@ void claim_item_clear(struct claim_item *it)
         it->lease_epoch = 0;
 }
 
-static int cmp_event(const void *a, const void *b)
-{
-        const struct claim_item *x = *(const struct claim_item *const *)a;
-        const struct claim_item *y = *(const struct claim_item *const *)b;
-        int c                      = strcmp(x->tenant_id, y->tenant_id);
+/* What store_claim_batch passes to its fill and read_row callbacks. */
+struct claim_args {
+        const char *owner;
+        int64_t lease_ms;
+        int64_t retention_ms;
+        const unsigned char *pk_secret;
+        size_t pk_secret_len;
+        char num[2][24]; /* $16, $17 */
+        bool oom;        /* a stored outcome could not be copied */
+};
 
-        if (c == 0)
-                c = strcmp(x->event_id, y->event_id);
-        /* equal ids: the earlier item (lower address) first */
-        if (c != 0)
-                return c;
-        return x < y ? -1 : x > y;
+/* Clears the out part; are the in fields there? */
+static bool claim_prepare(void *p)
+{
+        struct claim_item *it = p;
+
+        claim_item_clear(it);
+        return it->event_id && it->tenant_id && it->idem_key && it->order_id &&
+               it->customer_id && it->currency && it->payment_method;
 }
 
-/* Marks every item whose tenant and event id repeat an earlier item's as
- * CLAIM_DUP_EVENT. Returns false when out of memory. */
-static bool mark_batch_dups(struct claim_item *items, size_t n)
+/* The inbox is per tenant: (tenant, event id) is an event's identity. */
+static void claim_event_key(const void *items, size_t i, const char *k[2])
 {
-        struct claim_item **v;
+        const struct claim_item *it = (const struct claim_item *)items + i;
 
-        if (n < 2)
-                return true;
-        v = malloc(n * sizeof(*v));
-        if (!v)
-                return false;
-        for (size_t i = 0; i < n; i++)
-                v[i] = &items[i];
-        qsort(v, n, sizeof(*v), cmp_event);
-        for (size_t i = 1; i < n; i++)
-                if (strcmp(v[i - 1]->tenant_id, v[i]->tenant_id) == 0 &&
-                    strcmp(v[i - 1]->event_id, v[i]->event_id) == 0)
-                        v[i]->outcome = CLAIM_DUP_EVENT;
-        free(v);
-        return true;
+        k[0] = it->tenant_id;
+        k[1] = it->event_id;
+}
+
+static void claim_mark_dup(void *items, size_t i)
+{
+        ((struct claim_item *)items)[i].outcome = CLAIM_DUP_EVENT;
 }
 
 static enum claim_outcome parse_outcome(const char *s)
@@ -203,62 +192,32 @@ static enum claim_outcome parse_outcome(const char *s)
         return CLAIM_DUP_EVENT;
 }
 
-static bool item_valid(const struct claim_item *it)
+/*
+ * Gives every item sent a fresh payment id and its provider key, puts its
+ * fields into the arrays $1..$14 and sets $15..$17.
+ */
+static bool claim_fill(struct store_batch *b, void *items, void *arg,
+                       char *errstr, size_t errstr_size)
 {
-        return it->event_id && it->tenant_id && it->idem_key && it->order_id &&
-               it->customer_id && it->currency && it->payment_method;
-}
+        struct claim_args *a = arg;
+        struct pgarr *arr    = b->arr;
 
-int store_claim_batch(struct store *st, struct claim_item *items, size_t n,
-                      const char *owner, int64_t lease_ms,
-                      const unsigned char *pk_secret, size_t pk_secret_len,
-                      char *errstr, size_t errstr_size)
-{
-        struct pgarr arr[CLAIM_ARRAYS];
-        const char *values[17];
-        char num[3][24];
-        size_t *sent  = NULL; /* sent[k]: index of the k-th item sent */
-        size_t nsent  = 0;
-        PGresult *res = NULL;
-        bool oom      = false;
-        int rc        = STORE_ERR;
-
-        for (int a = 0; a < CLAIM_ARRAYS; a++)
-                pgarr_init(&arr[a]);
-        for (size_t i = 0; i < n; i++) {
-                claim_item_clear(&items[i]);
-                if (!item_valid(&items[i])) {
-                        snprintf(errstr, errstr_size,
-                                 "claim: item %zu lacks a field", i);
-                        rc = STORE_ERR_DATA;
-                        goto fail;
-                }
-        }
-        if (n == 0)
-                return STORE_OK;
-        if (!owner || lease_ms <= 0 || (!pk_secret && pk_secret_len)) {
+        if (!a->owner || a->lease_ms <= 0 ||
+            (!a->pk_secret && a->pk_secret_len)) {
                 snprintf(errstr, errstr_size, "claim: bad arguments");
-                goto fail;
+                return false;
         }
-        sent = malloc(n * sizeof(*sent));
-        if (!sent || !mark_batch_dups(items, n)) {
-                snprintf(errstr, errstr_size, "claim: out of memory");
-                goto fail;
-        }
+        for (size_t k = 0; k < b->nsent; k++) {
+                struct claim_item *it =
+                    (struct claim_item *)items + store_batch_item(b, k);
 
-        for (size_t i = 0; i < n; i++) {
-                struct claim_item *it = &items[i];
-
-                if (it->outcome == CLAIM_DUP_EVENT)
-                        continue;
                 if (!uuid_v4(it->payment_id)) {
                         snprintf(errstr, errstr_size,
                                  "claim: no randomness for a payment id");
-                        goto fail;
+                        return false;
                 }
-                store_provider_key(pk_secret, pk_secret_len, it->payment_id,
-                                   it->provider_key);
-                sent[nsent++] = i;
+                payment_provider_key(a->pk_secret, a->pk_secret_len,
+                                     it->payment_id, it->provider_key);
                 pgarr_text(&arr[0], it->event_id);
                 pgarr_text(&arr[1], it->tenant_id);
                 pgarr_text(&arr[2], it->idem_key);
@@ -271,100 +230,94 @@ int store_claim_batch(struct store *st, struct claim_item *items, size_t n,
                 pgarr_text(&arr[9], it->currency);
                 pgarr_text(&arr[10], it->payment_method);
                 pgarr_text(&arr[11], it->topic);
-                if (it->partition >= 0)
-                        pgarr_i64(&arr[12], it->partition);
-                else
-                        pgarr_text(&arr[12], NULL);
-                if (it->offset >= 0)
-                        pgarr_i64(&arr[13], it->offset);
-                else
-                        pgarr_text(&arr[13], NULL);
+                pgarr_i64_or_null(&arr[12], it->partition);
+                pgarr_i64_or_null(&arr[13], it->offset);
         }
-        if (nsent == 0) {
-                rc = STORE_OK;
-                goto done;
-        }
-        for (int a = 0; a < CLAIM_ARRAYS; a++) {
-                values[a] = pgarr_finish(&arr[a]);
-                if (!values[a]) {
-                        snprintf(errstr, errstr_size, "claim: out of memory");
-                        goto fail;
-                }
-        }
-        snprintf(num[0], sizeof(num[0]), "%lld", (long long)lease_ms);
-        snprintf(num[1], sizeof(num[1]), "%lld",
-                 (long long)st->key_retention_ms);
-        values[14] = owner;
-        values[15] = num[0];
-        values[16] = num[1];
+        snprintf(a->num[0], sizeof(a->num[0]), "%lld", (long long)a->lease_ms);
+        snprintf(a->num[1], sizeof(a->num[1]), "%lld",
+                 (long long)a->retention_ms);
+        b->values[14] = a->owner;
+        b->values[15] = a->num[0];
+        b->values[16] = a->num[1];
+        return true;
+}
 
-        res = store_exec(st, &claim_stmt, values, &rc, errstr, errstr_size);
-        if (!res)
-                goto fail;
-        if ((size_t)PQntuples(res) != nsent || PQnfields(res) != 9) {
-                snprintf(errstr, errstr_size,
-                         "claim: unexpected result shape (%d rows)",
-                         PQntuples(res));
-                rc = STORE_ERR;
-                goto fail;
-        }
-        for (int r = 0; r < PQntuples(res); r++) {
-                long ord = strtol(PQgetvalue(res, r, 0), NULL, 10);
-                struct claim_item *it;
+/* Reads one row of the claim's result into its item. */
+static void claim_read_row(void *items, size_t i, const PGresult *res, int r,
+                           void *arg)
+{
+        struct claim_item *it = (struct claim_item *)items + i;
+        struct claim_args *a  = arg;
 
-                if (ord < 1 || (size_t)ord > nsent) {
-                        snprintf(errstr, errstr_size,
-                                 "claim: unexpected row order");
-                        rc = STORE_ERR;
-                        goto fail;
-                }
-                it = &items[sent[ord - 1]];
-
-                it->outcome = parse_outcome(PQgetvalue(res, r, 1));
-                switch (it->outcome) {
-                case CLAIM_NEW:
-                        it->lease_epoch = store_i64_field(res, r, 3);
-                        break;
-                case CLAIM_REPLAY:
-                        outcome_read(res, r, 4, &it->stored, &oom);
-                        break;
-                case CLAIM_IN_PROGRESS:
-                case CLAIM_CONFLICT:
-                case CLAIM_DUP_EVENT:
-                        break;
-                }
-                if (it->outcome != CLAIM_NEW) {
-                        /* the id and key generated here were not used */
-                        memset(it->provider_key, 0, sizeof(it->provider_key));
-                        memset(it->payment_id, 0, sizeof(it->payment_id));
-                }
-                if (it->outcome == CLAIM_REPLAY ||
-                    it->outcome == CLAIM_IN_PROGRESS)
-                        store_copy_field(res, r, 2, it->payment_id,
-                                         sizeof(it->payment_id));
+        it->outcome = parse_outcome(PQgetvalue(res, r, 1));
+        switch (it->outcome) {
+        case CLAIM_NEW:
+                it->lease_epoch = store_i64_field(res, r, 3);
+                break;
+        case CLAIM_REPLAY:
+                outcome_read(res, r, 4, &it->stored, &a->oom);
+                break;
+        case CLAIM_IN_PROGRESS:
+        case CLAIM_CONFLICT:
+        case CLAIM_DUP_EVENT:
+                break;
         }
-        if (oom) {
+        if (it->outcome != CLAIM_NEW) {
+                /* the id and key generated here were not used */
+                memset(it->provider_key, 0, sizeof(it->provider_key));
+                memset(it->payment_id, 0, sizeof(it->payment_id));
+        }
+        if (it->outcome == CLAIM_REPLAY || it->outcome == CLAIM_IN_PROGRESS)
+                store_copy_field(res, r, 2, it->payment_id,
+                                 sizeof(it->payment_id));
+}
+
+/* Sent in batch order, not sorted: the first item of a key creates (rep
+ * orders by ord); the statement itself takes the locks in key order. */
+static const struct store_batch_def claim_def = {
+        .what          = "claim",
+        .stmt          = &claim_stmt,
+        .narrays       = CLAIM_ARRAYS,
+        .nfields       = 9,
+        .item_size     = sizeof(struct claim_item),
+        .prepare       = claim_prepare,
+        .incomplete    = "lacks a field",
+        .incomplete_rc = STORE_ERR_DATA,
+        .key           = claim_event_key,
+        .on_dup        = claim_mark_dup,
+        .sorted        = false,
+        .fill          = claim_fill,
+        .read_row      = claim_read_row,
+};
+
+int store_claim_batch(struct store *st, struct claim_item *items, size_t n,
+                      const char *owner, int64_t lease_ms,
+                      const unsigned char *pk_secret, size_t pk_secret_len,
+                      char *errstr, size_t errstr_size)
+{
+        struct claim_args a = { .owner         = owner,
+                                .lease_ms      = lease_ms,
+                                .retention_ms  = st->key_retention_ms,
+                                .pk_secret     = pk_secret,
+                                .pk_secret_len = pk_secret_len };
+        int rc =
+            store_batch_run(st, &claim_def, items, n, &a, errstr, errstr_size);
+
+        if (rc != STORE_OK) {
+                for (size_t i = 0; i < n; i++)
+                        claim_item_clear(&items[i]);
+                return rc;
+        }
+        if (a.oom) {
                 /* The claim committed; only the copies of a replay's stored
                  * outcome are missing. The caller must not drop the batch:
                  * say so plainly. */
                 snprintf(errstr, errstr_size,
                          "claim: committed, but out of memory reading the "
                          "stored outcomes");
-                rc = STORE_ERR;
-                goto done;
+                return STORE_ERR;
         }
-        rc = STORE_OK;
-        goto done;
-
-fail:
-        for (size_t i = 0; i < n; i++)
-                claim_item_clear(&items[i]);
-done:
-        PQclear(res);
-        free(sent);
-        for (int a = 0; a < CLAIM_ARRAYS; a++)
-                pgarr_free(&arr[a]);
-        return rc;
+        return STORE_OK;
 }
 
 /* ------------------------------------------------------------------ */
@@ -394,83 +347,72 @@ void probe_item_clear(struct probe_item *it)
         it->outcome = PROBE_NONE;
 }
 
+static bool probe_prepare(void *p)
+{
+        struct probe_item *it = p;
+
+        probe_item_clear(it);
+        return it->tenant_id && it->idem_key;
+}
+
+static bool probe_fill(struct store_batch *b, void *items, void *arg,
+                       char *errstr, size_t errstr_size)
+{
+        (void)arg;
+        (void)errstr;
+        (void)errstr_size;
+        for (size_t k = 0; k < b->nsent; k++) {
+                const struct probe_item *it =
+                    (const struct probe_item *)items + store_batch_item(b, k);
+
+                pgarr_text(&b->arr[0], it->tenant_id);
+                pgarr_text(&b->arr[1], it->idem_key);
+                pgarr_hex(&b->arr[2], it->request_hash, CRYPTO_SHA256_LEN);
+        }
+        return true;
+}
+
+/* Reads one row of the probe's result into its item; arg: bool oom. */
+static void probe_read_row(void *items, size_t i, const PGresult *res, int r,
+                           void *arg)
+{
+        struct probe_item *it = (struct probe_item *)items + i;
+        const char *o         = PQgetvalue(res, r, 1);
+
+        if (strcmp(o, "none") == 0)
+                return;
+        it->outcome = strcmp(o, "final") == 0 ? PROBE_FINAL : PROBE_PROCESSING;
+        store_copy_field(res, r, 2, it->payment_id, sizeof(it->payment_id));
+        if (it->outcome == PROBE_FINAL)
+                outcome_read(res, r, 3, &it->stored, arg);
+}
+
+static const struct store_batch_def probe_def = {
+        .what          = "probe",
+        .stmt          = &probe_stmt,
+        .narrays       = 3,
+        .nfields       = 8,
+        .item_size     = sizeof(struct probe_item),
+        .prepare       = probe_prepare,
+        .incomplete    = "lacks a field",
+        .incomplete_rc = STORE_ERR_DATA,
+        .fill          = probe_fill,
+        .read_row      = probe_read_row,
+};
+
 int store_probe_batch(struct store *st, struct probe_item *items, size_t n,
                       char *errstr, size_t errstr_size)
 {
-        struct pgarr arr[3];
-        const char *values[3];
-        PGresult *res = NULL;
-        bool oom      = false;
-        int rc        = STORE_ERR;
+        bool oom = false;
+        int rc   = store_batch_run(st, &probe_def, items, n, &oom, errstr,
+                                   errstr_size);
 
-        for (int a = 0; a < 3; a++)
-                pgarr_init(&arr[a]);
-        for (size_t i = 0; i < n; i++) {
-                probe_item_clear(&items[i]);
-                if (!items[i].tenant_id || !items[i].idem_key) {
-                        snprintf(errstr, errstr_size,
-                                 "probe: item %zu lacks a field", i);
-                        rc = STORE_ERR_DATA;
-                        goto done;
-                }
-                pgarr_text(&arr[0], items[i].tenant_id);
-                pgarr_text(&arr[1], items[i].idem_key);
-                pgarr_hex(&arr[2], items[i].request_hash, CRYPTO_SHA256_LEN);
-        }
-        if (n == 0) {
-                rc = STORE_OK;
-                goto done;
-        }
-        for (int a = 0; a < 3; a++) {
-                values[a] = pgarr_finish(&arr[a]);
-                if (!values[a]) {
-                        snprintf(errstr, errstr_size, "probe: out of memory");
-                        goto done;
-                }
-        }
-        res = store_exec(st, &probe_stmt, values, &rc, errstr, errstr_size);
-        if (!res)
-                goto done;
-        rc = STORE_ERR;
-        if ((size_t)PQntuples(res) != n || PQnfields(res) != 8) {
-                snprintf(errstr, errstr_size,
-                         "probe: unexpected result shape (%d rows)",
-                         PQntuples(res));
-                goto done;
-        }
-        for (int r = 0; r < PQntuples(res); r++) {
-                long ord = strtol(PQgetvalue(res, r, 0), NULL, 10);
-                const char *o;
-                struct probe_item *it;
-
-                if (ord < 1 || (size_t)ord > n) {
-                        snprintf(errstr, errstr_size,
-                                 "probe: unexpected row order");
-                        goto done;
-                }
-                it = &items[ord - 1];
-                o  = PQgetvalue(res, r, 1);
-                if (strcmp(o, "none") == 0)
-                        continue;
-                it->outcome =
-                    strcmp(o, "final") == 0 ? PROBE_FINAL : PROBE_PROCESSING;
-                store_copy_field(res, r, 2, it->payment_id,
-                                 sizeof(it->payment_id));
-                if (it->outcome != PROBE_FINAL)
-                        continue;
-                outcome_read(res, r, 3, &it->stored, &oom);
-        }
-        if (oom) {
+        if (rc == STORE_OK && oom) {
                 snprintf(errstr, errstr_size, "probe: out of memory");
-                goto done;
+                rc = STORE_ERR;
         }
-        rc = STORE_OK;
-done:
         if (rc != STORE_OK)
                 for (size_t i = 0; i < n; i++)
                         probe_item_clear(&items[i]);
-        PQclear(res);
-        for (int a = 0; a < 3; a++)
-                pgarr_free(&arr[a]);
         return rc;
 }

@@ -9,7 +9,6 @@
 #include "store/store_int.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 /*
@@ -43,13 +42,12 @@ static const struct store_stmt clock_stmt = {
 int store_evidence_insert(struct store *st, const struct evidence_item *items,
                           size_t n, char *errstr, size_t errstr_size)
 {
-        struct pgarr a[EVIDENCE_NPARAMS];
-        const char *values[EVIDENCE_NPARAMS];
-        PGresult *res = NULL;
-        int rc        = STORE_ERR;
+        struct store_batch b;
+        struct pgarr *a = b.arr;
+        PGresult *res;
+        int rc = STORE_ERR;
 
-        for (int i = 0; i < EVIDENCE_NPARAMS; i++)
-                pgarr_init(&a[i]);
+        store_batch_init(&b, &insert_stmt, EVIDENCE_NPARAMS, "evidence");
         if (n == 0) {
                 rc = STORE_OK;
                 goto done;
@@ -67,29 +65,19 @@ int store_evidence_insert(struct store *st, const struct evidence_item *items,
                 pgarr_text(&a[0], e->payment_id);
                 pgarr_text(&a[1], e->kind);
                 pgarr_text(&a[2], e->actor);
-                if (e->lease_epoch > 0)
-                        pgarr_i64(&a[3], e->lease_epoch);
-                else
-                        pgarr_text(&a[3], NULL);
+                /* 0: none, sent as NULL */
+                pgarr_i64_or_null(&a[3],
+                                  e->lease_epoch > 0 ? e->lease_epoch : -1);
                 pgarr_text(&a[4], e->request_summary);
-                if (e->http_status > 0)
-                        pgarr_i64(&a[5], e->http_status);
-                else
-                        pgarr_text(&a[5], NULL);
+                pgarr_i64_or_null(&a[5],
+                                  e->http_status > 0 ? e->http_status : -1);
                 pgarr_text(&a[6], e->transport_error);
                 pgarr_text(&a[7], e->outcome);
                 pgarr_text(&a[8], e->provider_charge_id);
                 pgarr_text(&a[9], e->response_excerpt);
         }
-        for (int i = 0; i < EVIDENCE_NPARAMS; i++) {
-                values[i] = pgarr_finish(&a[i]);
-                if (!values[i]) {
-                        snprintf(errstr, errstr_size,
-                                 "evidence: out of memory");
-                        goto done;
-                }
-        }
-        res = store_exec(st, &insert_stmt, values, &rc, errstr, errstr_size);
+        /* one row: how many were inserted */
+        res = store_batch_exec(st, &b, -1, &rc, errstr, errstr_size);
         if (!res)
                 goto done;
         rc = STORE_ERR;
@@ -99,11 +87,8 @@ int store_evidence_insert(struct store *st, const struct evidence_item *items,
                 goto done;
         }
         rc = STORE_OK;
-
 done:
-        PQclear(res);
-        for (int i = 0; i < EVIDENCE_NPARAMS; i++)
-                pgarr_free(&a[i]);
+        store_batch_free(&b);
         return rc;
 }
 

@@ -44,13 +44,9 @@ int store_invariant_violations(struct store *st, struct store_violation **out,
         if (!res)
                 return rc;
         rc = STORE_ERR;
-        if (PQntuples(res) > 0) {
-                v = calloc((size_t)PQntuples(res), sizeof(*v));
-                if (!v) {
-                        oom = true;
-                        goto done;
-                }
-        }
+        v  = store_rows_calloc(res, sizeof(*v), &oom);
+        if (oom)
+                goto done;
         for (int r = 0; r < PQntuples(res); r++, nv++) {
                 store_copy_field(res, r, 0, v[r].kind, sizeof(v[r].kind));
                 store_copy_field(res, r, 1, v[r].payment_id,

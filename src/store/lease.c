@@ -80,73 +80,74 @@ static const struct store_stmt takeover_one_stmt = {
         4
 };
 
+/* What store_lease_renew passes to its fill callback. */
+struct renew_args {
+        const char *owner;
+        int64_t lease_ms;
+        char ms[24]; /* $4 */
+};
+
+/* Clears the out part; is there a payment? */
+static bool renew_prepare(void *p)
+{
+        struct lease_item *it = p;
+
+        it->renewed = false;
+        return it->payment_id != NULL;
+}
+
+static bool renew_fill(struct store_batch *b, void *items, void *arg,
+                       char *errstr, size_t errstr_size)
+{
+        struct renew_args *a = arg;
+
+        if (!a->owner || a->lease_ms <= 0) {
+                snprintf(errstr, errstr_size, "lease renew: bad arguments");
+                return false;
+        }
+        for (size_t k = 0; k < b->nsent; k++) {
+                const struct lease_item *it =
+                    (const struct lease_item *)items + store_batch_item(b, k);
+
+                pgarr_text(&b->arr[0], it->payment_id);
+                pgarr_i64(&b->arr[1], it->lease_epoch);
+        }
+        snprintf(a->ms, sizeof(a->ms), "%lld", (long long)a->lease_ms);
+        b->values[2] = a->owner;
+        b->values[3] = a->ms;
+        return true;
+}
+
+/* A payment twice in the batch: each copy says the same. */
+static void renew_read_row(void *items, size_t i, const PGresult *res, int r,
+                           void *arg)
+{
+        (void)arg;
+        if (strcmp(PQgetvalue(res, r, 1), "t") == 0)
+                ((struct lease_item *)items)[i].renewed = true;
+}
+
+static const struct store_batch_def renew_def = {
+        .what          = "lease renew",
+        .stmt          = &renew_stmt,
+        .narrays       = 2,
+        .nfields       = 2,
+        .item_size     = sizeof(struct lease_item),
+        .prepare       = renew_prepare,
+        .incomplete    = "has no payment",
+        .incomplete_rc = STORE_ERR,
+        .fill          = renew_fill,
+        .read_row      = renew_read_row,
+};
+
 int store_lease_renew(struct store *st, struct lease_item *items, size_t n,
                       const char *owner, int64_t lease_ms, char *errstr,
                       size_t errstr_size)
 {
-        struct pgarr ids, epochs;
-        const char *values[4];
-        char ms[24];
-        PGresult *res = NULL;
-        int rc        = STORE_ERR;
+        struct renew_args a = { .owner = owner, .lease_ms = lease_ms };
 
-        pgarr_init(&ids);
-        pgarr_init(&epochs);
-        for (size_t i = 0; i < n; i++) {
-                items[i].renewed = false;
-                if (!items[i].payment_id) {
-                        snprintf(errstr, errstr_size,
-                                 "lease renew: item %zu has no payment", i);
-                        goto done;
-                }
-                pgarr_text(&ids, items[i].payment_id);
-                pgarr_i64(&epochs, items[i].lease_epoch);
-        }
-        if (n == 0) {
-                rc = STORE_OK;
-                goto done;
-        }
-        if (!owner || lease_ms <= 0) {
-                snprintf(errstr, errstr_size, "lease renew: bad arguments");
-                goto done;
-        }
-        values[0] = pgarr_finish(&ids);
-        values[1] = pgarr_finish(&epochs);
-        if (!values[0] || !values[1]) {
-                snprintf(errstr, errstr_size, "lease renew: out of memory");
-                goto done;
-        }
-        snprintf(ms, sizeof(ms), "%lld", (long long)lease_ms);
-        values[2] = owner;
-        values[3] = ms;
-        res = store_exec(st, &renew_stmt, values, &rc, errstr, errstr_size);
-        if (!res)
-                goto done;
-        rc = STORE_ERR;
-        if ((size_t)PQntuples(res) != n) {
-                snprintf(errstr, errstr_size,
-                         "lease renew: unexpected result shape");
-                goto done;
-        }
-        for (int r = 0; r < PQntuples(res); r++) {
-                long ord = strtol(PQgetvalue(res, r, 0), NULL, 10);
-
-                if (ord < 1 || (size_t)ord > n) {
-                        snprintf(errstr, errstr_size,
-                                 "lease renew: unexpected row order");
-                        goto done;
-                }
-                /* A payment twice in the batch: each copy says the same. */
-                if (strcmp(PQgetvalue(res, r, 1), "t") == 0)
-                        items[ord - 1].renewed = true;
-        }
-        rc = STORE_OK;
-
-done:
-        PQclear(res);
-        pgarr_free(&ids);
-        pgarr_free(&epochs);
-        return rc;
+        return store_batch_run(st, &renew_def, items, n, &a, errstr,
+                               errstr_size);
 }
 
 void store_payments_free(struct store_payment *p, size_t n)
@@ -195,13 +196,9 @@ int store_takeover_expired(struct store *st, const char *owner,
         if (!res)
                 goto done;
         rc = STORE_ERR;
-        if (PQntuples(res) > 0) {
-                p = calloc((size_t)PQntuples(res), sizeof(*p));
-                if (!p) {
-                        oom = true;
-                        goto done;
-                }
-        }
+        p  = store_rows_calloc(res, sizeof(*p), &oom);
+        if (oom)
+                goto done;
         for (int r = 0; r < PQntuples(res); r++, np++) {
                 struct store_payment *t = &p[r];
 

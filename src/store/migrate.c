@@ -32,23 +32,35 @@ static int exec_ok(PGconn *conn, const char *sql, const char *what,
         return r;
 }
 
+/*
+ * Runs sql with text parameters; a result of another status than expect
+ * is an error ("<what>: <message>"). Returns the result (owned by the
+ * caller) or NULL.
+ */
+static PGresult *exec_params(PGconn *conn, const char *sql, int nparams,
+                             const char *const *params, ExecStatusType expect,
+                             const char *what, char *errstr, size_t errstr_size)
+{
+        PGresult *res =
+            PQexecParams(conn, sql, nparams, NULL, params, NULL, NULL, 0);
+
+        if (PQresultStatus(res) != expect) {
+                snprintf(errstr, errstr_size, "%s: %s", what,
+                         PQresultErrorMessage(res));
+                PQclear(res);
+                return NULL;
+        }
+        return res;
+}
+
 static int version_of(const char *name)
 {
         return atoi(name);
 }
 
-int migrate_run(const char *conninfo, struct migrate_report *report,
-                char *errstr, size_t errstr_size)
+/* Migration numbers must be positive and strictly increasing. */
+static int check_order(char *errstr, size_t errstr_size)
 {
-        PGconn *conn;
-        PGresult *res     = NULL;
-        int r             = -1;
-        bool locked       = false;
-        struct log_ctx lc = LOG_CTX_INIT;
-
-        lc.component    = "migrate";
-        report->applied = report->present = 0;
-
         for (unsigned i = 0; i < migrations_embedded_n; i++) {
                 int v = version_of(migrations_embedded[i].name);
                 if (v <= 0 ||
@@ -61,6 +73,90 @@ int migrate_run(const char *conninfo, struct migrate_report *report,
                         return -1;
                 }
         }
+        return 0;
+}
+
+/*
+ * Applies m unless schema_migrations has it (then its recorded checksum
+ * must match): the migration and its row in one transaction. Counts it in
+ * report. 0, or -1 with errstr set.
+ */
+static int apply_one(PGconn *conn, const struct migration_src *m,
+                     struct migrate_report *report, struct log_ctx *lc,
+                     char *errstr, size_t errstr_size)
+{
+        unsigned char d[CRYPTO_SHA256_LEN];
+        char hex[2 * CRYPTO_SHA256_LEN + 1], vbuf[16];
+        const char *params[3];
+        PGresult *res;
+
+        crypto_sha256(m->sql, m->len, d);
+        crypto_hex(d, sizeof(d), hex);
+        snprintf(vbuf, sizeof(vbuf), "%d", version_of(m->name));
+        params[0] = vbuf;
+        params[1] = m->name;
+        params[2] = hex;
+        res       = exec_params(conn,
+                                "SELECT name, sha256 FROM schema_migrations"
+                                      " WHERE version = $1::integer",
+                                1, params, PGRES_TUPLES_OK, m->name, errstr,
+                                errstr_size);
+        if (!res)
+                return -1;
+        if (PQntuples(res) == 1) {
+                int r = 0;
+
+                if (strcmp(PQgetvalue(res, 0, 1), hex) != 0) {
+                        snprintf(errstr, errstr_size,
+                                 "%s: changed after it was applied "
+                                 "(recorded as %s); add a new "
+                                 "migration instead",
+                                 m->name, PQgetvalue(res, 0, 0));
+                        r = -1;
+                } else {
+                        report->present++;
+                }
+                PQclear(res);
+                return r;
+        }
+        PQclear(res);
+
+        if (exec_ok(conn, "BEGIN", m->name, errstr, errstr_size) < 0)
+                return -1;
+        if (exec_ok(conn, m->sql, m->name, errstr, errstr_size) < 0) {
+                PQclear(PQexec(conn, "ROLLBACK"));
+                return -1;
+        }
+        res = exec_params(conn,
+                          "INSERT INTO schema_migrations"
+                          " (version, name, sha256)"
+                          " VALUES ($1::integer, $2, $3)",
+                          3, params, PGRES_COMMAND_OK, m->name, errstr,
+                          errstr_size);
+        if (!res) {
+                PQclear(PQexec(conn, "ROLLBACK"));
+                return -1;
+        }
+        PQclear(res);
+        if (exec_ok(conn, "COMMIT", m->name, errstr, errstr_size) < 0)
+                return -1;
+        report->applied++;
+        log_info(lc, "applied migration %s", m->name);
+        return 0;
+}
+
+int migrate_run(const char *conninfo, struct migrate_report *report,
+                char *errstr, size_t errstr_size)
+{
+        PGconn *conn;
+        int r             = -1;
+        bool locked       = false;
+        struct log_ctx lc = LOG_CTX_INIT;
+
+        lc.component    = "migrate";
+        report->applied = report->present = 0;
+        if (check_order(errstr, errstr_size) < 0)
+                return -1;
 
         conn = PQconnectdb(conninfo);
         if (PQstatus(conn) != CONNECTION_OK) {
@@ -85,71 +181,12 @@ int migrate_run(const char *conninfo, struct migrate_report *report,
                     "schema_migrations", errstr, errstr_size) < 0)
                 goto done;
 
-        for (unsigned i = 0; i < migrations_embedded_n; i++) {
-                const struct migration_src *m = &migrations_embedded[i];
-                unsigned char d[CRYPTO_SHA256_LEN];
-                char hex[2 * CRYPTO_SHA256_LEN + 1], vbuf[16];
-                const char *params[3];
-
-                crypto_sha256(m->sql, m->len, d);
-                crypto_hex(d, sizeof(d), hex);
-                snprintf(vbuf, sizeof(vbuf), "%d", version_of(m->name));
-                params[0] = vbuf;
-                res       = PQexecParams(conn,
-                                         "SELECT name, sha256 FROM schema_migrations"
-                                               " WHERE version = $1::integer",
-                                         1, NULL, params, NULL, NULL, 0);
-                if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-                        snprintf(errstr, errstr_size, "%s: %s", m->name,
-                                 PQresultErrorMessage(res));
+        for (unsigned i = 0; i < migrations_embedded_n; i++)
+                if (apply_one(conn, &migrations_embedded[i], report, &lc,
+                              errstr, errstr_size) < 0)
                         goto done;
-                }
-                if (PQntuples(res) == 1) {
-                        if (strcmp(PQgetvalue(res, 0, 1), hex) != 0) {
-                                snprintf(errstr, errstr_size,
-                                         "%s: changed after it was applied "
-                                         "(recorded as %s); add a new "
-                                         "migration instead",
-                                         m->name, PQgetvalue(res, 0, 0));
-                                goto done;
-                        }
-                        PQclear(res);
-                        res = NULL;
-                        report->present++;
-                        continue;
-                }
-                PQclear(res);
-                res = NULL;
-
-                if (exec_ok(conn, "BEGIN", m->name, errstr, errstr_size) < 0)
-                        goto done;
-                if (exec_ok(conn, m->sql, m->name, errstr, errstr_size) < 0) {
-                        PQclear(PQexec(conn, "ROLLBACK"));
-                        goto done;
-                }
-                params[1] = m->name;
-                params[2] = hex;
-                res       = PQexecParams(conn,
-                                         "INSERT INTO schema_migrations"
-                                               " (version, name, sha256)"
-                                               " VALUES ($1::integer, $2, $3)",
-                                         3, NULL, params, NULL, NULL, 0);
-                if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-                        snprintf(errstr, errstr_size, "%s: %s", m->name,
-                                 PQresultErrorMessage(res));
-                        PQclear(PQexec(conn, "ROLLBACK"));
-                        goto done;
-                }
-                PQclear(res);
-                res = NULL;
-                if (exec_ok(conn, "COMMIT", m->name, errstr, errstr_size) < 0)
-                        goto done;
-                report->applied++;
-                log_info(&lc, "applied migration %s", m->name);
-        }
         r = 0;
 done:
-        PQclear(res);
         if (locked && PQstatus(conn) == CONNECTION_OK)
                 PQclear(PQexec(
                     conn, "SELECT pg_advisory_unlock(" MIGRATE_LOCK_KEY ")"));

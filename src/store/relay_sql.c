@@ -81,20 +81,41 @@ static int run_ok(PGconn *conn, const char *what, const char *sql, char *errstr,
         return rc;
 }
 
-/* "{a,b,c}" of n int64 values; owned by the caller (free). */
-static char *i64_array(const int64_t *v, size_t n)
+/*
+ * Runs sql (see run) and reads one number of its result into *out: the
+ * rows it changed when changed_rows, else the first column of its first
+ * row (*out untouched when there is no row).
+ */
+static int run_number(PGconn *conn, const char *what, const char *sql,
+                      int nparams, const char *const *values, bool changed_rows,
+                      int64_t *out, char *errstr, size_t errstr_size)
 {
-        size_t cap = 3 + n * 21, len = 0;
-        char *s = malloc(cap);
+        PGresult *res;
+        int rc;
 
+        res = run(conn, what, sql, nparams, values, &rc, errstr, errstr_size);
+        if (!res)
+                return rc;
+        if (changed_rows)
+                *out = strtoll(PQcmdTuples(res), NULL, 10);
+        else if (PQntuples(res) > 0)
+                *out = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+        PQclear(res);
+        return STORE_OK;
+}
+
+/* The array literal "{a,b,c}" of v[0..n) into a (pgarr_free). Aborts when
+ * out of memory, like the rest of this file. */
+static const char *i64_array(struct pgarr *a, const int64_t *v, size_t n)
+{
+        const char *s;
+
+        pgarr_init(a);
+        for (size_t i = 0; i < n; i++)
+                pgarr_i64(a, v[i]);
+        s = pgarr_finish(a);
         if (!s)
                 abort();
-        s[len++] = '{';
-        for (size_t i = 0; i < n; i++)
-                len += (size_t)snprintf(s + len, cap - len, "%s%" PRId64,
-                                        i ? "," : "", v[i]);
-        s[len++] = '}';
-        s[len]   = '\0';
         return s;
 }
 
@@ -309,7 +330,7 @@ int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
                       size_t errstr_size)
 {
         char nsh[16], lim[24], win[24];
-        char *shards = NULL;
+        struct pgarr shards;
         const char *v[4];
         int64_t list[STORE_RELAY_MAX_SHARDS];
         size_t nl = 0;
@@ -322,12 +343,11 @@ int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
         for (int s = 0; s < sr->nshards; s++)
                 if (sr->held[s])
                         list[nl++] = s;
-        shards = i64_array(list, nl);
         snprintf(nsh, sizeof(nsh), "%d", sr->nshards);
         snprintf(lim, sizeof(lim), "%zu", max);
         snprintf(win, sizeof(win), "%zu", window < max ? max : window);
         v[0] = nsh;
-        v[1] = shards;
+        v[1] = i64_array(&shards, list, nl);
         v[2] = win;
         v[3] = lim;
         /*
@@ -353,7 +373,7 @@ int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
                   "   FROM outbox o JOIN f ON f.id = o.id"
                   "  ORDER BY o.id LIMIT $4::int",
                   4, v, &rc, errstr, errstr_size);
-        free(shards);
+        pgarr_free(&shards);
         if (!res)
                 return rc;
         n = PQntuples(res);
@@ -385,25 +405,22 @@ static int update_ids(struct store_relay *sr, const char *what, const char *sql,
                       const int64_t *ids, size_t n, int64_t *changed,
                       char *errstr, size_t errstr_size)
 {
-        char *arr;
+        struct pgarr arr;
         const char *v[1];
-        PGresult *res;
+        int64_t rows = 0;
         int rc;
 
         if (changed)
                 *changed = 0;
         if (n == 0)
                 return STORE_OK;
-        arr  = i64_array(ids, n);
-        v[0] = arr;
-        res  = run(sr->work, what, sql, 1, v, &rc, errstr, errstr_size);
-        free(arr);
-        if (!res)
-                return rc;
-        if (changed)
-                *changed = strtoll(PQcmdTuples(res), NULL, 10);
-        PQclear(res);
-        return STORE_OK;
+        v[0] = i64_array(&arr, ids, n);
+        rc   = run_number(sr->work, what, sql, 1, v, true, &rows, errstr,
+                          errstr_size);
+        pgarr_free(&arr);
+        if (rc == STORE_OK && changed)
+                *changed = rows;
+        return rc;
 }
 
 int store_relay_mark(struct store_relay *sr, const int64_t *ids, size_t n,
@@ -469,8 +486,6 @@ int store_relay_cleanup(struct store_relay *sr, int64_t retention_ms, int limit,
 {
         char ret[24], lim[16];
         const char *v[2] = { ret, lim };
-        PGresult *res;
-        int rc;
 
         *deleted = 0;
         snprintf(ret, sizeof(ret), "%" PRId64, retention_ms);
@@ -483,46 +498,33 @@ int store_relay_cleanup(struct store_relay *sr, int64_t retention_ms, int limit,
         /* the watermark moves in the same statement as the DELETE, so the
          * audit (invariant_violations, 0004) never sees a removed result
          * as a missing one */
-        res = run(sr->work, "relay cleanup",
-                  "WITH d AS (DELETE FROM outbox WHERE id IN ("
-                  "  SELECT id FROM outbox"
-                  "   WHERE published_at < now() - $1::bigint"
-                  "                                * interval '1 millisecond'"
-                  "   ORDER BY id LIMIT $2::int FOR UPDATE SKIP LOCKED)"
-                  " RETURNING published_at),"
-                  " m AS (UPDATE outbox_cleanup SET published_through ="
-                  "  greatest(published_through,"
-                  "           (SELECT max(published_at) FROM d))"
-                  "  WHERE id = 1 AND EXISTS (SELECT 1 FROM d))"
-                  " SELECT count(*) FROM d",
-                  2, v, &rc, errstr, errstr_size);
-        if (!res)
-                return rc;
-        *deleted = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
-        PQclear(res);
-        return STORE_OK;
+        return run_number(
+            sr->work, "relay cleanup",
+            "WITH d AS (DELETE FROM outbox WHERE id IN ("
+            "  SELECT id FROM outbox"
+            "   WHERE published_at < now() - $1::bigint"
+            "                                * interval '1 millisecond'"
+            "   ORDER BY id LIMIT $2::int FOR UPDATE SKIP LOCKED)"
+            " RETURNING published_at),"
+            " m AS (UPDATE outbox_cleanup SET published_through ="
+            "  greatest(published_through,"
+            "           (SELECT max(published_at) FROM d))"
+            "  WHERE id = 1 AND EXISTS (SELECT 1 FROM d))"
+            " SELECT count(*) FROM d",
+            2, v, false, deleted, errstr, errstr_size);
 }
 
 int store_relay_oldest_age(struct store_relay *sr, int64_t *age_ms,
                            char *errstr, size_t errstr_size)
 {
-        PGresult *res;
-        int rc;
-
         *age_ms = 0;
-        res     = run(sr->work, "relay backlog",
-                      "SELECT greatest(0, (extract(epoch FROM"
+        return run_number(sr->work, "relay backlog",
+                          "SELECT greatest(0, (extract(epoch FROM"
                           "        now() - created_at) * 1000)::bigint)"
                           "  FROM outbox WHERE published_at IS NULL"
                           "   AND parked_at IS NULL"
                           " ORDER BY id LIMIT 1",
-                      0, NULL, &rc, errstr, errstr_size);
-        if (!res)
-                return rc;
-        if (PQntuples(res) == 1)
-                *age_ms = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
-        PQclear(res);
-        return STORE_OK;
+                          0, NULL, false, age_ms, errstr, errstr_size);
 }
 
 int store_relay_republish(const char *conninfo,
@@ -586,30 +588,23 @@ int store_relay_park(struct store_relay *sr, int64_t id, const char *reason,
 {
         char num[24], att[16];
         const char *v[3] = { num, reason, att };
-        PGresult *res;
-        int rc;
 
         *parked = 0;
         snprintf(num, sizeof(num), "%" PRId64, id);
         snprintf(att, sizeof(att), "%d", attempts > 0 ? attempts : 0);
-        res = run(sr->work, "relay park",
-                  "UPDATE outbox SET parked_at = now(), park_reason = $2,"
-                  "       publish_attempts = publish_attempts + $3::int"
-                  " WHERE id = $1::bigint AND published_at IS NULL"
-                  "   AND parked_at IS NULL",
-                  3, v, &rc, errstr, errstr_size);
-        if (!res)
-                return rc;
-        *parked = strtoll(PQcmdTuples(res), NULL, 10);
-        PQclear(res);
-        return STORE_OK;
+        return run_number(
+            sr->work, "relay park",
+            "UPDATE outbox SET parked_at = now(), park_reason = $2,"
+            "       publish_attempts = publish_attempts + $3::int"
+            " WHERE id = $1::bigint AND published_at IS NULL"
+            "   AND parked_at IS NULL",
+            3, v, true, parked, errstr, errstr_size);
 }
 
 int store_relay_unpark(const char *conninfo, int64_t id, int64_t *unparked,
                        char *errstr, size_t errstr_size)
 {
         PGconn *conn;
-        PGresult *res;
         char num[24];
         const char *v[1] = { num };
         int rc;
@@ -622,15 +617,11 @@ int store_relay_unpark(const char *conninfo, int64_t id, int64_t *unparked,
                 return STORE_ERR_CONN;
         /* the NOTIFY of 0003 is for inserts only: the relays find the
          * row at their next poll (relay.poll_interval) */
-        res = run(conn, "unpark",
-                  "UPDATE outbox SET parked_at = NULL, park_reason = NULL"
-                  " WHERE parked_at IS NOT NULL AND published_at IS NULL"
-                  "   AND ($1::bigint = 0 OR id = $1::bigint)",
-                  1, v, &rc, errstr, errstr_size);
-        if (res) {
-                *unparked = strtoll(PQcmdTuples(res), NULL, 10);
-                PQclear(res);
-        }
+        rc = run_number(conn, "unpark",
+                        "UPDATE outbox SET parked_at = NULL, park_reason = NULL"
+                        " WHERE parked_at IS NOT NULL AND published_at IS NULL"
+                        "   AND ($1::bigint = 0 OR id = $1::bigint)",
+                        1, v, true, unparked, errstr, errstr_size);
         PQfinish(conn);
         return rc;
 }

@@ -11,8 +11,6 @@
  */
 #include "store/store_int.h"
 
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 /*
@@ -151,96 +149,44 @@ static const char *settle_status_name(enum settle_status s)
         return NULL;
 }
 
-/* Sorting by a string field while keeping the batch order among equals,
- * so "the later copy" is well defined. */
-struct idx_key {
-        const char *key;
-        size_t idx;
-};
-
-static int cmp_idx_key(const void *a, const void *b)
+/* Clears the out part; is the item complete? */
+static bool settle_prepare(void *p)
 {
-        const struct idx_key *x = a;
-        const struct idx_key *y = b;
-        int c                   = strcmp(x->key, y->key);
+        struct settle_item *it = p;
+        const char *st         = settle_status_name(it->status);
 
-        if (c != 0)
-                return c;
-        return x->idx < y->idx ? -1 : x->idx > y->idx;
-}
-
-/* The same with a (tenant, event id) pair: the inbox is per tenant. */
-struct idx_key2 {
-        const char *tenant, *event;
-        size_t idx;
-};
-
-static int cmp_idx_key2(const void *a, const void *b)
-{
-        const struct idx_key2 *x = a;
-        const struct idx_key2 *y = b;
-        int c                    = strcmp(x->tenant, y->tenant);
-
-        if (c == 0)
-                c = strcmp(x->event, y->event);
-        if (c != 0)
-                return c;
-        return x->idx < y->idx ? -1 : x->idx > y->idx;
-}
-
-static bool settle_item_valid(const struct settle_item *it)
-{
-        const char *st = settle_status_name(it->status);
-
+        it->outcome           = 0;
+        it->current_status[0] = '\0';
+        it->current_epoch     = 0;
         return it->payment_id && st && it->result_event_id && it->result_json &&
                it->lease_epoch > 0 &&
                (it->status != SETTLE_SUCCEEDED || it->provider_charge_id);
 }
 
-int store_settle_batch(struct store *st, struct settle_item *items, size_t n,
-                       char *errstr, size_t errstr_size)
+/* Payment id order: concurrent settles lock rows in one order. */
+static void settle_key(const void *items, size_t i, const char *k[2])
 {
-        struct pgarr arr[SETTLE_ARRAYS];
-        const char *values[SETTLE_ARRAYS];
-        struct idx_key *order = NULL;
-        size_t *sent          = NULL;
-        size_t nsent          = 0;
-        PGresult *res         = NULL;
-        int rc                = STORE_ERR;
+        k[0] = ((const struct settle_item *)items)[i].payment_id;
+        k[1] = "";
+}
 
-        for (int a = 0; a < SETTLE_ARRAYS; a++)
-                pgarr_init(&arr[a]);
-        for (size_t i = 0; i < n; i++) {
-                items[i].outcome           = 0;
-                items[i].current_status[0] = '\0';
-                items[i].current_epoch     = 0;
-                if (!settle_item_valid(&items[i])) {
-                        snprintf(errstr, errstr_size,
-                                 "settle: item %zu is incomplete", i);
-                        rc = STORE_ERR_DATA;
-                        goto done;
-                }
-        }
-        if (n == 0)
-                return STORE_OK;
-        order = malloc(n * sizeof(*order));
-        sent  = malloc(n * sizeof(*sent));
-        if (!order || !sent) {
-                snprintf(errstr, errstr_size, "settle: out of memory");
-                goto done;
-        }
-        /* Payment id order: concurrent settles lock rows in one order. */
-        for (size_t i = 0; i < n; i++)
-                order[i] = (struct idx_key){ items[i].payment_id, i };
-        qsort(order, n, sizeof(*order), cmp_idx_key);
-        for (size_t k = 0; k < n; k++) {
-                struct settle_item *it = &items[order[k].idx];
+static void settle_mark_dup(void *items, size_t i)
+{
+        ((struct settle_item *)items)[i].outcome = SETTLE_FENCED; /* later */
+}
 
-                if (k > 0 && strcmp(order[k - 1].key, order[k].key) == 0) {
-                        it->outcome = SETTLE_FENCED; /* a later copy */
-                        continue;
-                }
-                sent[nsent++] = order[k].idx;
+static bool settle_fill(struct store_batch *b, void *items, void *arg,
+                        char *errstr, size_t errstr_size)
+{
+        struct pgarr *arr = b->arr;
+
+        (void)arg;
+        (void)errstr;
+        (void)errstr_size;
+        for (size_t k = 0; k < b->nsent; k++) {
+                const struct settle_item *it =
+                    (const struct settle_item *)items + store_batch_item(b, k);
+
                 pgarr_text(&arr[0], it->payment_id);
                 pgarr_i64(&arr[1], it->lease_epoch);
                 pgarr_text(&arr[2], settle_status_name(it->status));
@@ -251,55 +197,50 @@ int store_settle_batch(struct store *st, struct settle_item *items, size_t n,
                 pgarr_text(&arr[7], it->result_event_id);
                 pgarr_text(&arr[8], it->result_json);
         }
-        for (int a = 0; a < SETTLE_ARRAYS; a++) {
-                values[a] = pgarr_finish(&arr[a]);
-                if (!values[a]) {
-                        snprintf(errstr, errstr_size, "settle: out of memory");
-                        goto done;
-                }
-        }
-        res = store_exec(st, &settle_stmt, values, &rc, errstr, errstr_size);
-        if (!res)
-                goto done;
-        rc = STORE_ERR;
-        if ((size_t)PQntuples(res) != nsent || PQnfields(res) != 5) {
-                snprintf(errstr, errstr_size,
-                         "settle: unexpected result shape (%d rows)",
-                         PQntuples(res));
-                goto done;
-        }
-        for (int r = 0; r < PQntuples(res); r++) {
-                long ord      = strtol(PQgetvalue(res, r, 0), NULL, 10);
-                const char *o = PQgetvalue(res, r, 1);
-                struct settle_item *it;
+        return true;
+}
 
-                if (ord < 1 || (size_t)ord > nsent) {
-                        snprintf(errstr, errstr_size,
-                                 "settle: unexpected row order");
-                        goto done;
-                }
-                it = &items[sent[ord - 1]];
-                if (strcmp(o, "ok") == 0)
-                        it->outcome = SETTLE_OK;
-                else if (strcmp(o, "already") == 0)
-                        it->outcome = SETTLE_ALREADY;
-                else
-                        it->outcome = SETTLE_FENCED;
-                if (it->outcome != SETTLE_OK) {
-                        store_copy_field(res, r, 2, it->current_status,
-                                         sizeof(it->current_status));
-                        it->current_epoch = store_i64_field(res, r, 3);
-                }
-        }
-        rc = STORE_OK;
+static void settle_read_row(void *items, size_t i, const PGresult *res, int r,
+                            void *arg)
+{
+        struct settle_item *it = (struct settle_item *)items + i;
+        const char *o          = PQgetvalue(res, r, 1);
 
-done:
-        PQclear(res);
-        free(order);
-        free(sent);
-        for (int a = 0; a < SETTLE_ARRAYS; a++)
-                pgarr_free(&arr[a]);
-        return rc;
+        (void)arg;
+        if (strcmp(o, "ok") == 0)
+                it->outcome = SETTLE_OK;
+        else if (strcmp(o, "already") == 0)
+                it->outcome = SETTLE_ALREADY;
+        else
+                it->outcome = SETTLE_FENCED;
+        if (it->outcome != SETTLE_OK) {
+                store_copy_field(res, r, 2, it->current_status,
+                                 sizeof(it->current_status));
+                it->current_epoch = store_i64_field(res, r, 3);
+        }
+}
+
+static const struct store_batch_def settle_def = {
+        .what          = "settle",
+        .stmt          = &settle_stmt,
+        .narrays       = SETTLE_ARRAYS,
+        .nfields       = 5,
+        .item_size     = sizeof(struct settle_item),
+        .prepare       = settle_prepare,
+        .incomplete    = "is incomplete",
+        .incomplete_rc = STORE_ERR_DATA,
+        .key           = settle_key,
+        .on_dup        = settle_mark_dup,
+        .sorted        = true,
+        .fill          = settle_fill,
+        .read_row      = settle_read_row,
+};
+
+int store_settle_batch(struct store *st, struct settle_item *items, size_t n,
+                       char *errstr, size_t errstr_size)
+{
+        return store_batch_run(st, &settle_def, items, n, NULL, errstr,
+                               errstr_size);
 }
 
 static const char *outbox_disposition(enum outbox_kind k)
@@ -328,59 +269,39 @@ static const char *outbox_status(const struct outbox_item *it)
         return NULL;
 }
 
-static bool outbox_item_valid(const struct outbox_item *it)
+/* Clears the out part; is the item complete? */
+static bool outbox_prepare(void *p)
 {
+        struct outbox_item *it = p;
+
+        it->written = false;
         return outbox_disposition(it->kind) && outbox_status(it) &&
                it->result_event_id && it->intent_event_id && it->tenant_id &&
                it->idem_key && it->result_json &&
                (it->kind != OUTBOX_REPLAY || it->payment_id);
 }
 
-int store_outbox_batch(struct store *st, struct outbox_item *items, size_t n,
-                       char *errstr, size_t errstr_size)
+/* The first item of a (tenant, intent event id) wins; the rest are dups.
+ * Sent in that order, so inbox rows are locked in one order. */
+static void outbox_key(const void *items, size_t i, const char *k[2])
 {
-        struct pgarr arr[OUTBOX_ARRAYS];
-        const char *values[OUTBOX_ARRAYS];
-        struct idx_key2 *order = NULL;
-        size_t *sent           = NULL;
-        size_t nsent           = 0;
-        PGresult *res          = NULL;
-        int rc                 = STORE_ERR;
+        const struct outbox_item *it = (const struct outbox_item *)items + i;
 
-        for (int a = 0; a < OUTBOX_ARRAYS; a++)
-                pgarr_init(&arr[a]);
-        for (size_t i = 0; i < n; i++) {
-                items[i].written = false;
-                if (!outbox_item_valid(&items[i])) {
-                        snprintf(errstr, errstr_size,
-                                 "outbox: item %zu is incomplete", i);
-                        rc = STORE_ERR_DATA;
-                        goto done;
-                }
-        }
-        if (n == 0)
-                return STORE_OK;
-        order = malloc(n * sizeof(*order));
-        sent  = malloc(n * sizeof(*sent));
-        if (!order || !sent) {
-                snprintf(errstr, errstr_size, "outbox: out of memory");
-                goto done;
-        }
-        /* The first item of a (tenant, intent event id) wins; the rest are
-         * dups. */
-        for (size_t i = 0; i < n; i++)
-                order[i] = (struct idx_key2){ items[i].tenant_id,
-                                              items[i].intent_event_id, i };
-        qsort(order, n, sizeof(*order), cmp_idx_key2);
-        for (size_t k = 0; k < n; k++) {
-                if (k > 0 &&
-                    strcmp(order[k - 1].tenant, order[k].tenant) == 0 &&
-                    strcmp(order[k - 1].event, order[k].event) == 0)
-                        continue;
-                sent[nsent++] = order[k].idx;
-        }
-        for (size_t k = 0; k < nsent; k++) {
-                const struct outbox_item *it = &items[sent[k]];
+        k[0] = it->tenant_id;
+        k[1] = it->intent_event_id;
+}
+
+static bool outbox_fill(struct store_batch *b, void *items, void *arg,
+                        char *errstr, size_t errstr_size)
+{
+        struct pgarr *arr = b->arr;
+
+        (void)arg;
+        (void)errstr;
+        (void)errstr_size;
+        for (size_t k = 0; k < b->nsent; k++) {
+                const struct outbox_item *it =
+                    (const struct outbox_item *)items + store_batch_item(b, k);
 
                 pgarr_text(&arr[0], it->result_event_id);
                 pgarr_text(&arr[1], it->intent_event_id);
@@ -392,50 +313,38 @@ int store_outbox_batch(struct store *st, struct outbox_item *items, size_t n,
                 pgarr_text(&arr[6], outbox_status(it));
                 pgarr_text(&arr[7], it->result_json);
                 pgarr_text(&arr[8], it->topic);
-                if (it->partition >= 0)
-                        pgarr_i64(&arr[9], it->partition);
-                else
-                        pgarr_text(&arr[9], NULL);
-                if (it->offset >= 0)
-                        pgarr_i64(&arr[10], it->offset);
-                else
-                        pgarr_text(&arr[10], NULL);
+                pgarr_i64_or_null(&arr[9], it->partition);
+                pgarr_i64_or_null(&arr[10], it->offset);
         }
-        for (int a = 0; a < OUTBOX_ARRAYS; a++) {
-                values[a] = pgarr_finish(&arr[a]);
-                if (!values[a]) {
-                        snprintf(errstr, errstr_size, "outbox: out of memory");
-                        goto done;
-                }
-        }
-        res = store_exec(st, &outbox_stmt, values, &rc, errstr, errstr_size);
-        if (!res)
-                goto done;
-        rc = STORE_ERR;
-        if ((size_t)PQntuples(res) != nsent || PQnfields(res) != 2) {
-                snprintf(errstr, errstr_size,
-                         "outbox: unexpected result shape (%d rows)",
-                         PQntuples(res));
-                goto done;
-        }
-        for (int r = 0; r < PQntuples(res); r++) {
-                long ord = strtol(PQgetvalue(res, r, 0), NULL, 10);
+        return true;
+}
 
-                if (ord < 1 || (size_t)ord > nsent) {
-                        snprintf(errstr, errstr_size,
-                                 "outbox: unexpected row order");
-                        goto done;
-                }
-                items[sent[ord - 1]].written =
-                    strcmp(PQgetvalue(res, r, 1), "t") == 0;
-        }
-        rc = STORE_OK;
+static void outbox_read_row(void *items, size_t i, const PGresult *res, int r,
+                            void *arg)
+{
+        (void)arg;
+        ((struct outbox_item *)items)[i].written =
+            strcmp(PQgetvalue(res, r, 1), "t") == 0;
+}
 
-done:
-        PQclear(res);
-        free(order);
-        free(sent);
-        for (int a = 0; a < OUTBOX_ARRAYS; a++)
-                pgarr_free(&arr[a]);
-        return rc;
+static const struct store_batch_def outbox_def = {
+        .what          = "outbox",
+        .stmt          = &outbox_stmt,
+        .narrays       = OUTBOX_ARRAYS,
+        .nfields       = 2,
+        .item_size     = sizeof(struct outbox_item),
+        .prepare       = outbox_prepare,
+        .incomplete    = "is incomplete",
+        .incomplete_rc = STORE_ERR_DATA,
+        .key           = outbox_key,
+        .sorted        = true,
+        .fill          = outbox_fill,
+        .read_row      = outbox_read_row,
+};
+
+int store_outbox_batch(struct store *st, struct outbox_item *items, size_t n,
+                       char *errstr, size_t errstr_size)
+{
+        return store_batch_run(st, &outbox_def, items, n, NULL, errstr,
+                               errstr_size);
 }

@@ -248,48 +248,33 @@ PGresult *store_exec(struct store *st, const struct store_stmt *stmt,
 }
 
 /* ------------------------------------------------------------------ */
+/* pgarr                                                                */
+
+/*
+ * PostgreSQL refuses a protocol message above 1 GiB (its
+ * PQ_LARGE_MESSAGE_LIMIT), so no longer literal could ever be sent.
+ */
+#define PGARR_MAX ((size_t)1024 * 1024 * 1024 - 1)
 
 void pgarr_init(struct pgarr *a)
 {
-        memset(a, 0, sizeof(*a));
+        buf_init(&a->b, PGARR_MAX);
+        a->n = 0;
 }
 
 void pgarr_free(struct pgarr *a)
 {
-        free(a->buf);
-        memset(a, 0, sizeof(*a));
+        buf_free(&a->b);
+        a->n = 0;
 }
 
-static bool pgarr_reserve(struct pgarr *a, size_t more)
-{
-        size_t need;
-        char *nb;
-
-        if (a->oom)
-                return false;
-        need = a->len + more + 2; /* room for '}' and the NUL */
-        if (need <= a->cap)
-                return true;
-        size_t cap = a->cap ? a->cap : 256;
-        while (cap < need)
-                cap *= 2;
-        nb = realloc(a->buf, cap);
-        if (!nb) {
-                a->oom = true;
-                return false;
-        }
-        a->buf = nb;
-        a->cap = cap;
-        return true;
-}
-
-/* Appends the separator ('{' first, ',' after). */
+/* Makes room for the separator and `more` bytes, then appends the
+ * separator ('{' first, ',' after). False once the literal has failed. */
 static bool pgarr_sep(struct pgarr *a, size_t more)
 {
-        if (!pgarr_reserve(a, more + 1))
+        if (more > PGARR_MAX || buf_reserve(&a->b, more + 1) != 0)
                 return false;
-        a->buf[a->len++] = a->n++ == 0 ? '{' : ',';
-        return true;
+        return buf_append_char(&a->b, a->n++ == 0 ? '{' : ',') == 0;
 }
 
 void pgarr_text(struct pgarr *a, const char *s)
@@ -297,59 +282,80 @@ void pgarr_text(struct pgarr *a, const char *s)
         size_t slen;
 
         if (!s) {
-                if (pgarr_sep(a, 4)) {
-                        memcpy(a->buf + a->len, "NULL", 4);
-                        a->len += 4;
-                }
+                if (pgarr_sep(a, 4))
+                        buf_append(&a->b, "NULL", 4);
                 return;
         }
         slen = strlen(s);
         /* worst case: every byte escaped, plus the two quotes */
         if (!pgarr_sep(a, 2 * slen + 2))
                 return;
-        a->buf[a->len++] = '"';
-        for (size_t i = 0; i < slen; i++) {
-                if (s[i] == '"' || s[i] == '\\')
-                        a->buf[a->len++] = '\\';
-                a->buf[a->len++] = s[i];
+        buf_append_char(&a->b, '"');
+        while (*s) {
+                size_t run = strcspn(s, "\"\\");
+
+                buf_append(&a->b, s, run);
+                s += run;
+                if (*s) {
+                        buf_append_char(&a->b, '\\');
+                        buf_append_char(&a->b, *s++);
+                }
         }
-        a->buf[a->len++] = '"';
+        buf_append_char(&a->b, '"');
 }
 
 void pgarr_i64(struct pgarr *a, int64_t v)
 {
-        char num[24];
-        int len = snprintf(num, sizeof(num), "%" PRId64, v);
+        if (pgarr_sep(a, 20))
+                buf_appendf(&a->b, "%" PRId64, v);
+}
 
-        if (pgarr_sep(a, (size_t)len)) {
-                memcpy(a->buf + a->len, num, (size_t)len);
-                a->len += (size_t)len;
-        }
+void pgarr_i64_or_null(struct pgarr *a, int64_t v)
+{
+        if (v >= 0)
+                pgarr_i64(a, v);
+        else
+                pgarr_text(a, NULL);
 }
 
 void pgarr_bool(struct pgarr *a, bool v)
 {
         if (pgarr_sep(a, 1))
-                a->buf[a->len++] = v ? 't' : 'f';
+                buf_append_char(&a->b, v ? 't' : 'f');
 }
 
 void pgarr_hex(struct pgarr *a, const unsigned char *in, size_t len)
 {
+        char hex[2 * 32 + 1];
+
         if (!pgarr_sep(a, 2 * len))
                 return;
-        crypto_hex(in, len, a->buf + a->len);
-        a->len += 2 * len;
+        for (size_t i = 0; i < len; i += 32) {
+                size_t k = len - i < 32 ? len - i : 32;
+
+                crypto_hex(in + i, k, hex);
+                buf_append(&a->b, hex, 2 * k);
+        }
 }
 
 const char *pgarr_finish(struct pgarr *a)
 {
-        if (a->n == 0 && pgarr_reserve(a, 1))
-                a->buf[a->len++] = '{';
-        if (a->oom)
+        if (a->n == 0)
+                buf_append_char(&a->b, '{');
+        buf_append_char(&a->b, '}');
+        return buf_failed(&a->b) ? NULL : a->b.data;
+}
+
+void *store_rows_calloc(const PGresult *res, size_t size, bool *oom)
+{
+        void *p;
+
+        if (PQntuples(res) <= 0)
                 return NULL;
-        a->buf[a->len++] = '}';
-        a->buf[a->len]   = '\0';
-        return a->buf;
+        p = calloc((size_t)PQntuples(res), size);
+        if (!p)
+                *oom = true;
+        return p;
 }
 
 char *store_strdup_field(const PGresult *res, int row, int col, bool *oom)

@@ -20,6 +20,7 @@
 #ifndef CO_STORE_STORE_H
 #define CO_STORE_STORE_H
 
+#include "payment/provider_key.h"
 #include "util/crypto.h"
 #include "util/uuid.h"
 
@@ -52,7 +53,8 @@ struct store;
  */
 #define STORE_ERR_DATA -3
 
-#define STORE_PROVIDER_KEY_LEN 65 /* 64 hex digits and the NUL */
+/* The provider key's size (payment/provider_key.h), for the items below. */
+#define STORE_PROVIDER_KEY_LEN PAYMENT_PROVIDER_KEY_LEN
 #define STORE_STATUS_LEN       16
 
 /*
@@ -158,12 +160,12 @@ void claim_item_clear(struct claim_item *it);
  * touches nothing. Otherwise the key (tenant_id, idem_key) is inserted
  * with INSERT ... ON CONFLICT; if it was new, a payment is created in
  * 'processing' with a fresh client-side uuid v4 payment id, the provider
- * key hex(HMAC-SHA256(pk_secret, payment_id text)) and a lease
- * (owner, epoch 1, now() + lease_ms). Within the batch the first item of a
- * key wins and later items of that key are judged like later copies.
- * Items may come in any order (Kafka order); locks are taken in
- * (tenant_id, idem_key) order. A deadlock or serialization failure is
- * retried transparently.
+ * key hex(HMAC-SHA256(pk_secret, payment_id text)) (payment_provider_key)
+ * and a lease (owner, epoch 1, now() + lease_ms). Within the batch the
+ * first item of a key wins and later items of that key are judged like
+ * later copies. Items may come in any order (Kafka order); locks are
+ * taken in (tenant_id, idem_key) order. A deadlock or serialization
+ * failure is retried transparently.
  *
  * Clears the out part of every item first (claim_item_clear). On any error
  * nothing was written (or, STORE_ERR_CONN, see above) and the out parts
@@ -174,14 +176,6 @@ int store_claim_batch(struct store *st, struct claim_item *items, size_t n,
                       const unsigned char *pk_secret, size_t pk_secret_len,
                       char *errstr, size_t errstr_size)
     __attribute__((warn_unused_result));
-
-/*
- * The provider key of a payment: lower-case hex of
- * HMAC-SHA256(secret, payment_id) over the 36-character uuid text. Pure.
- */
-void store_provider_key(const unsigned char *secret, size_t secret_len,
-                        const char *payment_id,
-                        char out[STORE_PROVIDER_KEY_LEN]);
 
 /* ------------------------------------------------------------------ */
 /* Settle: the second transaction of the consumer.                     */

@@ -10,6 +10,7 @@
 #define CO_STORE_STORE_INT_H
 
 #include "store/store.h"
+#include "util/buf.h"
 
 #include <libpq-fe.h>
 
@@ -63,15 +64,13 @@ PGresult *store_exec(struct store *st, const struct store_stmt *stmt,
 
 /*
  * pgarr: a PostgreSQL array literal in text form ({"a","b",NULL}) built
- * element by element. Allocation failure is remembered and reported by
+ * element by element in a util/buf. A failure (out of memory, or the
+ * literal over the 1 GiB PostgreSQL takes) is remembered and reported by
  * pgarr_finish.
  */
 struct pgarr {
-        char *buf; /* owned; pgarr_free */
-        size_t len;
-        size_t cap;
-        size_t n;
-        bool oom;
+        struct buf b; /* owned; pgarr_free */
+        size_t n;     /* elements so far */
 };
 
 void pgarr_init(struct pgarr *a);
@@ -79,11 +78,111 @@ void pgarr_free(struct pgarr *a);
 /* A text element, quoted and escaped; NULL appends a NULL element. */
 void pgarr_text(struct pgarr *a, const char *s);
 void pgarr_i64(struct pgarr *a, int64_t v);
+/* v, or a NULL element for a negative v (an unknown partition, offset). */
+void pgarr_i64_or_null(struct pgarr *a, int64_t v);
 void pgarr_bool(struct pgarr *a, bool v);
 /* Lower-case hex of in[0..len) as a text element. */
 void pgarr_hex(struct pgarr *a, const unsigned char *in, size_t len);
 /* Closes the literal. Returns it (owned by a), or NULL if out of memory. */
 const char *pgarr_finish(struct pgarr *a);
+
+/*
+ * store_batch: the shape every batch statement of the store shares.
+ * Items are checked one by one, put in the order they are sent (maybe
+ * sorted, so that concurrent batches lock rows in one order, and without
+ * in-batch duplicates), their fields go out as parallel array parameters
+ * $1..$narrays (one element per item sent), scalar parameters follow, and
+ * each result row, whose column 0 is the 1-based ordinal of an item sent,
+ * is mapped back to that item. A batch function describes its batch in a
+ * struct store_batch_def and calls store_batch_run.
+ *
+ * Errors are "<what>: ..." in errstr, never with a parameter value.
+ */
+#define STORE_BATCH_MAX_PARAMS 20
+
+/* A batch being sent (what the def's fill callback fills). */
+struct store_batch {
+        const char *what; /* errstr prefix: "claim", "lease renew" */
+        const struct store_stmt *stmt;
+        int narrays;                              /* $1..$narrays */
+        struct pgarr arr[STORE_BATCH_MAX_PARAMS]; /* arr[0..narrays) */
+        /* values[narrays..stmt->nparams): the scalar parameters, set by
+         * the fill callback (borrowed: they must outlive the run). */
+        const char *values[STORE_BATCH_MAX_PARAMS];
+        size_t *sent;  /* owned: sent[k] = item of the k-th element; NULL:
+                        * item k */
+        size_t nsent;  /* items sent */
+        PGresult *res; /* owned: the result, until store_batch_free */
+};
+
+/* The index of the k-th item sent (k < b->nsent). */
+size_t store_batch_item(const struct store_batch *b, size_t k);
+
+struct store_batch_def {
+        const char *what;
+        const struct store_stmt *stmt;
+        int narrays;
+        int nfields;      /* result columns; one row per item sent */
+        size_t item_size; /* bytes of one item */
+        /*
+         * Called on every item in batch order, first: clears the item's out
+         * part and says whether its in part is complete. The first
+         * incomplete item ends the batch: "<what>: item <i> <incomplete>"
+         * and incomplete_rc (STORE_ERR_DATA, or STORE_ERR).
+         */
+        bool (*prepare)(void *item);
+        const char *incomplete;
+        int incomplete_rc;
+        /*
+         * NULL: every item is sent, in batch order. Else item i's key
+         * (k[0], k[1], both non-NULL, compared with strcmp): of the items
+         * with one key only the first in batch order is sent, on_dup (may
+         * be NULL) is called for each later one, and `sorted` sends in key
+         * order (the lock order) rather than batch order.
+         */
+        void (*key)(const void *items, size_t i, const char *k[2]);
+        void (*on_dup)(void *items, size_t i);
+        bool sorted;
+        /*
+         * Puts the items sent into b->arr (in the order of
+         * store_batch_item) and sets the scalar b->values. False, with
+         * errstr set, ends the batch with STORE_ERR.
+         */
+        bool (*fill)(struct store_batch *b, void *items, void *arg,
+                     char *errstr, size_t errstr_size);
+        /* Reads result row r into item i. */
+        void (*read_row)(void *items, size_t i, const PGresult *res, int r,
+                         void *arg);
+};
+
+/*
+ * Runs the batch items[0..n) described by def (arg goes to fill and
+ * read_row) as one statement: prepare each item, order, fill, store_exec,
+ * check the shape, read each row into its item. No item, or no item left
+ * to send after the duplicates: STORE_OK without a statement. Returns
+ * STORE_OK or what failed (STORE_ERR*, errstr set); on a failure after
+ * the statement ran, the rows read so far stay in their items.
+ */
+int store_batch_run(struct store *st, const struct store_batch_def *def,
+                    void *items, size_t n, void *arg, char *errstr,
+                    size_t errstr_size) __attribute__((warn_unused_result));
+
+/*
+ * The parts of store_batch_run, for a batch of another shape (evidence:
+ * one count row): init, fill b->arr and b->values, exec (nfields < 0: no
+ * shape check; else one row per item sent and nfields columns; the result
+ * is owned by b), free.
+ */
+void store_batch_init(struct store_batch *b, const struct store_stmt *stmt,
+                      int narrays, const char *what);
+PGresult *store_batch_exec(struct store *st, struct store_batch *b, int nfields,
+                           int *rc, char *errstr, size_t errstr_size)
+    __attribute__((warn_unused_result));
+void store_batch_free(struct store_batch *b);
+
+/* Zeroed room for one element of `size` bytes per row of res (owned by
+ * the caller: free); NULL for no rows, or on OOM, which sets *oom. */
+void *store_rows_calloc(const PGresult *res, size_t size, bool *oom);
 
 /* Strings from a result: a malloc'd copy (NULL for SQL NULL, or on OOM,
  * which sets *oom). */

@@ -101,8 +101,8 @@ static void new_batch(void)
                 CHECK_EQ_I(c[i].outcome, CLAIM_NEW);
                 CHECK_EQ_I(c[i].lease_epoch, 1);
                 CHECK(uuid_valid(c[i].payment_id, strlen(c[i].payment_id)));
-                store_provider_key(ST_SECRET, ST_SECRET_LEN, c[i].payment_id,
-                                   pk);
+                payment_provider_key(ST_SECRET, ST_SECRET_LEN, c[i].payment_id,
+                                     pk);
                 CHECK(strcmp(pk, c[i].provider_key) == 0);
                 memcpy(first_pid[i], c[i].payment_id, UUID_STR_LEN);
         }
