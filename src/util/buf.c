@@ -4,6 +4,7 @@
  * Never writes past cap, never grows past max, never aborts.
  */
 #include "util/buf.h"
+#include "util/xalloc.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -43,9 +44,7 @@ int buf_reserve(struct buf *b, size_t more)
                 cap *= 2; /* cannot wrap: need <= SIZE_MAX / 2 + 1 */
         if (cap > b->max + 1)
                 cap = b->max + 1;
-        p = realloc(b->data, cap);
-        if (!p)
-                return fail(b, ENOMEM);
+        p = xrealloc(b->data, cap); /* util/xalloc.h: the OOM policy */
         if (!b->data)
                 p[0] = '\0';
         b->data = p;

@@ -34,7 +34,7 @@ struct buf {
         size_t len; /* content bytes, the NUL not counted */
         size_t cap; /* bytes allocated, the NUL's included */
         size_t max; /* len never goes above this */
-        int err;    /* 0, or why it failed: ENOMEM, EMSGSIZE (over max),
+        int err;    /* 0, or why it failed: EMSGSIZE (over max),
                      * EILSEQ (buf_appendf's encoding error) */
 };
 
