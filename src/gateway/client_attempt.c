@@ -137,8 +137,8 @@ static void attempt_classify(struct gw_call *c, enum gw_transport transport,
         a.http_status      = http_status;
         a.retry_after      = c->have_retry_after ? c->retry_after : NULL;
         a.replayed         = c->replayed;
-        a.body             = c->resp;
-        a.body_len         = c->resp_len;
+        a.body             = c->resp.data;
+        a.body_len         = c->resp.len;
         a.expect_reference = c->reference;
         a.expect_amount    = c->amount;
         a.expect_currency  = c->currency;

@@ -113,7 +113,7 @@ void gw_call_free(struct gw_call *c)
         free(c->tenant_id);
         free(c->currency);
         free(c->query_url);
-        free(c->resp);
+        buf_free(&c->resp);
         free(c);
 }
 

@@ -21,6 +21,7 @@
 #define CO_GATEWAY_CLIENT_INT_H
 
 #include "gateway/client.h"
+#include "util/buf.h"
 #include "util/log.h"
 
 #include <curl/curl.h>
@@ -59,9 +60,7 @@ struct gw_call {
         struct curl_slist *post_headers;
 
         CURL *easy;
-        char *resp;
-        size_t resp_len, resp_cap, resp_max;
-        bool resp_too_large;
+        struct buf resp; /* the answer's body, up to its kind's maximum */
         char retry_after[32];
         bool have_retry_after;
         bool replayed;

@@ -41,26 +41,9 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
         struct gw_call *c = userdata;
         size_t n          = size * nmemb;
 
-        if (n > c->resp_max - c->resp_len) {
-                c->resp_too_large = true;
-                return 0; /* aborts the transfer: CURLE_WRITE_ERROR */
-        }
-        if (c->resp_len + n + 1 > c->resp_cap) {
-                size_t cap = c->resp_cap ? c->resp_cap : 1024;
-                char *p;
-
-                while (cap < c->resp_len + n + 1)
-                        cap *= 2;
-                p = realloc(c->resp, cap);
-                if (!p)
-                        return 0;
-                c->resp     = p;
-                c->resp_cap = cap;
-        }
-        memcpy(c->resp + c->resp_len, ptr, n);
-        c->resp_len += n;
-        c->resp[c->resp_len] = '\0';
-        return n;
+        /* over the maximum: aborts the transfer (CURLE_WRITE_ERROR), and
+         * buf_failed() marks the answer too large */
+        return buf_append(&c->resp, ptr, n) == 0 ? n : 0;
 }
 
 static bool header_is(const char *line, size_t len, const char *name,
@@ -155,12 +138,11 @@ int gw_easy_setup(struct gw_call *c)
 
         if (!e)
                 return -ENOMEM;
-        c->resp_len         = 0;
-        c->resp_too_large   = false;
+        buf_reset(&c->resp);
         c->have_retry_after = false;
         c->replayed         = false;
         c->curl_err[0]      = '\0';
-        c->resp_max = c->next_post ? GW_CHARGE_BODY_MAX : GW_QUERY_BODY_MAX;
+        c->resp.max = c->next_post ? GW_CHARGE_BODY_MAX : GW_QUERY_BODY_MAX;
 
 #define SET(opt, val)                                                          \
         do {                                                                   \
@@ -259,7 +241,7 @@ void gw_collect_finished(struct gateway *gw)
                 t = transport_of(m->data.result);
                 curl_easy_getinfo(m->easy_handle, CURLINFO_RESPONSE_CODE,
                                   &status);
-                if (c->resp_too_large)
+                if (buf_failed(&c->resp))
                         t = GW_TRANSPORT_OTHER;
                 if (t != GW_TRANSPORT_OK) {
                         struct log_ctx ctx = gw_call_ctx(c);
