@@ -16,10 +16,12 @@
 #ifndef CO_PIPELINE_H
 #define CO_PIPELINE_H
 
+#include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
+struct config;
 struct gateway_opts;
 struct kafka_opts;
 struct pipeline;
