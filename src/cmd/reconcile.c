@@ -7,17 +7,51 @@
  * again when it expires.
  */
 #include "cmd/cmd.h"
+#include "cmd/engine.h"
+#include "cmd/opts.h"
 #include "reconcile/reconcile.h"
-#include "util/config.h"
 #include "util/failpoint.h"
+#include "util/log.h"
 
-#include <signal.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
+/* cmd/engine's view of reconcile_run(). */
+static int run(void *engine, const atomic_int *stop)
+{
+        return reconcile_run(engine, stop);
+}
+
+/* Reconciles until stopped: 0 drained, 1 runtime failure, 2 a
+ * configuration error (reconcile_new's errno EINVAL). */
+static int reconcile_until_stopped(const struct reconcile_opts *o)
+{
+        char err[512];
+        struct log_ctx lc = LOG_CTX_INIT;
+        const atomic_int *signals;
+        struct reconciler *r;
+        int rc;
+
+        lc.component = "reconcile";
+        if (failpoint_init() < 0)
+                return 2;
+        signals = cmd_signals_install();
+        if (!(r = reconcile_new(o, err, sizeof(err)))) {
+                rc = errno == EINVAL ? 2 : 1;
+                log_error(&lc, "cannot start: %s", err);
+                return rc;
+        }
+        rc = cmd_engine_run(run, r, signals);
+        reconcile_destroy(r);
+        return rc;
+}
+
 int cmd_reconcile(struct config *cfg, int argc, char **argv)
 {
-        volatile sig_atomic_t *flag;
+        struct cmd_opts o;
+        char err[256];
+        int rc;
 
         if (argc > 1) {
                 if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
@@ -34,8 +68,11 @@ int cmd_reconcile(struct config *cfg, int argc, char **argv)
                 return cmd_usage_error("reconcile", "unexpected argument %s",
                                        argv[1]);
         }
-        if (failpoint_init() < 0)
-                return 2;
-        cmd_install_signals(&flag);
-        return reconcile_run(cfg, flag);
+        if (cmd_opts_fill(&o, cfg, err, sizeof(err)) < 0) {
+                fprintf(stderr, "chargeonce reconcile: %s\n", err);
+                return 1;
+        }
+        rc = reconcile_until_stopped(&o.reconcile);
+        cmd_opts_free(&o);
+        return rc;
 }

@@ -17,8 +17,9 @@
  * running relays publish it at their next poll, then exit.
  */
 #include "cmd/cmd.h"
+#include "cmd/engine.h"
+#include "cmd/opts.h"
 #include "relay/relay.h"
-#include "util/config.h"
 #include "util/failpoint.h"
 #include "util/log.h"
 #include "util/timeutil.h"
@@ -29,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void usage(const struct config *cfg)
+static void usage(const struct relay_opts *o)
 {
         printf("usage: chargeonce relay\n"
                "       chargeonce relay --republish-since TIME "
@@ -50,7 +51,7 @@ static void usage(const struct config *cfg)
                "published again by the running relays,\nafter the later "
                "rows of its key; fix the cause first (e.g. the topic's\n"
                "max.message.bytes). Then exit.\n",
-               config_str(cfg, "topic.results"));
+               o->topic);
 }
 
 /* RFC 3339 as given, or "<duration> ago" formatted into buf. */
@@ -68,7 +69,7 @@ static const char *parse_time(const char *arg, char *buf, size_t bufsz)
 }
 
 /* `--unpark ID|all`: 0 done, 1 database error, 2 usage. */
-static int unpark(const struct config *cfg, const char *arg)
+static int unpark(const struct relay_opts *o, const char *arg)
 {
         char err[1024], *end = NULL;
         int64_t id = 0, n = 0;
@@ -83,7 +84,7 @@ static int unpark(const struct config *cfg, const char *arg)
                                                "or \"all\"");
                 id = (int64_t)v;
         }
-        if (relay_unpark(cfg, id, &n, err, sizeof(err)) < 0) {
+        if (relay_unpark(o->conninfo, id, &n, err, sizeof(err)) < 0) {
                 fprintf(stderr, "chargeonce relay: %s\n", err);
                 return 1;
         }
@@ -93,20 +94,50 @@ static int unpark(const struct config *cfg, const char *arg)
         return 0;
 }
 
-int cmd_relay(struct config *cfg, int argc, char **argv)
+/* cmd/engine's view of relay_run(). */
+static int run(void *engine, const atomic_int *stop)
+{
+        return relay_run(engine, stop);
+}
+
+/* `chargeonce relay` proper: relays until stopped. */
+static int relay_until_stopped(const struct relay_opts *o)
+{
+        char err[1024];
+        struct log_ctx lc = LOG_CTX_INIT;
+        const atomic_int *signals;
+        struct relay *r;
+        int rc;
+
+        lc.component = "relay";
+        if (failpoint_init() < 0)
+                return 2;
+        signals = cmd_signals_install();
+        if (!(r = relay_new(o, err, sizeof(err)))) {
+                log_error(&lc, "%s", err);
+                return 1;
+        }
+        rc = cmd_engine_run(run, r, signals);
+        if (rc == 0)
+                log_info(&lc, "stopped");
+        relay_destroy(r);
+        return rc;
+}
+
+/* The arguments: --help, --unpark, --republish-* or nothing. */
+static int relay_args(const struct relay_opts *o, int argc, char **argv)
 {
         struct relay_republish sel = { NULL, NULL, NULL, NULL };
         char since[40], until[40], err[1024];
         bool republish = false;
-        volatile sig_atomic_t *flag;
-        int64_t n = 0;
+        int64_t n      = 0;
 
         for (int i = 1; i < argc; i++) {
                 const char *a = argv[i];
                 const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 
                 if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-                        usage(cfg);
+                        usage(o);
                         return 0;
                 }
                 if (!strcmp(a, "--unpark")) {
@@ -118,7 +149,7 @@ int cmd_relay(struct config *cfg, int argc, char **argv)
                                 return cmd_usage_error("relay",
                                                        "--unpark takes no "
                                                        "other argument");
-                        return unpark(cfg, v);
+                        return unpark(o, v);
                 }
                 if (strcmp(a, "--republish-since") && strcmp(a, "--until") &&
                     strcmp(a, "--republish-intent") &&
@@ -157,7 +188,8 @@ int cmd_relay(struct config *cfg, int argc, char **argv)
                 if (!sel.since && !sel.event_id && !sel.message_key)
                         return cmd_usage_error(
                             "relay", "--until needs --republish-since");
-                if (relay_republish(cfg, &sel, &n, err, sizeof(err)) < 0) {
+                if (relay_republish(o->conninfo, &sel, &n, err, sizeof(err)) <
+                    0) {
                         fprintf(stderr, "chargeonce relay: %s\n", err);
                         return 1;
                 }
@@ -166,8 +198,20 @@ int cmd_relay(struct config *cfg, int argc, char **argv)
                        n);
                 return 0;
         }
-        if (failpoint_init() < 0)
-                return 2;
-        cmd_install_signals(&flag);
-        return relay_run(cfg, flag);
+        return relay_until_stopped(o);
+}
+
+int cmd_relay(struct config *cfg, int argc, char **argv)
+{
+        struct cmd_opts o;
+        char err[256];
+        int rc;
+
+        if (cmd_opts_fill(&o, cfg, err, sizeof(err)) < 0) {
+                fprintf(stderr, "chargeonce relay: %s\n", err);
+                return 1;
+        }
+        rc = relay_args(&o.relay, argc, argv);
+        cmd_opts_free(&o);
+        return rc;
 }

@@ -22,14 +22,16 @@
  * epoch it took; log a full idempotency or provider key or the payment
  * method.
  *
- * Threads: reconcile_run() runs on the calling thread. reconciler_start()
- * runs the same loop on a thread of its own, with its own database
- * connection and gateway client.
+ * Lifecycle (as every engine's, cmd/engine.h): reconcile_new() connects
+ * to the database and makes the gateway client, reconcile_run() loops on
+ * the calling thread until its stop flag asks, reconcile_destroy() frees.
+ * The reconciler starts no thread of its own: cmd/ runs it on one when it
+ * shares a process (consume).
  */
 #ifndef CO_RECONCILE_H
 #define CO_RECONCILE_H
 
-#include <signal.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -67,33 +69,36 @@ struct reconcile_stats {
 };
 
 /*
- * Runs the reconciler until *stop becomes non-zero. First signal: no new
- * takeovers, calls at the gateway are finished and settled (at most
- * gateway.deadline + gateway.timeout + 5 s), returns 0. *stop >= 2:
- * returns 1 at once (what was in flight is retaken after its lease
- * expires). Returns 2 on a configuration error, 1 if it cannot start.
+ * A reconciler with its own database connection and gateway client. o is
+ * borrowed (its strings and gateway too) and must outlive it. Returns the
+ * reconciler (owned by the caller: reconcile_destroy), or NULL with the
+ * reason in errstr and errno EINVAL when the options are wrong (the
+ * timing, the gateway client's options: a configuration error), else
+ * another errno (no database connection, out of memory).
  */
-int reconcile_run(const struct config *cfg, volatile sig_atomic_t *stop)
+struct reconciler *reconcile_new(const struct reconcile_opts *o, char *errstr,
+                                 size_t errstr_size)
     __attribute__((warn_unused_result));
 
 /*
- * Starts the reconciler on its own thread (for `chargeonce consume`).
- * Connects to the database and makes the gateway client on the calling
- * thread, so errors are reported here (errstr); the thread owns them from
- * then on. Returns a reconciler owned by the caller (reconciler_stop), or
- * NULL. cfg must outlive the reconciler.
+ * Reconciles on the calling thread until *stop (flow/flow.h) asks.
+ * FLOW_DRAIN: no new takeovers; the calls at the gateway are finished and
+ * settled (at most gateway.deadline + gateway.timeout + 5 s), returns 0.
+ * FLOW_EXIT: returns FLOW_EXIT_NOW at once (what was in hand is retaken
+ * after its lease expires). One thread at a time.
  */
-struct reconciler *reconciler_start(const struct config *cfg, char *errstr,
-                                    size_t errstr_size)
+int reconcile_run(struct reconciler *r, const atomic_int *stop)
     __attribute__((warn_unused_result));
 
 /*
- * Drains as on a first signal, joins the thread and frees r. NULL is
- * ignored. Any thread but the reconciler's.
+ * Frees r: calls still at the gateway end without an answer, and what
+ * was in hand is retaken once its lease expires. NULL is ignored. Not
+ * while reconcile_run() runs.
  */
-void reconciler_stop(struct reconciler *r);
+void reconcile_destroy(struct reconciler *r);
 
-/* A snapshot of r's counters. Any thread. */
-void reconciler_get_stats(struct reconciler *r, struct reconcile_stats *out);
+/* A snapshot of r's counters (refreshed on every turn of the loop). Any
+ * thread. */
+void reconcile_get_stats(struct reconciler *r, struct reconcile_stats *out);
 
 #endif

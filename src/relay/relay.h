@@ -30,13 +30,15 @@
  * on an error that every row would get; log a full idempotency key or a
  * payload.
  *
- * Threads: relay_start() runs the relay on its own thread with its own
- * connections and producer; relay_run() on the calling thread.
+ * Lifecycle (as every engine's, cmd/engine.h): relay_new() connects and
+ * makes the producer, relay_run() loops on the calling thread until its
+ * stop flag asks, relay_destroy() frees. The relay starts no thread of
+ * its own: cmd/ runs it on one when it shares a process (consume).
  */
 #ifndef CO_RELAY_H
 #define CO_RELAY_H
 
-#include <signal.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -72,33 +74,33 @@ struct relay_stats {
 };
 
 /*
- * Starts a relay on its own thread (own database connections and
- * producer). cfg is borrowed and must outlive the relay (relay_stop).
- * Returns the relay (owned by the caller: relay_stop) or NULL with the
- * reason in errstr (no database connection, bad producer configuration).
+ * A relay with its own database connections and producer. o is borrowed
+ * (its strings and kafka too) and must outlive the relay. Returns the
+ * relay (owned by the caller: relay_destroy) or NULL with the reason in
+ * errstr (no database connection, bad producer configuration).
  */
-struct relay *relay_start(const struct config *cfg, char *errstr,
-                          size_t errstr_size)
+struct relay *relay_new(const struct relay_opts *o, char *errstr,
+                        size_t errstr_size) __attribute__((warn_unused_result));
+
+/*
+ * Relays on the calling thread until *stop (flow/flow.h) asks.
+ * FLOW_DRAIN: the round in flight finishes (its deliveries get up to
+ * relay.drain_timeout), what was delivered is marked, returns 0.
+ * FLOW_EXIT: returns FLOW_EXIT_NOW at once (what was in flight is
+ * published again later). 1 on a fatal error. One thread at a time.
+ */
+int relay_run(struct relay *r, const atomic_int *stop)
     __attribute__((warn_unused_result));
 
 /*
- * Stops the relay: lets in-flight deliveries finish (up to
- * relay.drain_timeout), marks what was delivered, joins the thread and
- * frees r. Rows not marked are published again by the next relay. NULL is
- * ignored. Call from the thread that called relay_start.
+ * Frees r: the producer is closed without waiting (rows not marked are
+ * published again by the next relay). NULL is ignored. Not while
+ * relay_run() runs.
  */
-void relay_stop(struct relay *r);
+void relay_destroy(struct relay *r);
 
 /* A copy of r's counters. Any thread. */
 void relay_get_stats(struct relay *r, struct relay_stats *out);
-
-/*
- * `chargeonce relay`: runs on the calling thread until *stop becomes 1
- * (drain: finish in-flight deliveries and marks, return 0) or 2 (return 1
- * at once; what was in flight is published again later). Returns 1 also
- * when the relay cannot start (message logged).
- */
-int relay_run(const struct config *cfg, volatile sig_atomic_t *stop);
 
 /* What an operator wants published again; NULL fields match anything. */
 struct relay_republish {
@@ -114,7 +116,7 @@ struct relay_republish {
  * with the same event ids and payloads. *reset gets the number of rows.
  * Returns 0, or -1 with the reason in errstr. Any thread.
  */
-int relay_republish(const struct config *cfg, const struct relay_republish *sel,
+int relay_republish(const char *conninfo, const struct relay_republish *sel,
                     int64_t *reset, char *errstr, size_t errstr_size)
     __attribute__((warn_unused_result));
 
@@ -124,7 +126,7 @@ int relay_republish(const struct config *cfg, const struct relay_republish *sel,
  * that went out without it. *unparked gets the number of rows. Returns 0,
  * or -1 with the reason in errstr. Any thread.
  */
-int relay_unpark(const struct config *cfg, int64_t id, int64_t *unparked,
+int relay_unpark(const char *conninfo, int64_t id, int64_t *unparked,
                  char *errstr, size_t errstr_size)
     __attribute__((warn_unused_result));
 

@@ -31,6 +31,9 @@
 #include "scenario.h"
 #include "testenv.h"
 
+#include "cmd/engine.h"
+#include "cmd/opts.h"
+#include "flow/flow.h"
 #include "gateway/request.h"
 #include "reconcile/reconcile.h"
 #include "store/store.h"
@@ -1003,6 +1006,12 @@ static void slow_owner(void)
 
 /* ---- in this process, on its own thread (as inside consume) ---- */
 
+/* cmd/engine's view of reconcile_run(). */
+static int run_reconciler(void *engine, const atomic_int *stop)
+{
+        return reconcile_run(engine, stop);
+}
+
 static void threaded(void)
 {
         static const char *const xs[] = { REC_FAST,
@@ -1013,8 +1022,11 @@ static void threaded(void)
         struct sim s;
         struct orphan sent, charged_o;
         struct config *cfg = config_new();
+        struct cmd_opts o;
+        struct cmd_engine_thread *t;
         struct reconciler *r;
         struct reconcile_stats st;
+        atomic_int no_signal = FLOW_RUN;
         char err[512], kv[1200];
 
         sc_init(&sc, "rec_threaded", 1);
@@ -1029,16 +1041,21 @@ static void threaded(void)
         for (int i = 0; xs[i]; i++)
                 SC_CHECK(config_set_arg(cfg, xs[i], err, sizeof(err)) == 0,
                          "%s", err);
-        r = reconciler_start(cfg, err, sizeof(err));
-        SC_CHECK(r, "reconciler_start: %s", err);
+        SC_CHECK(cmd_opts_fill(&o, cfg, err, sizeof(err)) == 0, "%s", err);
+        r = reconcile_new(&o.reconcile, err, sizeof(err));
+        SC_CHECK(r, "reconcile_new: %s", err);
+        t = cmd_engine_start("reconciler", run_reconciler, r, err, sizeof(err));
+        SC_CHECK(t, "cmd_engine_start: %s", err);
         SC_CHECK(wait_final(&sc, &sent) && wait_final(&sc, &charged_o),
                  "not settled");
-        reconciler_get_stats(r, &st);
+        reconcile_get_stats(r, &st);
         for (int i = 0; i < 50 && st.succeeded < 2; i++) {
                 sleep_ms(100);
-                reconciler_get_stats(r, &st);
+                reconcile_get_stats(r, &st);
         }
-        reconciler_stop(r);
+        SC_CHECK(cmd_engine_stop(t, &no_signal) == 0,
+                 "reconcile_run: not drained");
+        reconcile_destroy(r);
         SC_CHECK(st.succeeded == 2 && st.settled_from_query == 1 &&
                      st.reposted == 1 && st.settled_after_repost == 1 &&
                      st.failed == 0 && st.review == 0 && st.fenced == 0,
@@ -1052,10 +1069,11 @@ static void threaded(void)
                  (unsigned long long)st.still_unknown);
         SC_CHECK(charges_of(&s, &sent) == 1 && charges_of(&s, &charged_o) == 1,
                  "charges");
+        cmd_opts_free(&o);
         config_destroy(cfg);
         check_end(&sc);
-        printf("threaded: reconciler_start/stop -> 2 settled (1 from the "
-               "query, 1 re-posted), counters agree\n");
+        printf("threaded: reconcile_new, run on a thread, stop -> 2 settled "
+               "(1 from the query, 1 re-posted), counters agree\n");
         sim_stop(&s);
         sc_cleanup(&sc);
 }

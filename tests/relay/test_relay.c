@@ -30,6 +30,9 @@
 #include "scenario.h"
 #include "testenv.h"
 
+#include "cmd/engine.h"
+#include "cmd/opts.h"
+#include "flow/flow.h"
 #include "relay/relay.h"
 #include "util/config.h"
 
@@ -616,13 +619,23 @@ static void latency(void)
         sc_cleanup(&sc);
 }
 
-/* relay_start()/relay_stop() in this process, as `consume` runs it. */
+/* cmd/engine's view of relay_run(). */
+static int run_relay(void *engine, const atomic_int *stop)
+{
+        return relay_run(engine, stop);
+}
+
+/* relay_new(), then relay_run() on a thread of its own (cmd_engine_start
+ * / cmd_engine_stop) in this process, as `consume` runs it. */
 static void inproc(void)
 {
         struct scenario sc;
         struct config *cfg = config_new();
+        struct cmd_opts o;
+        struct cmd_engine_thread *t;
         struct relay *r;
         struct relay_stats st;
+        atomic_int no_signal = FLOW_RUN;
         char err[512], kv[1200];
 
         sc_init(&sc, "relay_inproc", 3);
@@ -635,9 +648,12 @@ static void inproc(void)
         SC_CHECK(config_set_arg(cfg, "relay.batch_size=50", err, sizeof(err)) ==
                      0,
                  "%s", err);
+        SC_CHECK(cmd_opts_fill(&o, cfg, err, sizeof(err)) == 0, "%s", err);
         insert_rows(&sc, 0, 500, 20);
-        r = relay_start(cfg, err, sizeof(err));
-        SC_CHECK(r, "relay_start: %s", err);
+        r = relay_new(&o.relay, err, sizeof(err));
+        SC_CHECK(r, "relay_new: %s", err);
+        t = cmd_engine_start("relay", run_relay, r, err, sizeof(err));
+        SC_CHECK(t, "cmd_engine_start: %s", err);
         insert_rows(&sc, 500, 500, 20);
         SC_CHECK(wait_published(&sc, T_WAIT), "%ld rows left unpublished",
                  unpublished(&sc));
@@ -651,14 +667,19 @@ static void inproc(void)
          * or stay unpublished, never half */
         insert_rows(&sc, 1000, 2000, 20);
         sleep_ms(30);
-        relay_stop(r);
+        SC_CHECK(cmd_engine_stop(t, &no_signal) == 0, "relay_run: not drained");
+        relay_destroy(r);
         printf("stopped with %ld row(s) left for the next relay\n",
                unpublished(&sc));
-        r = relay_start(cfg, err, sizeof(err));
-        SC_CHECK(r, "relay_start: %s", err);
+        r = relay_new(&o.relay, err, sizeof(err));
+        SC_CHECK(r, "relay_new: %s", err);
+        t = cmd_engine_start("relay", run_relay, r, err, sizeof(err));
+        SC_CHECK(t, "cmd_engine_start: %s", err);
         SC_CHECK(wait_published(&sc, T_WAIT), "%ld rows left unpublished",
                  unpublished(&sc));
-        relay_stop(r);
+        SC_CHECK(cmd_engine_stop(t, &no_signal) == 0, "relay_run: not drained");
+        relay_destroy(r);
+        cmd_opts_free(&o);
         config_destroy(cfg);
         SC_CHECK(verify(&sc, 3000, false).rows == 3000, "rows");
         sc_cleanup(&sc);
