@@ -85,8 +85,7 @@ int main(int argc, char **argv)
                         rc = 0;
                         goto done;
                 } else if (!strcmp(a, "--version")) {
-                        printf("chargeonce %s (librdkafka %s)\n",
-                               CHARGEONCE_VERSION, rd_kafka_version_str());
+                        cmd_print_version(stdout);
                         rc = 0;
                         goto done;
                 } else if (!strcmp(a, "--dump-config")) {

@@ -7,6 +7,9 @@
 #ifndef CO_CMD_H
 #define CO_CMD_H
 
+#include <stddef.h>
+#include <stdio.h>
+
 struct config;
 
 struct cmd {
@@ -21,10 +24,6 @@ int cmd_relay(struct config *cfg, int argc, char **argv);
 int cmd_reconcile(struct config *cfg, int argc, char **argv);
 int cmd_audit(struct config *cfg, int argc, char **argv);
 int cmd_inspect(struct config *cfg, int argc, char **argv);
-/* SIGTERM/SIGINT handlers counting signals into *flag (1: drain,
- * 2: exit now); SIGPIPE ignored. */
-#include <signal.h>
-int cmd_install_signals(volatile sig_atomic_t **flag);
 int cmd_not_built(struct config *cfg, int argc, char **argv);
 
 /* Checks every kafka.* property of cfg with librdkafka: 0, or -1 naming
@@ -32,6 +31,9 @@ int cmd_not_built(struct config *cfg, int argc, char **argv);
 int cmd_opts_check_kafka(const struct config *cfg, char *errstr,
                          size_t errstr_size)
     __attribute__((warn_unused_result));
+
+/* "chargeonce VERSION (librdkafka VERSION)" and a new line, to out. */
+void cmd_print_version(FILE *out);
 
 /* Prints "chargeonce CMD: <message>" to stderr and returns 2. */
 int cmd_usage_error(const char *cmd, const char *fmt, ...)

@@ -2,7 +2,6 @@
 #include "cmd/cmd.h"
 #include "util/config.h"
 
-#include <signal.h>
 #include <stdarg.h>
 #include <string.h>
 #include <stdio.h>
@@ -29,27 +28,4 @@ int cmd_not_built(struct config *cfg, int argc, char **argv)
                 "nothing was done\n",
                 argv[0], CHARGEONCE_VERSION);
         return 2;
-}
-
-/* Counts SIGTERM/SIGINT into a flag the engines poll: 1 drain, 2 now. */
-static volatile sig_atomic_t stop;
-
-static void on_signal(int sig)
-{
-        (void)sig;
-        if (stop < 2)
-                stop++;
-}
-
-int cmd_install_signals(volatile sig_atomic_t **flag)
-{
-        struct sigaction sa;
-        memset(&sa, 0, sizeof(sa));
-        sa.sa_handler = on_signal;
-        sigemptyset(&sa.sa_mask);
-        sigaction(SIGTERM, &sa, NULL);
-        sigaction(SIGINT, &sa, NULL);
-        signal(SIGPIPE, SIG_IGN);
-        *flag = &stop;
-        return 0;
 }

@@ -165,3 +165,9 @@ int cmd_opts_check_kafka(const struct config *cfg, char *errstr,
         cmd_opts_free(&o);
         return rc;
 }
+
+void cmd_print_version(FILE *out)
+{
+        fprintf(out, "chargeonce %s (librdkafka %s)\n", CHARGEONCE_VERSION,
+                rd_kafka_version_str());
+}
