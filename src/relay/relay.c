@@ -358,7 +358,9 @@ int relay_run(struct relay *r, const atomic_int *stop)
                 housekeeping(r, &l, now);
                 if (r->kp)
                         kproducer_poll(r->kp, 0);
-                if (l.more && now >= r->retry_at)
+                /* more work only counts with a shard to do it in: a
+                 * relay holding none waits (it used to spin) */
+                if (l.more && l.held > 0 && now >= r->retry_at)
                         continue;
                 idle_wait(r, &l, now);
         }
