@@ -16,6 +16,7 @@
 #include "util/failpoint.h"
 #include "util/log.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -41,12 +42,19 @@ struct consume {
         struct cmd_engine_thread *relay_t, *rec_t;
 };
 
-/* Makes and starts the relay and the reconciler, then the pipeline. */
+/* Makes the pipeline (its options are checked first: a configuration
+ * error exits 2), then makes and starts the relay and the reconciler. */
 static int consume_start(struct consume *c, const struct cmd_opts *o,
                          struct log_ctx *lc)
 {
         char err[1024];
 
+        if (!(c->pl = pipeline_new(&o->pipeline, err, sizeof(err)))) {
+                int why = errno;
+
+                log_error(lc, "%s", err);
+                return why == EINVAL ? 2 : 1; /* configuration: 2 */
+        }
         if (o->relay_enabled &&
             (!(c->relay = relay_new(&o->relay, err, sizeof(err))) ||
              !(c->relay_t = cmd_engine_start("relay", run_relay, c->relay, err,
@@ -59,10 +67,6 @@ static int consume_start(struct consume *c, const struct cmd_opts *o,
              !(c->rec_t = cmd_engine_start("reconciler", run_reconcile, c->rec,
                                            err, sizeof(err))))) {
                 log_error(lc, "reconciler: %s", err);
-                return 1;
-        }
-        if (!(c->pl = pipeline_new(&o->pipeline, err, sizeof(err)))) {
-                log_error(lc, "%s", err);
                 return 1;
         }
         return 0;

@@ -2,9 +2,12 @@
  * cmd/engine: runs any engine (pipeline, relay, reconciler) the same way.
  *
  * Every engine has one lifecycle: x_new(opts, errstr, errstr_size),
- * x_run(x, stop), x_destroy(x). x_run() loops until *stop (a C11 atomic,
- * see flow/flow.h) asks: FLOW_DRAIN finishes the work in hand and returns
- * 0; FLOW_EXIT returns FLOW_EXIT_NOW at once; a fatal error returns 1.
+ * x_run(x, stop), x_destroy(x). x_new() fails with NULL, the reason in
+ * errstr, and errno EINVAL when the options are wrong (the command exits
+ * 2, a configuration error) or another errno (exits 1). x_run() loops until
+ * *stop (a C11 atomic, see flow/flow.h) asks: FLOW_DRAIN finishes the work in
+ * hand and returns 0; FLOW_EXIT returns FLOW_EXIT_NOW at once; a fatal error
+ * returns 1.
  *
  * The signal policy lives here once: the first SIGTERM/SIGINT drains, a
  * second one ends the process at once (still safe: every step is durable

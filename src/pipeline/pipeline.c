@@ -17,6 +17,7 @@
 #include "util/failpoint.h"
 #include "util/timeutil.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,7 +135,7 @@ static int connect_all(struct pipeline *pl, char *errstr, size_t errstr_size)
 
         if (!(pl->gw = gateway_new(pl->o.gateway, err, sizeof(err)))) {
                 snprintf(errstr, errstr_size, "gateway: %s", err);
-                return -1;
+                return -EINVAL; /* its options: a configuration error */
         }
         memset(&dbo, 0, sizeof(dbo));
         dbo.conninfo         = pl->o.conninfo;
@@ -147,14 +148,14 @@ static int connect_all(struct pipeline *pl, char *errstr, size_t errstr_size)
         pl->max_jobs         = dbo.workers * 2;
         if (!(pl->db = dbpool_new(&dbo, err, sizeof(err)))) {
                 snprintf(errstr, errstr_size, "database: %s", err);
-                return -1;
+                return -EIO;
         }
         if (!(pl->dlq = kproducer_new(pl->o.kafka, "chargeonce-dlq", errstr,
                                       errstr_size)))
-                return -1;
+                return -EIO;
         if (!(pl->kc = kconsumer_new(pl->o.kafka, pl->o.topic, pl->o.group,
                                      &hooks, errstr, errstr_size)))
-                return -1;
+                return -EIO;
         return 0;
 }
 
@@ -163,6 +164,7 @@ struct pipeline *pipeline_new(const struct pipeline_opts *o, char *errstr,
 {
         struct pipeline *pl = calloc(1, sizeof(*pl));
         struct log_ctx lc   = LOG_CTX_INIT;
+        int rc;
 
         if (!pl) {
                 snprintf(errstr, errstr_size, "out of memory");
@@ -173,6 +175,7 @@ struct pipeline *pipeline_new(const struct pipeline_opts *o, char *errstr,
                          "provider_key.secret is required: provider "
                          "idempotency keys are derived from it");
                 free(pl);
+                errno = EINVAL;
                 return NULL;
         }
         pl->o                   = *o;
@@ -180,8 +183,9 @@ struct pipeline *pipeline_new(const struct pipeline_opts *o, char *errstr,
         pl->kq                  = keyq_new();
         pl->stats_tick.every_ms = STATS_EVERY_MS;
         flow_renew_init(&pl->renew, o->lease_ms);
-        if (connect_all(pl, errstr, errstr_size) < 0) {
+        if ((rc = connect_all(pl, errstr, errstr_size)) < 0) {
                 pipeline_destroy(pl);
+                errno = -rc;
                 return NULL;
         }
         lc.component = "consume";

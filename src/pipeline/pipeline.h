@@ -44,7 +44,9 @@ struct pipeline_opts {
 
 /*
  * Connects everything (gateway client, database pool, DLQ producer, the
- * group's consumer). NULL with the reason in errstr. Owned by the caller:
+ * group's consumer). NULL with the reason in errstr and errno EINVAL when
+ * the options are wrong (a configuration error), EIO when a service
+ * refused. Owned by the caller:
  * pipeline_destroy(). o's strings must outlive the pipeline.
  */
 struct pipeline *pipeline_new(const struct pipeline_opts *o, char *errstr,

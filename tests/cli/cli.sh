@@ -42,6 +42,11 @@ fi
 check bad-bool 2 'gateway.idempotency_keys: "maybe" is not a boolean' -- "$bin" -X gateway.idempotency_keys=maybe --dump-config
 check precedence 0 'group.id = fromx' -- env CHARGEONCE_GROUP_ID=fromenv "$bin" -X group.id=fromx --dump-config
 check env-applies 0 'group.id = fromenv' -- env CHARGEONCE_GROUP_ID=fromenv "$bin" --dump-config
+# engines' options that are wrong: a configuration error (2) before any
+# service is contacted (x_new's EINVAL, cmd/engine.h)
+check consume-no-secret 2 'provider_key.secret is required' -- "$bin" consume
+check consume-bad-gateway 2 'gateway_opts.base_url' -- "$bin" -X provider_key.secret=s -X gateway.url=ftp://x consume
+check reconcile-bad-gateway 2 'base_url' -- "$bin" -X gateway.url=ftp://x reconcile
 for c in webhook replay gc; do
 	check "not-built $c" 2 'not built yet' -- "$bin" "$c"
 done
