@@ -20,7 +20,7 @@
  *   slow_owner      a consumer whose lease expires while it is stalled at
  *                   the gateway: taken over, its late settle fenced, one
  *                   charge, one result
- *   threaded        reconciler_start/stop in this process (as consume
+ *   threaded        reconcile_new + cmd_engine_start/stop (as consume
  *                   runs it): settles, counts, stops cleanly
  *
  * Every scenario ends with: no payment processing, an evidence row behind

@@ -13,7 +13,7 @@
  *   test_relay retention  cleanup of old published rows only; republish
  *                         of an intent, a key and a time range
  *   test_relay latency    idle latency from commit to the topic, rows/s
- *   test_relay inproc     relay_start/relay_stop on a thread (as consume
+ *   test_relay inproc     relay_new + cmd_engine_start/stop (as consume
  *                         runs it), counters
  *   test_relay park       a row over the topic's max.message.bytes and one
  *                         over the producer's message.max.bytes among 300:
