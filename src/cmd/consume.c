@@ -82,7 +82,6 @@ int cmd_consume(struct config *cfg, int argc, char **argv)
         struct consume c;
         struct cmd_opts o;
         struct log_ctx lc = LOG_CTX_INIT;
-        char err[512];
         atomic_int *sig;
         int rc;
 
@@ -101,10 +100,7 @@ int cmd_consume(struct config *cfg, int argc, char **argv)
         if (failpoint_init() < 0)
                 return 2;
         lc.component = "consume";
-        if (cmd_opts_fill(&o, cfg, err, sizeof(err)) < 0) {
-                log_error(&lc, "%s", err);
-                return 1;
-        }
+        cmd_opts_fill(&o, cfg);
         if (o.pipeline.pk_secret_len == 0) {
                 log_error(&lc, "provider_key.secret is required: provider "
                                "idempotency keys are derived from it");

@@ -8,6 +8,7 @@
 #include "gateway/classify.h"
 
 #include "util/utf8.h"
+#include "util/xalloc.h"
 
 #include <jansson.h>
 #include <stdint.h>
@@ -124,10 +125,11 @@ static json_t *parse_object(const struct gw_answer *a)
         if (!utf8_valid(body, len)) {
                 size_t cap = len * 3 + 1;
 
-                if (len > SIZE_MAX / 4 || !(clean = malloc(cap)))
+                if (len > SIZE_MAX / 4)
                         return NULL;
-                len  = utf8_clean(body, len, SIZE_MAX, clean, cap, NULL);
-                body = clean;
+                clean = xmalloc(cap);
+                len   = utf8_clean(body, len, SIZE_MAX, clean, cap, NULL);
+                body  = clean;
         }
         j = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL,
                        &err);

@@ -17,6 +17,7 @@
 
 #include "util/crypto.h"
 #include "util/timeutil.h"
+#include "util/xalloc.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -117,27 +118,26 @@ static bool client_setup(struct gateway *gw, const struct gateway_opts *o,
         size_t klen = strlen(o->api_key);
 
         gw->opts        = *o;
-        gw->base_url    = strdup(o->base_url);
-        gw->auth_header = malloc(klen + sizeof(AUTH_PREFIX));
-        gw->ca_file     = o->ca_file ? strdup(o->ca_file) : NULL;
+        gw->base_url    = xstrdup(o->base_url);
+        gw->auth_header = xmalloc(klen + sizeof(AUTH_PREFIX));
+        gw->ca_file     = o->ca_file ? xstrdup(o->ca_file) : NULL;
         gw->multi       = curl_multi_init();
-        if (!gw->base_url || !gw->auth_header || !gw->multi ||
-            (o->ca_file && !gw->ca_file))
-                goto oom;
+        if (!gw->multi) {
+                snprintf(errstr, errstr_size,
+                         "libcurl could not make a multi handle");
+                return false;
+        }
         memcpy(gw->auth_header, AUTH_PREFIX, sizeof(AUTH_PREFIX) - 1);
         memcpy(gw->auth_header + sizeof(AUTH_PREFIX) - 1, o->api_key, klen + 1);
         gw->opts.base_url = gw->base_url;
         gw->opts.api_key  = NULL; /* only auth_header holds it */
         gw->opts.ca_file  = gw->ca_file;
         gw->charges_url   = gw_charges_url(gw->base_url);
-        if (!gw->charges_url)
-                goto oom;
+        /* curl_slist_append's only failure is out of memory */
         gw->get_headers = curl_slist_append(NULL, "Accept: application/json");
-        if (gw->get_headers)
-                gw->get_headers =
-                    curl_slist_append(gw->get_headers, gw->auth_header);
-        if (!gw->get_headers || !gw->get_headers->next)
-                goto oom;
+        if (!gw->get_headers ||
+            !curl_slist_append(gw->get_headers, gw->auth_header))
+                xalloc_die();
         if (curl_multi_setopt(gw->multi, CURLMOPT_MAX_HOST_CONNECTIONS,
                               (long)o->max_connections) != CURLM_OK ||
             curl_multi_setopt(gw->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS,
@@ -154,9 +154,6 @@ static bool client_setup(struct gateway *gw, const struct gateway_opts *o,
                 return false;
         }
         return true;
-oom:
-        snprintf(errstr, errstr_size, "out of memory");
-        return false;
 }
 
 /* What an operator must know about the options, once per client. */
@@ -188,12 +185,7 @@ struct gateway *gateway_new(const struct gateway_opts *o, char *errstr,
                 snprintf(errstr, errstr_size, "libcurl initialisation failed");
                 return NULL;
         }
-        gw = calloc(1, sizeof(*gw));
-        if (!gw) {
-                snprintf(errstr, errstr_size, "out of memory");
-                curl_global_cleanup();
-                return NULL;
-        }
+        gw = xcalloc(1, sizeof(*gw));
         if (!client_setup(gw, o, errstr, errstr_size)) {
                 client_free(gw);
                 curl_global_cleanup();

@@ -13,6 +13,7 @@
 #include "gateway/client_int.h"
 
 #include "util/timeutil.h"
+#include "util/xalloc.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -120,10 +121,8 @@ void gw_call_free(struct gw_call *c)
 static struct gw_call *call_new(struct gateway *gw, enum call_kind kind,
                                 gateway_done_cb *cb, void *opaque)
 {
-        struct gw_call *c = calloc(1, sizeof(*c));
+        struct gw_call *c = xcalloc(1, sizeof(*c));
 
-        if (!c)
-                return NULL;
         c->gw                 = gw;
         c->kind               = kind;
         c->cb                 = cb;
@@ -194,46 +193,27 @@ void gw_call_wait(struct gw_call *c, int64_t delay_ms)
 
 /* ---- API ---- */
 
-static char *dup_opt(const char *s)
-{
-        return s ? strdup(s) : NULL;
-}
-
 /* A charge call for req, its body built once: the bytes of every POST.
- * Returns NULL with a reason in errstr. */
+ * Returns NULL with a reason in errstr (req cannot make a body). */
 static struct gw_call *charge_call_new(struct gateway *gw,
                                        const struct gateway_charge_req *req,
                                        gateway_done_cb *cb, void *opaque,
-                                       char *errstr, size_t errstr_size,
-                                       int *err)
+                                       char *errstr, size_t errstr_size)
 {
         struct gw_call *c = NULL;
         char *body        = gw_charge_body(req, errstr, errstr_size);
 
-        *err = -EINVAL;
         if (!body)
                 return NULL;
-        *err = -ENOMEM;
-        c    = call_new(gw, CALL_CHARGE, cb, opaque);
-        if (!c) {
-                snprintf(errstr, errstr_size, "out of memory");
-                free(body);
-                return NULL;
-        }
+        c               = call_new(gw, CALL_CHARGE, cb, opaque);
         c->body         = body;
         c->lease_until  = req->lease_until_ms;
         c->resumed      = req->resume;
-        c->reference    = strdup(req->payment_id);
-        c->provider_key = strdup(req->provider_key);
-        c->tenant_id    = strdup(req->tenant_id);
-        c->currency     = strdup(req->currency);
+        c->reference    = xstrdup(req->payment_id);
+        c->provider_key = xstrdup(req->provider_key);
+        c->tenant_id    = xstrdup(req->tenant_id);
+        c->currency     = xstrdup(req->currency);
         c->amount       = req->amount;
-        if (!c->reference || !c->provider_key || !c->tenant_id ||
-            !c->currency) {
-                snprintf(errstr, errstr_size, "out of memory");
-                gw_call_free(c);
-                return NULL;
-        }
         log_mask_key(c->provider_key, strlen(c->provider_key), c->key_masked,
                      sizeof(c->key_masked));
         return c;
@@ -269,7 +249,6 @@ int gateway_charge(struct gateway *gw, const struct gateway_charge_req *req,
                    size_t errstr_size)
 {
         struct gw_call *c, *leader;
-        int err;
 
         if (gw->destroying) {
                 snprintf(errstr, errstr_size,
@@ -283,9 +262,9 @@ int gateway_charge(struct gateway *gw, const struct gateway_charge_req *req,
                          "1..255 printable characters");
                 return -EINVAL;
         }
-        c = charge_call_new(gw, req, cb, opaque, errstr, errstr_size, &err);
+        c = charge_call_new(gw, req, cb, opaque, errstr, errstr_size);
         if (!c)
-                return err;
+                return -EINVAL;
         leader = leader_find(gw, c->provider_key);
         if (leader) {
                 charge_join(gw, leader, c);
@@ -293,11 +272,6 @@ int gateway_charge(struct gateway *gw, const struct gateway_charge_req *req,
         }
         c->query_url    = gw_query_url(gw->base_url, c->reference);
         c->post_headers = gw_post_headers_new(gw->auth_header, c->provider_key);
-        if (!c->query_url || !c->post_headers) {
-                snprintf(errstr, errstr_size, "out of memory");
-                gw_call_free(c);
-                return -ENOMEM;
-        }
         /* resuming against a gateway that ignores keys: ask first */
         c->next_post = gw->opts.idempotency_keys || !req->resume;
         leader_add(gw, c);
@@ -327,21 +301,11 @@ int gateway_query(struct gateway *gw, const char *reference, int64_t amount,
                          "bytes and the amount and currency to check");
                 return -EINVAL;
         }
-        c = call_new(gw, CALL_QUERY, cb, opaque);
-        if (!c) {
-                snprintf(errstr, errstr_size, "out of memory");
-                return -ENOMEM;
-        }
-        c->reference = strdup(reference);
-        c->currency  = dup_opt(currency);
+        c            = call_new(gw, CALL_QUERY, cb, opaque);
+        c->reference = xstrdup(reference);
+        c->currency  = xstrdup(currency);
         c->amount    = amount;
-        c->query_url =
-            c->reference ? gw_query_url(gw->base_url, reference) : NULL;
-        if (!c->reference || !c->query_url || (currency && !c->currency)) {
-                snprintf(errstr, errstr_size, "out of memory");
-                gw_call_free(c);
-                return -ENOMEM;
-        }
+        c->query_url = gw_query_url(gw->base_url, reference);
         c->next_post = false;
         c->state     = CALL_WAITING;
         c->due_ms    = c->started_ms;

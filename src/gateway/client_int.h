@@ -134,7 +134,7 @@ void gw_attempt_done(struct gw_call *c, enum gw_transport transport,
 int gw_easy_setup(struct gw_call *c) __attribute__((warn_unused_result));
 
 /* The headers of every POST of one payment (the API key among them).
- * Owned by the caller, freed with gw_slist_wipe_free(); NULL: no memory. */
+ * Owned by the caller, freed with gw_slist_wipe_free(); never NULL. */
 struct curl_slist *gw_post_headers_new(const char *auth_header,
                                        const char *provider_key);
 

@@ -11,6 +11,8 @@
  */
 #include "gateway/client_int.h"
 
+#include "util/xalloc.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,12 +199,10 @@ struct curl_slist *gw_post_headers_new(const char *auth_header,
 {
         static const char prefix[] = "Idempotency-Key: ";
         size_t klen                = strlen(provider_key);
-        char *kh                   = malloc(sizeof(prefix) + klen);
+        char *kh                   = xmalloc(sizeof(prefix) + klen);
         const char *h[5];
         struct curl_slist *l = NULL, *t;
 
-        if (!kh)
-                return NULL;
         memcpy(kh, prefix, sizeof(prefix) - 1);
         memcpy(kh + sizeof(prefix) - 1, provider_key, klen + 1);
         h[0] = "Content-Type: application/json";
@@ -212,11 +212,8 @@ struct curl_slist *gw_post_headers_new(const char *auth_header,
         h[4] = auth_header;
         for (size_t i = 0; i < 5; i++) {
                 t = curl_slist_append(l, h[i]);
-                if (!t) {
-                        gw_slist_wipe_free(l);
-                        l = NULL;
-                        break;
-                }
+                if (!t) /* curl_slist_append fails only out of memory */
+                        xalloc_die();
                 l = t;
         }
         free(kh);

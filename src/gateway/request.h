@@ -53,7 +53,7 @@ char *gw_charge_body(const struct gateway_charge_req *req, char *errstr,
 /*
  * base_url (a trailing '/' is dropped) + "/v1/charges", and the query URL
  * base_url + "/v1/charges?reference=<percent-encoded reference>". Return
- * new strings the caller frees with free(), or NULL on allocation failure.
+ * new strings the caller frees with free().
  */
 char *gw_charges_url(const char *base_url) __attribute__((warn_unused_result));
 char *gw_query_url(const char *base_url, const char *reference)

@@ -33,8 +33,8 @@ struct intent_hash_fields {
 /*
  * Writes the canonical serialization into a new buffer *out (NUL-terminated
  * for convenience; *out_len excludes the NUL). The caller owns *out and
- * frees it with free(). Returns 0, or -1 on a NULL field or out of memory
- * (*out is then NULL).
+ * frees it with free(). Returns 0, or -1 on a NULL field or a form over
+ * 1 MiB, which only unvalidated fields can reach (*out is then NULL).
  */
 int intent_hash_canonical(const struct intent_hash_fields *f, char **out,
                           size_t *out_len) __attribute__((warn_unused_result));

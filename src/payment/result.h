@@ -57,8 +57,7 @@ int payment_result_build(const struct payment_result *r, char **out,
 
 /*
  * The message key "<tenant_id>/<idempotency_key>" into a new buffer *out,
- * owned by the caller (free()). Returns 0, or -1 on NULL input or out of
- * memory.
+ * owned by the caller (free()). Returns 0, or -1 on NULL input.
  */
 int payment_result_key(const char *tenant_id, const char *idempotency_key,
                        char **out, size_t *out_len)

@@ -16,6 +16,7 @@
 #include "pipeline/pipeline_int.h"
 #include "util/failpoint.h"
 #include "util/timeutil.h"
+#include "util/xalloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,9 +42,7 @@ static void hook_assigned(void *opaque, const int32_t *parts, int n)
                 int32_t p = parts[i];
                 if (p >= pl->n_gens) {
                         uint32_t *g =
-                            realloc(pl->gens, (size_t)(p + 1) * sizeof(*g));
-                        if (!g)
-                                abort();
+                            xrealloc(pl->gens, (size_t)(p + 1) * sizeof(*g));
                         memset(g + pl->n_gens, 0,
                                (size_t)(p + 1 - pl->n_gens) * sizeof(*g));
                         pl->gens   = g;
@@ -161,13 +160,9 @@ static int connect_all(struct pipeline *pl, char *errstr, size_t errstr_size)
 struct pipeline *pipeline_new(const struct pipeline_opts *o, char *errstr,
                               size_t errstr_size)
 {
-        struct pipeline *pl = calloc(1, sizeof(*pl));
+        struct pipeline *pl = xcalloc(1, sizeof(*pl));
         struct log_ctx lc   = LOG_CTX_INIT;
 
-        if (!pl) {
-                snprintf(errstr, errstr_size, "out of memory");
-                return NULL;
-        }
         if (o->pk_secret_len == 0) {
                 snprintf(errstr, errstr_size,
                          "provider_key.secret is required: provider "

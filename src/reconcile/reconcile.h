@@ -74,7 +74,7 @@ struct reconcile_stats {
  * reconciler (owned by the caller: reconcile_destroy), or NULL with the
  * reason in errstr and errno EINVAL when the options are wrong (the
  * timing, the gateway client's options: a configuration error), else
- * another errno (no database connection, out of memory).
+ * another errno (no database connection).
  */
 struct reconciler *reconcile_new(const struct reconcile_opts *o, char *errstr,
                                  size_t errstr_size)

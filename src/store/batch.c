@@ -10,6 +10,8 @@
  */
 #include "store/store_int.h"
 
+#include "util/xalloc.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,20 +84,15 @@ static bool same_key(const struct batch_key *x, const struct batch_key *y)
 }
 
 /* b->sent: the items to send, in their order (see store_batch_def). */
-static int batch_order(struct store_batch *b, const struct store_batch_def *def,
-                       void *items, size_t n, char *errstr, size_t errstr_size)
+static void batch_order(struct store_batch *b,
+                        const struct store_batch_def *def, void *items,
+                        size_t n)
 {
-        struct batch_key *v = malloc(n * sizeof(*v));
-        bool *dup           = calloc(n, sizeof(*dup));
+        struct batch_key *v = xmalloc(n * sizeof(*v));
+        bool *dup           = xcalloc(n, sizeof(*dup));
 
         b->nsent = 0;
-        b->sent  = malloc(n * sizeof(*b->sent));
-        if (!v || !dup || !b->sent) {
-                free(v);
-                free(dup);
-                snprintf(errstr, errstr_size, "%s: out of memory", def->what);
-                return STORE_ERR;
-        }
+        b->sent  = xmalloc(n * sizeof(*b->sent));
         for (size_t i = 0; i < n; i++) {
                 def->key(items, i, v[i].k);
                 v[i].idx = i;
@@ -114,7 +111,6 @@ static int batch_order(struct store_batch *b, const struct store_batch_def *def,
         }
         free(v);
         free(dup);
-        return STORE_OK;
 }
 
 PGresult *store_batch_exec(struct store *st, struct store_batch *b, int nfields,
@@ -126,7 +122,7 @@ PGresult *store_batch_exec(struct store *st, struct store_batch *b, int nfields,
                         snprintf(errstr, errstr_size, "%s: %s", b->what,
                                  b->arr[a].b.err == EMSGSIZE
                                      ? "batch too large for one statement"
-                                     : "out of memory");
+                                     : "an array parameter cannot be built");
                         *rc = STORE_ERR;
                         return NULL;
                 }
@@ -175,11 +171,8 @@ int store_batch_run(struct store *st, const struct store_batch_def *def,
         if (rc != STORE_OK || n == 0)
                 goto done;
         b.nsent = n; /* sent == NULL: every item, in batch order */
-        if (def->key) {
-                rc = batch_order(&b, def, items, n, errstr, errstr_size);
-                if (rc != STORE_OK)
-                        goto done;
-        }
+        if (def->key)
+                batch_order(&b, def, items, n);
         rc = STORE_ERR;
         if (!def->fill(&b, items, arg, errstr, errstr_size))
                 goto done;

@@ -126,13 +126,13 @@ static void outcome_clear(struct store_outcome *o)
 /* Reads a stored outcome from columns col (status), col+1 (provider
  * charge id), col+2 (error code), col+3 (message), col+4 (result JSON). */
 static void outcome_read(const PGresult *res, int r, int col,
-                         struct store_outcome *o, bool *oom)
+                         struct store_outcome *o)
 {
         store_copy_field(res, r, col, o->status, sizeof(o->status));
-        o->provider_charge_id = store_strdup_field(res, r, col + 1, oom);
-        o->error_code         = store_strdup_field(res, r, col + 2, oom);
-        o->error_message      = store_strdup_field(res, r, col + 3, oom);
-        o->result_json        = store_strdup_field(res, r, col + 4, oom);
+        o->provider_charge_id = store_strdup_field(res, r, col + 1);
+        o->error_code         = store_strdup_field(res, r, col + 2);
+        o->error_message      = store_strdup_field(res, r, col + 3);
+        o->result_json        = store_strdup_field(res, r, col + 4);
 }
 
 void claim_item_clear(struct claim_item *it)
@@ -152,7 +152,6 @@ struct claim_args {
         const unsigned char *pk_secret;
         size_t pk_secret_len;
         char num[2][24]; /* $16, $17 */
-        bool oom;        /* a stored outcome could not be copied */
 };
 
 /* Clears the out part; are the in fields there? */
@@ -247,15 +246,15 @@ static void claim_read_row(void *items, size_t i, const PGresult *res, int r,
                            void *arg)
 {
         struct claim_item *it = (struct claim_item *)items + i;
-        struct claim_args *a  = arg;
 
+        (void)arg;
         it->outcome = parse_outcome(PQgetvalue(res, r, 1));
         switch (it->outcome) {
         case CLAIM_NEW:
                 it->lease_epoch = store_i64_field(res, r, 3);
                 break;
         case CLAIM_REPLAY:
-                outcome_read(res, r, 4, &it->stored, &a->oom);
+                outcome_read(res, r, 4, &it->stored);
                 break;
         case CLAIM_IN_PROGRESS:
         case CLAIM_CONFLICT:
@@ -307,15 +306,6 @@ int store_claim_batch(struct store *st, struct claim_item *items, size_t n,
                 for (size_t i = 0; i < n; i++)
                         claim_item_clear(&items[i]);
                 return rc;
-        }
-        if (a.oom) {
-                /* The claim committed; only the copies of a replay's stored
-                 * outcome are missing. The caller must not drop the batch:
-                 * say so plainly. */
-                snprintf(errstr, errstr_size,
-                         "claim: committed, but out of memory reading the "
-                         "stored outcomes");
-                return STORE_ERR;
         }
         return STORE_OK;
 }
@@ -372,19 +362,20 @@ static bool probe_fill(struct store_batch *b, void *items, void *arg,
         return true;
 }
 
-/* Reads one row of the probe's result into its item; arg: bool oom. */
+/* Reads one row of the probe's result into its item; arg unused. */
 static void probe_read_row(void *items, size_t i, const PGresult *res, int r,
                            void *arg)
 {
         struct probe_item *it = (struct probe_item *)items + i;
         const char *o         = PQgetvalue(res, r, 1);
 
+        (void)arg;
         if (strcmp(o, "none") == 0)
                 return;
         it->outcome = strcmp(o, "final") == 0 ? PROBE_FINAL : PROBE_PROCESSING;
         store_copy_field(res, r, 2, it->payment_id, sizeof(it->payment_id));
         if (it->outcome == PROBE_FINAL)
-                outcome_read(res, r, 3, &it->stored, arg);
+                outcome_read(res, r, 3, &it->stored);
 }
 
 static const struct store_batch_def probe_def = {
@@ -403,14 +394,9 @@ static const struct store_batch_def probe_def = {
 int store_probe_batch(struct store *st, struct probe_item *items, size_t n,
                       char *errstr, size_t errstr_size)
 {
-        bool oom = false;
-        int rc   = store_batch_run(st, &probe_def, items, n, &oom, errstr,
-                                   errstr_size);
+        int rc = store_batch_run(st, &probe_def, items, n, NULL, errstr,
+                                 errstr_size);
 
-        if (rc == STORE_OK && oom) {
-                snprintf(errstr, errstr_size, "probe: out of memory");
-                rc = STORE_ERR;
-        }
         if (rc != STORE_OK)
                 for (size_t i = 0; i < n; i++)
                         probe_item_clear(&items[i]);

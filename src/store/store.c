@@ -18,6 +18,7 @@
 
 #include "util/log.h"
 #include "util/timeutil.h"
+#include "util/xalloc.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -32,13 +33,9 @@
 struct store *store_connect(const char *conninfo, char *errstr,
                             size_t errstr_size)
 {
-        struct store *st = calloc(1, sizeof(*st));
+        struct store *st = xcalloc(1, sizeof(*st));
         PGresult *res    = NULL;
 
-        if (!st) {
-                snprintf(errstr, errstr_size, "out of memory");
-                return NULL;
-        }
         st->key_retention_ms = STORE_DEFAULT_RETENTION_MS;
         st->rand_state =
             (unsigned int)time_mono_us() ^ (unsigned int)(uintptr_t)st;
@@ -346,28 +343,18 @@ const char *pgarr_finish(struct pgarr *a)
         return buf_failed(&a->b) ? NULL : a->b.data;
 }
 
-void *store_rows_calloc(const PGresult *res, size_t size, bool *oom)
+void *store_rows_calloc(const PGresult *res, size_t size)
 {
-        void *p;
-
         if (PQntuples(res) <= 0)
                 return NULL;
-        p = calloc((size_t)PQntuples(res), size);
-        if (!p)
-                *oom = true;
-        return p;
+        return xcalloc((size_t)PQntuples(res), size);
 }
 
-char *store_strdup_field(const PGresult *res, int row, int col, bool *oom)
+char *store_strdup_field(const PGresult *res, int row, int col)
 {
-        char *s;
-
         if (PQgetisnull(res, row, col))
                 return NULL;
-        s = strdup(PQgetvalue(res, row, col));
-        if (!s)
-                *oom = true;
-        return s;
+        return xstrdup(PQgetvalue(res, row, col));
 }
 
 void store_copy_field(const PGresult *res, int row, int col, char *out,

@@ -64,9 +64,8 @@ PGresult *store_exec(struct store *st, const struct store_stmt *stmt,
 
 /*
  * pgarr: a PostgreSQL array literal in text form ({"a","b",NULL}) built
- * element by element in a util/buf. A failure (out of memory, or the
- * literal over the 1 GiB PostgreSQL takes) is remembered and reported by
- * pgarr_finish.
+ * element by element in a util/buf. A failure (the literal over the
+ * 1 GiB PostgreSQL takes) is remembered and reported by pgarr_finish.
  */
 struct pgarr {
         struct buf b; /* owned; pgarr_free */
@@ -83,7 +82,8 @@ void pgarr_i64_or_null(struct pgarr *a, int64_t v);
 void pgarr_bool(struct pgarr *a, bool v);
 /* Lower-case hex of in[0..len) as a text element. */
 void pgarr_hex(struct pgarr *a, const unsigned char *in, size_t len);
-/* Closes the literal. Returns it (owned by a), or NULL if out of memory. */
+/* Closes the literal. Returns it (owned by a), or NULL if it grew too
+ * large. */
 const char *pgarr_finish(struct pgarr *a);
 
 /*
@@ -181,12 +181,11 @@ PGresult *store_batch_exec(struct store *st, struct store_batch *b, int nfields,
 void store_batch_free(struct store_batch *b);
 
 /* Zeroed room for one element of `size` bytes per row of res (owned by
- * the caller: free); NULL for no rows, or on OOM, which sets *oom. */
-void *store_rows_calloc(const PGresult *res, size_t size, bool *oom);
+ * the caller: free); NULL for no rows. */
+void *store_rows_calloc(const PGresult *res, size_t size);
 
-/* Strings from a result: a malloc'd copy (NULL for SQL NULL, or on OOM,
- * which sets *oom). */
-char *store_strdup_field(const PGresult *res, int row, int col, bool *oom);
+/* Strings from a result: a malloc'd copy (NULL for SQL NULL). */
+char *store_strdup_field(const PGresult *res, int row, int col);
 /* Copies a field into a fixed buffer, truncating; "" for SQL NULL. */
 void store_copy_field(const PGresult *res, int row, int col, char *out,
                       size_t outsz);

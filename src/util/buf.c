@@ -133,9 +133,9 @@ char *buf_detach(struct buf *b, size_t *len)
                 return NULL;
         }
         if (!p)
-                p = calloc(1, 1);
+                p = xcalloc(1, 1);
         buf_init(b, b->max);
-        if (p && len)
+        if (len)
                 *len = n;
         return p;
 }

@@ -72,8 +72,7 @@ const char *buf_str(const struct buf *b);
  * Hands the content over: returns data (NUL-terminated, owned by the
  * caller: free()) and its length in *len (may be NULL; 0 with NULL), and
  * leaves b empty as after buf_init with the same max. A failed buffer is
- * freed and NULL returned; NULL also when an empty buffer's "" cannot be
- * allocated.
+ * freed and NULL returned (the only NULL: an empty buffer gives "").
  */
 char *buf_detach(struct buf *b, size_t *len)
     __attribute__((warn_unused_result));

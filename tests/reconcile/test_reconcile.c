@@ -1041,7 +1041,7 @@ static void threaded(void)
         for (int i = 0; xs[i]; i++)
                 SC_CHECK(config_set_arg(cfg, xs[i], err, sizeof(err)) == 0,
                          "%s", err);
-        SC_CHECK(cmd_opts_fill(&o, cfg, err, sizeof(err)) == 0, "%s", err);
+        cmd_opts_fill(&o, cfg);
         r = reconcile_new(&o.reconcile, err, sizeof(err));
         SC_CHECK(r, "reconcile_new: %s", err);
         t = cmd_engine_start("reconciler", run_reconciler, r, err, sizeof(err));
