@@ -70,10 +70,12 @@ static int consume_start(struct consume *c, const struct cmd_opts *o,
 
 static void consume_stop(struct consume *c, const atomic_int *sig)
 {
+        /* the exit status is the pipeline's; the relay and the
+         * reconciler log their own fatal errors */
         pipeline_destroy(c->pl);
-        (void)cmd_engine_stop(c->rec_t, sig);
+        CO_IGNORE(cmd_engine_stop(c->rec_t, sig));
         reconcile_destroy(c->rec);
-        (void)cmd_engine_stop(c->relay_t, sig);
+        CO_IGNORE(cmd_engine_stop(c->relay_t, sig));
         relay_destroy(c->relay);
 }
 

@@ -22,6 +22,7 @@
 
 #include "gateway/client.h"
 #include "util/buf.h"
+#include "util/compiler.h"
 #include "util/log.h"
 
 #include <curl/curl.h>
@@ -131,7 +132,7 @@ void gw_attempt_done(struct gw_call *c, enum gw_transport transport,
 
 /* Makes c->easy for c's next attempt (POST or GET). 0 or a negative
  * errno; on error c->easy is left NULL. */
-int gw_easy_setup(struct gw_call *c) __attribute__((warn_unused_result));
+int gw_easy_setup(struct gw_call *c) CO_MUST_CHECK;
 
 /* The headers of every POST of one payment (the API key among them).
  * Owned by the caller, freed with gw_slist_wipe_free(); never NULL. */

@@ -100,8 +100,10 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                 for (int i = 0; i < n; i++)
                         unhold(kc, ps[i]);
                 kc->hooks.revoking(kc->hooks.opaque, ps, n, lost);
+                /* a failed commit is logged; what it missed is
+                 * redelivered to the next owner, which dedupes */
                 if (!lost)
-                        (void)kconsumer_commit(kc);
+                        CO_IGNORE(kconsumer_commit(kc));
                 if (coop) {
                         rd_kafka_error_t *e =
                             rd_kafka_incremental_unassign(rk, parts);

@@ -13,6 +13,8 @@
 #ifndef CO_PAYMENT_RETRY_H
 #define CO_PAYMENT_RETRY_H
 
+#include "util/compiler.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -63,7 +65,7 @@ typedef uint64_t(retry_rand_fn)(void *opaque);
  * base, cap below base, attempts < 1, deadline <= 0).
  */
 bool retry_policy_valid(const struct retry_policy *p, char *errstr,
-                        size_t errstr_size) __attribute__((warn_unused_result));
+                        size_t errstr_size) CO_MUST_CHECK;
 
 /*
  * The backoff before retry number `attempt` (attempt >= 1 attempts made):

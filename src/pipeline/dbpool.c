@@ -186,10 +186,11 @@ static void *worker_main(void *arg)
                         sleep_ms(backoff);
                         backoff = backoff * 2 > 5000 ? 5000 : backoff * 2;
                 }
+                /* after the commit: only kill and delay mean anything */
                 if (j->rc == STORE_OK && j->kind == DBJOB_CLAIM)
-                        (void)FAILPOINT("claim.after_commit");
+                        CO_IGNORE(FAILPOINT("claim.after_commit"));
                 if (j->rc == STORE_OK && j->kind == DBJOB_SETTLE)
-                        (void)FAILPOINT("settle.after_commit");
+                        CO_IGNORE(FAILPOINT("settle.after_commit"));
                 j->t_done_us = time_mono_us();
                 j->next      = NULL;
                 pthread_mutex_lock(&p->lock);

@@ -198,7 +198,7 @@ static void act_waits(struct reconciler *r, struct reconcile_item **v, size_t n)
                          gw_outcome_name(it->outcome), it->v.reason,
                          (long long)d);
                 /* on failure the lease runs out at its old time anyway */
-                (void)reconcile_lease_renew(r, &v[i], 1, d);
+                CO_IGNORE(reconcile_lease_renew(r, &v[i], 1, d));
         }
 }
 

@@ -235,7 +235,9 @@ static void renew_at_gateway(struct reconciler *r)
                         v[n++]              = it;
                 }
         }
-        (void)reconcile_lease_renew(r, v, n, r->o.lease_ms);
+        /* a failure is logged and counted; a lease not renewed runs out
+         * and the payment is taken over again */
+        CO_IGNORE(reconcile_lease_renew(r, v, n, r->o.lease_ms));
         free(v);
 }
 

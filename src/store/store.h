@@ -21,6 +21,7 @@
 #define CO_STORE_STORE_H
 
 #include "payment/provider_key.h"
+#include "util/compiler.h"
 #include "util/crypto.h"
 #include "util/uuid.h"
 
@@ -63,8 +64,7 @@ struct store;
  * with the reason in errstr.
  */
 struct store *store_connect(const char *conninfo, char *errstr,
-                            size_t errstr_size)
-    __attribute__((warn_unused_result));
+                            size_t errstr_size) CO_MUST_CHECK;
 /* Closes the connection and frees st. NULL is ignored. */
 void store_destroy(struct store *st);
 
@@ -174,8 +174,7 @@ void claim_item_clear(struct claim_item *it);
 int store_claim_batch(struct store *st, struct claim_item *items, size_t n,
                       const char *owner, int64_t lease_ms,
                       const unsigned char *pk_secret, size_t pk_secret_len,
-                      char *errstr, size_t errstr_size)
-    __attribute__((warn_unused_result));
+                      char *errstr, size_t errstr_size) CO_MUST_CHECK;
 
 /* ------------------------------------------------------------------ */
 /* Settle: the second transaction of the consumer.                     */
@@ -232,8 +231,7 @@ struct settle_item {
  * Returns STORE_OK (see each item's outcome), STORE_ERR or STORE_ERR_CONN.
  */
 int store_settle_batch(struct store *st, struct settle_item *items, size_t n,
-                       char *errstr, size_t errstr_size)
-    __attribute__((warn_unused_result));
+                       char *errstr, size_t errstr_size) CO_MUST_CHECK;
 
 /* ------------------------------------------------------------------ */
 /* Results that need no payment of their own.                          */
@@ -270,8 +268,7 @@ struct outbox_item {
  * STORE_ERR_CONN.
  */
 int store_outbox_batch(struct store *st, struct outbox_item *items, size_t n,
-                       char *errstr, size_t errstr_size)
-    __attribute__((warn_unused_result));
+                       char *errstr, size_t errstr_size) CO_MUST_CHECK;
 
 /* ------------------------------------------------------------------ */
 /* Probe: what a rejected copy of an intent may still be answered with.  */
@@ -304,8 +301,7 @@ void probe_item_clear(struct probe_item *it);
  * STORE_OK, STORE_ERR, STORE_ERR_CONN or STORE_ERR_DATA.
  */
 int store_probe_batch(struct store *st, struct probe_item *items, size_t n,
-                      char *errstr, size_t errstr_size)
-    __attribute__((warn_unused_result));
+                      char *errstr, size_t errstr_size) CO_MUST_CHECK;
 
 /* ------------------------------------------------------------------ */
 /* Leases.                                                             */
@@ -323,7 +319,7 @@ struct lease_item {
  */
 int store_lease_renew(struct store *st, struct lease_item *items, size_t n,
                       const char *owner, int64_t lease_ms, char *errstr,
-                      size_t errstr_size) __attribute__((warn_unused_result));
+                      size_t errstr_size) CO_MUST_CHECK;
 
 /* A processing payment taken over by the reconciler. */
 struct store_payment {
@@ -357,8 +353,7 @@ void store_payments_free(struct store_payment *p, size_t n);
 int store_takeover_expired(struct store *st, const char *owner,
                            int64_t lease_ms, size_t max,
                            struct store_payment **out, size_t *n_out,
-                           char *errstr, size_t errstr_size)
-    __attribute__((warn_unused_result));
+                           char *errstr, size_t errstr_size) CO_MUST_CHECK;
 
 /*
  * Takes over one payment by compare-and-swap on its epoch: only if it is
@@ -369,7 +364,7 @@ int store_takeover_expired(struct store *st, const char *owner,
 int store_takeover_one(struct store *st, const char *payment_id,
                        int64_t expected_epoch, const char *owner,
                        int64_t lease_ms, int64_t *new_epoch, char *errstr,
-                       size_t errstr_size) __attribute__((warn_unused_result));
+                       size_t errstr_size) CO_MUST_CHECK;
 
 /* ------------------------------------------------------------------ */
 /* Invariants.                                                         */
@@ -390,7 +385,7 @@ void store_violations_free(struct store_violation *v, size_t n);
  * store_violations_free) gets the rows, *n_out their number (0: healthy).
  */
 int store_invariant_violations(struct store *st, struct store_violation **out,
-                               size_t *n_out, char *errstr, size_t errstr_size)
-    __attribute__((warn_unused_result));
+                               size_t *n_out, char *errstr,
+                               size_t errstr_size) CO_MUST_CHECK;
 
 #endif

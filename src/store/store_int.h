@@ -11,6 +11,7 @@
 
 #include "store/store.h"
 #include "util/buf.h"
+#include "util/compiler.h"
 
 #include <libpq-fe.h>
 
@@ -60,7 +61,7 @@ PGconn *store_pgconn(struct store *st);
  */
 PGresult *store_exec(struct store *st, const struct store_stmt *stmt,
                      const char *const *values, int *rc, char *errstr,
-                     size_t errstr_size) __attribute__((warn_unused_result));
+                     size_t errstr_size) CO_MUST_CHECK;
 
 /*
  * pgarr: a PostgreSQL array literal in text form ({"a","b",NULL}) built
@@ -84,7 +85,7 @@ void pgarr_bool(struct pgarr *a, bool v);
 void pgarr_hex(struct pgarr *a, const unsigned char *in, size_t len);
 /* Closes the literal. Returns it (owned by a), or NULL if it grew too
  * large. */
-const char *pgarr_finish(struct pgarr *a);
+const char *pgarr_finish(struct pgarr *a) CO_MUST_CHECK;
 
 /*
  * store_batch: the shape every batch statement of the store shares.
@@ -165,7 +166,7 @@ struct store_batch_def {
  */
 int store_batch_run(struct store *st, const struct store_batch_def *def,
                     void *items, size_t n, void *arg, char *errstr,
-                    size_t errstr_size) __attribute__((warn_unused_result));
+                    size_t errstr_size) CO_MUST_CHECK;
 
 /*
  * The parts of store_batch_run, for a batch of another shape (evidence:
@@ -176,8 +177,8 @@ int store_batch_run(struct store *st, const struct store_batch_def *def,
 void store_batch_init(struct store_batch *b, const struct store_stmt *stmt,
                       int narrays, const char *what);
 PGresult *store_batch_exec(struct store *st, struct store_batch *b, int nfields,
-                           int *rc, char *errstr, size_t errstr_size)
-    __attribute__((warn_unused_result));
+                           int *rc, char *errstr,
+                           size_t errstr_size) CO_MUST_CHECK;
 void store_batch_free(struct store_batch *b);
 
 /* Zeroed room for one element of `size` bytes per row of res (owned by

@@ -1,7 +1,8 @@
 /*
  * buf: the growable byte buffer (see buf.h). Capacity doubles from
  * BUF_MIN_CAP and never goes beyond max + 1 (the content and its NUL).
- * Never writes past cap, never grows past max, never aborts.
+ * Never writes past cap, never grows past max; out of memory ends the
+ * process (util/xalloc.h), nothing else does.
  */
 #include "util/buf.h"
 #include "util/xalloc.h"
