@@ -90,7 +90,7 @@ static bool opts_check(const struct gateway_opts *o, char *errstr,
                 return false;
         }
         /* what is left: the policy's own rules (cap >= base) */
-        return retry_policy_valid(&o->retry, errstr, errstr_size);
+        return payment_retry_policy_valid(&o->retry, errstr, errstr_size);
 }
 
 /* ---- the client ---- */
@@ -102,10 +102,10 @@ static void client_free(struct gateway *gw)
                 return;
         if (gw->multi)
                 curl_multi_cleanup(gw->multi);
-        gw_slist_wipe_free(gw->get_headers);
+        gateway_slist_wipe_free(gw->get_headers);
         free(gw->charges_url);
         free(gw->ca_file);
-        gw_wipe_free(gw->auth_header);
+        gateway_wipe_free(gw->auth_header);
         free(gw->base_url);
         free(gw);
 }
@@ -132,7 +132,7 @@ static bool client_setup(struct gateway *gw, const struct gateway_opts *o,
         gw->opts.base_url = gw->base_url;
         gw->opts.api_key  = NULL; /* only auth_header holds it */
         gw->opts.ca_file  = gw->ca_file;
-        gw->charges_url   = gw_charges_url(gw->base_url);
+        gw->charges_url   = gateway_charges_url(gw->base_url);
         /* curl_slist_append's only failure is out of memory */
         gw->get_headers = curl_slist_append(NULL, "Accept: application/json");
         if (!gw->get_headers ||
@@ -203,7 +203,7 @@ static int64_t start_due(struct gateway *gw, int64_t max_wait_ms)
         int64_t wait      = max_wait_ms;
         int started       = 0;
 
-        /* gw_attempt_start() may push a failed start back to the tail: the
+        /* gateway_attempt_start() may push a failed start back to the tail: the
          * pass stops at the tail it saw, and GW_START_MAX bounds it */
         struct gw_call *last = gw->waiting.tail;
 
@@ -212,7 +212,7 @@ static int64_t start_due(struct gateway *gw, int64_t max_wait_ms)
 
                 next = c->next;
                 if (c->due_ms <= now) {
-                        gw_attempt_start(c);
+                        gateway_attempt_start(c);
                         started++;
                 } else if (c->due_ms - now < wait) {
                         wait = c->due_ms - now;
@@ -236,7 +236,7 @@ static int run_callbacks(struct gateway *gw)
                 next = c->next;
                 gw->in_flight--;
                 c->cb(c->opaque, &c->res);
-                gw_call_free(c);
+                gateway_call_free(c);
                 n++;
         }
         return n;
@@ -259,12 +259,12 @@ int gateway_poll(struct gateway *gw, int timeout_ms)
         mc = curl_multi_poll(gw->multi, NULL, 0, (int)wait, NULL);
         if (mc == CURLM_OK)
                 mc = curl_multi_perform(gw->multi, &running);
-        gw_collect_finished(gw);
+        gateway_collect_finished(gw);
         /* retries due now (delay 0) go out in this round */
         (void)start_due(gw, 0);
         if (mc == CURLM_OK)
                 mc = curl_multi_perform(gw->multi, &running);
-        gw_collect_finished(gw);
+        gateway_collect_finished(gw);
         n           = run_callbacks(gw); /* still in_poll: no nesting */
         gw->in_poll = false;
         if (mc != CURLM_OK) {
@@ -290,12 +290,12 @@ void gateway_destroy(struct gateway *gw)
         gw->destroying = true;
         while ((c = gw->active.head) != NULL) {
                 curl_multi_remove_handle(gw->multi, c->easy);
-                gw_call_finish(c, GW_UNKNOWN,
-                               "client destroyed before an answer");
+                gateway_call_finish(c, GW_UNKNOWN,
+                                    "client destroyed before an answer");
         }
         while ((c = gw->waiting.head) != NULL)
-                gw_call_finish(c, GW_UNKNOWN,
-                               "client destroyed before an answer");
+                gateway_call_finish(c, GW_UNKNOWN,
+                                    "client destroyed before an answer");
         (void)run_callbacks(gw);
         client_free(gw);
         /* balances gateway_new(); libcurl counts (7.84+: thread-safe) */
@@ -320,8 +320,9 @@ int gateway_evidence_json(const struct gateway_result *res, char *out,
                              "\"replayed\":%s,\"at_ms\":%lld,"
                              "\"duration_ms\":%lld}",
                              i ? "," : "", a->post ? "POST" : "GET",
-                             a->http_status, gw_transport_name(a->transport),
-                             gw_outcome_name(a->outcome),
+                             a->http_status,
+                             gateway_transport_name(a->transport),
+                             gateway_outcome_name(a->outcome),
                              a->replayed ? "true" : "false",
                              (long long)a->at_ms, (long long)a->duration_ms);
                 if (n < 0 || (size_t)n >= outsz - o)

@@ -15,8 +15,8 @@
 
 #define GW_AMOUNT_MAX ((int64_t)9007199254740991LL) /* 2^53 - 1 */
 
-char *gw_charge_body(const struct gateway_charge_req *req, char *errstr,
-                     size_t errstr_size)
+char *gateway_charge_body(const struct gateway_charge_req *req, char *errstr,
+                          size_t errstr_size)
 {
         json_t *j  = NULL;
         char *body = NULL;
@@ -69,7 +69,7 @@ static size_t base_len(const char *base_url)
         return n;
 }
 
-char *gw_charges_url(const char *base_url)
+char *gateway_charges_url(const char *base_url)
 {
         size_t n  = base_len(base_url);
         char *url = xmalloc(n + sizeof("/v1/charges"));
@@ -86,7 +86,7 @@ static bool unreserved(unsigned char c)
                c == '~';
 }
 
-char *gw_query_url(const char *base_url, const char *reference)
+char *gateway_query_url(const char *base_url, const char *reference)
 {
         static const char hex[]  = "0123456789ABCDEF";
         static const char path[] = "/v1/charges?reference=";
@@ -111,7 +111,7 @@ char *gw_query_url(const char *base_url, const char *reference)
         return url;
 }
 
-bool gw_key_valid(const char *key)
+bool gateway_key_valid(const char *key)
 {
         size_t n = 0;
 

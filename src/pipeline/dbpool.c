@@ -67,13 +67,13 @@ void dbjob_free(struct dbjob *j)
                 return;
         if (j->claims)
                 for (size_t i = 0; i < j->n; i++)
-                        claim_item_clear(&j->claims[i]);
+                        store_claim_item_clear(&j->claims[i]);
         if (j->leases)
                 for (size_t i = 0; i < j->n; i++)
                         free((void *)(uintptr_t)j->leases[i].payment_id);
         if (j->probes)
                 for (size_t i = 0; i < j->n; i++)
-                        probe_item_clear(&j->probes[i]);
+                        store_probe_item_clear(&j->probes[i]);
         free(j->probes);
         free(j->owners);
         free(j->claims);

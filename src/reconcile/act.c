@@ -195,7 +195,7 @@ static void act_waits(struct reconciler *r, struct reconcile_item **v, size_t n)
                 log_info(&lc,
                          "outcome still unknown (%s, %s): asking again in "
                          "%lld ms",
-                         gw_outcome_name(it->outcome), it->v.reason,
+                         gateway_outcome_name(it->outcome), it->v.reason,
                          (long long)d);
                 /* on failure the lease runs out at its old time anyway */
                 CO_IGNORE(reconcile_lease_renew(r, &v[i], 1, d));
@@ -233,7 +233,7 @@ static void evidence_of(const struct reconciler *r,
         ev->request_summary    = it->summary;
         ev->http_status        = it->http_status;
         ev->transport_error    = it->transport;
-        ev->outcome            = gw_outcome_name(it->outcome);
+        ev->outcome            = gateway_outcome_name(it->outcome);
         ev->provider_charge_id = it->charge_id[0] ? it->charge_id : NULL;
         ev->response_excerpt   = it->excerpt;
 }

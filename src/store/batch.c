@@ -25,7 +25,7 @@ void store_batch_init(struct store_batch *b, const struct store_stmt *stmt,
         b->stmt    = stmt;
         b->narrays = narrays;
         for (int a = 0; a < narrays; a++)
-                pgarr_init(&b->arr[a]);
+                store_pgarr_init(&b->arr[a]);
 }
 
 void store_batch_free(struct store_batch *b)
@@ -36,7 +36,7 @@ void store_batch_free(struct store_batch *b)
         b->sent  = NULL;
         b->nsent = 0;
         for (int a = 0; a < b->narrays; a++)
-                pgarr_free(&b->arr[a]);
+                store_pgarr_free(&b->arr[a]);
 }
 
 size_t store_batch_item(const struct store_batch *b, size_t k)
@@ -117,7 +117,7 @@ PGresult *store_batch_exec(struct store *st, struct store_batch *b, int nfields,
                            int *rc, char *errstr, size_t errstr_size)
 {
         for (int a = 0; a < b->narrays; a++) {
-                b->values[a] = pgarr_finish(&b->arr[a]);
+                b->values[a] = store_pgarr_finish(&b->arr[a]);
                 if (!b->values[a]) {
                         snprintf(errstr, errstr_size, "%s: %s", b->what,
                                  b->arr[a].b.err == EMSGSIZE

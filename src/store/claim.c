@@ -135,7 +135,7 @@ static void outcome_read(const PGresult *res, int r, int col,
         o->result_json        = store_strdup_field(res, r, col + 4);
 }
 
-void claim_item_clear(struct claim_item *it)
+void store_claim_item_clear(struct claim_item *it)
 {
         outcome_clear(&it->stored);
         it->outcome = 0;
@@ -159,7 +159,7 @@ static bool claim_prepare(void *p)
 {
         struct claim_item *it = p;
 
-        claim_item_clear(it);
+        store_claim_item_clear(it);
         return it->event_id && it->tenant_id && it->idem_key && it->order_id &&
                it->customer_id && it->currency && it->payment_method;
 }
@@ -217,20 +217,20 @@ static bool claim_fill(struct store_batch *b, void *items, void *arg,
                 }
                 payment_provider_key(a->pk_secret, a->pk_secret_len,
                                      it->payment_id, it->provider_key);
-                pgarr_text(&arr[0], it->event_id);
-                pgarr_text(&arr[1], it->tenant_id);
-                pgarr_text(&arr[2], it->idem_key);
-                pgarr_hex(&arr[3], it->request_hash, CRYPTO_SHA256_LEN);
-                pgarr_text(&arr[4], it->payment_id);
-                pgarr_text(&arr[5], it->provider_key);
-                pgarr_text(&arr[6], it->order_id);
-                pgarr_text(&arr[7], it->customer_id);
-                pgarr_i64(&arr[8], it->amount);
-                pgarr_text(&arr[9], it->currency);
-                pgarr_text(&arr[10], it->payment_method);
-                pgarr_text(&arr[11], it->topic);
-                pgarr_i64_or_null(&arr[12], it->partition);
-                pgarr_i64_or_null(&arr[13], it->offset);
+                store_pgarr_text(&arr[0], it->event_id);
+                store_pgarr_text(&arr[1], it->tenant_id);
+                store_pgarr_text(&arr[2], it->idem_key);
+                store_pgarr_hex(&arr[3], it->request_hash, CRYPTO_SHA256_LEN);
+                store_pgarr_text(&arr[4], it->payment_id);
+                store_pgarr_text(&arr[5], it->provider_key);
+                store_pgarr_text(&arr[6], it->order_id);
+                store_pgarr_text(&arr[7], it->customer_id);
+                store_pgarr_i64(&arr[8], it->amount);
+                store_pgarr_text(&arr[9], it->currency);
+                store_pgarr_text(&arr[10], it->payment_method);
+                store_pgarr_text(&arr[11], it->topic);
+                store_pgarr_i64_or_null(&arr[12], it->partition);
+                store_pgarr_i64_or_null(&arr[13], it->offset);
         }
         snprintf(a->num[0], sizeof(a->num[0]), "%lld", (long long)a->lease_ms);
         snprintf(a->num[1], sizeof(a->num[1]), "%lld",
@@ -304,7 +304,7 @@ int store_claim_batch(struct store *st, struct claim_item *items, size_t n,
 
         if (rc != STORE_OK) {
                 for (size_t i = 0; i < n; i++)
-                        claim_item_clear(&items[i]);
+                        store_claim_item_clear(&items[i]);
                 return rc;
         }
         return STORE_OK;
@@ -330,7 +330,7 @@ static const struct store_stmt probe_stmt = {
         3
 };
 
-void probe_item_clear(struct probe_item *it)
+void store_probe_item_clear(struct probe_item *it)
 {
         outcome_clear(&it->stored);
         memset(it->payment_id, 0, sizeof(it->payment_id));
@@ -341,7 +341,7 @@ static bool probe_prepare(void *p)
 {
         struct probe_item *it = p;
 
-        probe_item_clear(it);
+        store_probe_item_clear(it);
         return it->tenant_id && it->idem_key;
 }
 
@@ -355,9 +355,10 @@ static bool probe_fill(struct store_batch *b, void *items, void *arg,
                 const struct probe_item *it =
                     (const struct probe_item *)items + store_batch_item(b, k);
 
-                pgarr_text(&b->arr[0], it->tenant_id);
-                pgarr_text(&b->arr[1], it->idem_key);
-                pgarr_hex(&b->arr[2], it->request_hash, CRYPTO_SHA256_LEN);
+                store_pgarr_text(&b->arr[0], it->tenant_id);
+                store_pgarr_text(&b->arr[1], it->idem_key);
+                store_pgarr_hex(&b->arr[2], it->request_hash,
+                                CRYPTO_SHA256_LEN);
         }
         return true;
 }
@@ -399,6 +400,6 @@ int store_probe_batch(struct store *st, struct probe_item *items, size_t n,
 
         if (rc != STORE_OK)
                 for (size_t i = 0; i < n; i++)
-                        probe_item_clear(&items[i]);
+                        store_probe_item_clear(&items[i]);
         return rc;
 }

@@ -29,7 +29,7 @@ struct evidence_item {
         const char *request_summary; /* e.g. "GET /v1/charges?reference=" */
         int http_status;             /* of the last attempt; 0: none */
         const char *transport_error; /* NULL: an answer arrived */
-        const char *outcome;         /* required: gw_outcome_name() */
+        const char *outcome;         /* required: gateway_outcome_name() */
         const char *provider_charge_id; /* or NULL */
         const char *response_excerpt;   /* attempts / decision JSON, or NULL */
 };

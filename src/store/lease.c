@@ -109,8 +109,8 @@ static bool renew_fill(struct store_batch *b, void *items, void *arg,
                 const struct lease_item *it =
                     (const struct lease_item *)items + store_batch_item(b, k);
 
-                pgarr_text(&b->arr[0], it->payment_id);
-                pgarr_i64(&b->arr[1], it->lease_epoch);
+                store_pgarr_text(&b->arr[0], it->payment_id);
+                store_pgarr_i64(&b->arr[1], it->lease_epoch);
         }
         snprintf(a->ms, sizeof(a->ms), "%lld", (long long)a->lease_ms);
         b->values[2] = a->owner;

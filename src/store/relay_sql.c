@@ -105,16 +105,16 @@ static int run_number(PGconn *conn, const char *what, const char *sql,
         return STORE_OK;
 }
 
-/* The array literal "{a,b,c}" of v[0..n) into a (pgarr_free). Aborts if
+/* The array literal "{a,b,c}" of v[0..n) into a (store_pgarr_free). Aborts if
  * it cannot be built (over 1 GiB, far beyond any n given here). */
 static const char *i64_array(struct pgarr *a, const int64_t *v, size_t n)
 {
         const char *s;
 
-        pgarr_init(a);
+        store_pgarr_init(a);
         for (size_t i = 0; i < n; i++)
-                pgarr_i64(a, v[i]);
-        s = pgarr_finish(a);
+                store_pgarr_i64(a, v[i]);
+        s = store_pgarr_finish(a);
         if (!s)
                 abort();
         return s;
@@ -370,7 +370,7 @@ int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
                   "   FROM outbox o JOIN f ON f.id = o.id"
                   "  ORDER BY o.id LIMIT $4::int",
                   4, v, &rc, errstr, errstr_size);
-        pgarr_free(&shards);
+        store_pgarr_free(&shards);
         if (!res)
                 return rc;
         n = PQntuples(res);
@@ -412,7 +412,7 @@ static int update_ids(struct store_relay *sr, const char *what, const char *sql,
         v[0] = i64_array(&arr, ids, n);
         rc   = run_number(sr->work, what, sql, 1, v, true, &rows, errstr,
                           errstr_size);
-        pgarr_free(&arr);
+        store_pgarr_free(&arr);
         if (rc == STORE_OK && changed)
                 *changed = rows;
         return rc;

@@ -140,7 +140,8 @@ struct claim_item {
         int32_t partition;          /* -1: unknown */
         int64_t offset;             /* -1: unknown */
 
-        /* Out. Strings in `stored` are owned by the item: claim_item_clear. */
+        /* Out. Strings in `stored` are owned by the item:
+         * store_claim_item_clear. */
         enum claim_outcome outcome;
         char payment_id[UUID_STR_LEN]; /* NEW, IN_PROGRESS, REPLAY; else "" */
         char provider_key[STORE_PROVIDER_KEY_LEN]; /* NEW; else "" */
@@ -152,7 +153,7 @@ struct claim_item {
  * Frees the out strings of it (not the in fields) and zeroes its out part.
  * The out part must be zero (or cleared) before the item is first used.
  */
-void claim_item_clear(struct claim_item *it);
+void store_claim_item_clear(struct claim_item *it);
 
 /*
  * Claims items[0..n) in one transaction. For each item: an event id found
@@ -167,8 +168,8 @@ void claim_item_clear(struct claim_item *it);
  * taken in (tenant_id, idem_key) order. A deadlock or serialization
  * failure is retried transparently.
  *
- * Clears the out part of every item first (claim_item_clear). On any error
- * nothing was written (or, STORE_ERR_CONN, see above) and the out parts
+ * Clears the out part of every item first (store_claim_item_clear). On any
+ * error nothing was written (or, STORE_ERR_CONN, see above) and the out parts
  * are cleared. Returns STORE_OK, STORE_ERR or STORE_ERR_CONN.
  */
 int store_claim_batch(struct store *st, struct claim_item *items, size_t n,
@@ -284,14 +285,14 @@ struct probe_item {
         const char *tenant_id;
         const char *idem_key;
         unsigned char request_hash[CRYPTO_SHA256_LEN];
-        /* Out (owned; probe_item_clear). */
+        /* Out (owned; store_probe_item_clear). */
         enum probe_outcome outcome;
         char payment_id[UUID_STR_LEN];
         struct store_outcome stored;
 };
 
 /* Frees what a probe returned and clears the out part. */
-void probe_item_clear(struct probe_item *it);
+void store_probe_item_clear(struct probe_item *it);
 
 /*
  * Looks up each item's (tenant, key) and compares its request hash, in one

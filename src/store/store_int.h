@@ -66,26 +66,26 @@ PGresult *store_exec(struct store *st, const struct store_stmt *stmt,
 /*
  * pgarr: a PostgreSQL array literal in text form ({"a","b",NULL}) built
  * element by element in a util/buf. A failure (the literal over the
- * 1 GiB PostgreSQL takes) is remembered and reported by pgarr_finish.
+ * 1 GiB PostgreSQL takes) is remembered and reported by store_pgarr_finish.
  */
 struct pgarr {
-        struct buf b; /* owned; pgarr_free */
+        struct buf b; /* owned; store_pgarr_free */
         size_t n;     /* elements so far */
 };
 
-void pgarr_init(struct pgarr *a);
-void pgarr_free(struct pgarr *a);
+void store_pgarr_init(struct pgarr *a);
+void store_pgarr_free(struct pgarr *a);
 /* A text element, quoted and escaped; NULL appends a NULL element. */
-void pgarr_text(struct pgarr *a, const char *s);
-void pgarr_i64(struct pgarr *a, int64_t v);
+void store_pgarr_text(struct pgarr *a, const char *s);
+void store_pgarr_i64(struct pgarr *a, int64_t v);
 /* v, or a NULL element for a negative v (an unknown partition, offset). */
-void pgarr_i64_or_null(struct pgarr *a, int64_t v);
-void pgarr_bool(struct pgarr *a, bool v);
+void store_pgarr_i64_or_null(struct pgarr *a, int64_t v);
+void store_pgarr_bool(struct pgarr *a, bool v);
 /* Lower-case hex of in[0..len) as a text element. */
-void pgarr_hex(struct pgarr *a, const unsigned char *in, size_t len);
+void store_pgarr_hex(struct pgarr *a, const unsigned char *in, size_t len);
 /* Closes the literal. Returns it (owned by a), or NULL if it grew too
  * large. */
-const char *pgarr_finish(struct pgarr *a) CO_MUST_CHECK;
+const char *store_pgarr_finish(struct pgarr *a) CO_MUST_CHECK;
 
 /*
  * store_batch: the shape every batch statement of the store shares.
