@@ -10,6 +10,7 @@
 #include "cmd/cmd.h"
 #include "util/config.h"
 #include "util/log.h"
+#include "util/xalloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,14 +71,12 @@ int main(int argc, char **argv)
 {
         struct config *cfg      = config_new();
         const char *config_file = NULL;
-        const char **xargs      = calloc((size_t)argc + 1, sizeof(*xargs));
+        const char **xargs      = xcalloc((size_t)argc + 1, sizeof(*xargs));
         int nx = 0, i, rc = 2;
         int dump = 0;
         char err[1024];
         enum log_level lvl;
 
-        if (!xargs)
-                abort();
         for (i = 1; i < argc; i++) {
                 const char *a = argv[i];
                 if (!strcmp(a, "--help") || !strcmp(a, "-h")) {

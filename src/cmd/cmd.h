@@ -7,6 +7,8 @@
 #ifndef CO_CMD_H
 #define CO_CMD_H
 
+#include "util/compiler.h"
+
 #include <stddef.h>
 #include <stdio.h>
 
@@ -18,25 +20,23 @@ struct cmd {
         const char *summary;
 };
 
-int cmd_migrate(struct config *cfg, int argc, char **argv);
-int cmd_consume(struct config *cfg, int argc, char **argv);
-int cmd_relay(struct config *cfg, int argc, char **argv);
-int cmd_reconcile(struct config *cfg, int argc, char **argv);
-int cmd_audit(struct config *cfg, int argc, char **argv);
-int cmd_inspect(struct config *cfg, int argc, char **argv);
-int cmd_not_built(struct config *cfg, int argc, char **argv);
+int cmd_migrate(struct config *cfg, int argc, char **argv) CO_MUST_CHECK;
+int cmd_consume(struct config *cfg, int argc, char **argv) CO_MUST_CHECK;
+int cmd_relay(struct config *cfg, int argc, char **argv) CO_MUST_CHECK;
+int cmd_reconcile(struct config *cfg, int argc, char **argv) CO_MUST_CHECK;
+int cmd_audit(struct config *cfg, int argc, char **argv) CO_MUST_CHECK;
+int cmd_inspect(struct config *cfg, int argc, char **argv) CO_MUST_CHECK;
+int cmd_not_built(struct config *cfg, int argc, char **argv) CO_MUST_CHECK;
 
 /* Checks every kafka.* property of cfg with librdkafka: 0, or -1 naming
  * the bad one (main, before any subcommand). */
 int cmd_opts_check_kafka(const struct config *cfg, char *errstr,
-                         size_t errstr_size)
-    __attribute__((warn_unused_result));
+                         size_t errstr_size) CO_MUST_CHECK;
 
 /* "chargeonce VERSION (librdkafka VERSION)" and a new line, to out. */
 void cmd_print_version(FILE *out);
 
 /* Prints "chargeonce CMD: <message>" to stderr and returns 2. */
-int cmd_usage_error(const char *cmd, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+int cmd_usage_error(const char *cmd, const char *fmt, ...) CO_PRINTF(2, 3);
 
 #endif

@@ -74,10 +74,12 @@ static int consume_start(struct consume *c, const struct cmd_opts *o,
 
 static void consume_stop(struct consume *c, const atomic_int *sig)
 {
+        /* the exit status is the pipeline's; the relay and the
+         * reconciler log their own fatal errors */
         pipeline_destroy(c->pl);
-        (void)cmd_engine_stop(c->rec_t, sig);
+        CO_IGNORE(cmd_engine_stop(c->rec_t, sig));
         reconcile_destroy(c->rec);
-        (void)cmd_engine_stop(c->relay_t, sig);
+        CO_IGNORE(cmd_engine_stop(c->relay_t, sig));
         relay_destroy(c->relay);
 }
 
@@ -86,7 +88,6 @@ int cmd_consume(struct config *cfg, int argc, char **argv)
         struct consume c;
         struct cmd_opts o;
         struct log_ctx lc = LOG_CTX_INIT;
-        char err[512];
         atomic_int *sig;
         int rc;
 
@@ -105,10 +106,7 @@ int cmd_consume(struct config *cfg, int argc, char **argv)
         if (failpoint_init() < 0)
                 return 2;
         lc.component = "consume";
-        if (cmd_opts_fill(&o, cfg, err, sizeof(err)) < 0) {
-                log_error(&lc, "%s", err);
-                return 1;
-        }
+        cmd_opts_fill(&o, cfg);
         if (o.pipeline.pk_secret_len == 0) {
                 log_error(&lc, "provider_key.secret is required: provider "
                                "idempotency keys are derived from it");

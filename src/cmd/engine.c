@@ -2,6 +2,7 @@
 #include "cmd/engine.h"
 #include "flow/flow.h"
 #include "util/log.h"
+#include "util/xalloc.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -78,13 +79,9 @@ struct cmd_engine_thread *cmd_engine_start(const char *name, cmd_engine_fn run,
                                            void *engine, char *errstr,
                                            size_t errstr_size)
 {
-        struct cmd_engine_thread *t = calloc(1, sizeof(*t));
+        struct cmd_engine_thread *t = xcalloc(1, sizeof(*t));
         int e;
 
-        if (!t) {
-                snprintf(errstr, errstr_size, "%s: out of memory", name);
-                return NULL;
-        }
         t->run    = run;
         t->engine = engine;
         atomic_init(&t->stop, FLOW_RUN);

@@ -16,6 +16,8 @@
 #ifndef CO_CMD_ENGINE_H
 #define CO_CMD_ENGINE_H
 
+#include "util/compiler.h"
+
 #include <stdatomic.h>
 #include <stddef.h>
 
@@ -34,7 +36,8 @@ atomic_int *cmd_signals_install(void);
  * signal) ends the process at once with status 1, without teardown;
  * otherwise returns run()'s answer.
  */
-int cmd_engine_run(cmd_engine_fn run, void *engine, const atomic_int *signals);
+int cmd_engine_run(cmd_engine_fn run, void *engine,
+                   const atomic_int *signals) CO_MUST_CHECK;
 
 struct cmd_engine_thread;
 
@@ -42,14 +45,14 @@ struct cmd_engine_thread;
  * with a reason when the thread cannot start. */
 struct cmd_engine_thread *cmd_engine_start(const char *name, cmd_engine_fn run,
                                            void *engine, char *errstr,
-                                           size_t errstr_size)
-    __attribute__((warn_unused_result));
+                                           size_t errstr_size) CO_MUST_CHECK;
 
 /*
  * Asks the engine to drain and waits for its thread; a second signal
  * (signals reaching FLOW_EXIT) meanwhile ends the process at once.
  * Returns run()'s answer and frees t. NULL t: returns 0.
  */
-int cmd_engine_stop(struct cmd_engine_thread *t, const atomic_int *signals);
+int cmd_engine_stop(struct cmd_engine_thread *t,
+                    const atomic_int *signals) CO_MUST_CHECK;
 
 #endif

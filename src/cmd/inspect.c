@@ -13,6 +13,7 @@
 #include "store/store.h"
 #include "util/config.h"
 #include "util/log.h"
+#include "util/xalloc.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -69,9 +70,13 @@ int cmd_inspect(struct config *cfg, int argc, char **argv)
                 json_t *doc = json_loads(out, 0, &e);
                 char m[LOG_MASKED_KEY_SIZE];
                 if (doc) {
+                        json_t *mk;
+
                         log_mask_key(idem, strlen(idem), m, sizeof(m));
-                        json_object_set_new(doc, "idempotency_key_masked",
-                                            json_string(m));
+                        /* m is printable ASCII: NULL is out of memory */
+                        if (!(mk = json_string(m)))
+                                xalloc_die();
+                        json_object_set_new(doc, "idempotency_key_masked", mk);
                 }
                 if (doc) {
                         json_dumpf(doc, stdout, JSON_INDENT(2));

@@ -26,8 +26,8 @@ int cmd_migrate(struct config *cfg, int argc, char **argv)
                 return cmd_usage_error("migrate", "unexpected argument %s",
                                        argv[1]);
         }
-        if (migrate_run(config_str(cfg, "db.conninfo"), &rep, err,
-                        sizeof(err)) < 0) {
+        if (store_migrate_run(config_str(cfg, "db.conninfo"), &rep, err,
+                              sizeof(err)) < 0) {
                 log_error(&lc, "migrate failed: %s", err);
                 return 1;
         }

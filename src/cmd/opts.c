@@ -2,25 +2,23 @@
 #include "cmd/opts.h"
 #include "cmd/cmd.h"
 #include "util/config.h"
+#include "util/xalloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static int fill_kafka(struct cmd_opts *o, const struct config *cfg)
+static void fill_kafka(struct cmd_opts *o, const struct config *cfg)
 {
         size_t n = config_kafka_count(cfg);
 
-        o->kprops = calloc(n ? n : 1, sizeof(*o->kprops));
-        if (!o->kprops)
-                return -1;
+        o->kprops = xcalloc(n ? n : 1, sizeof(*o->kprops));
         for (size_t i = 0; i < n; i++)
                 config_kafka_get(cfg, i, &o->kprops[i].name,
                                  &o->kprops[i].value);
         o->kafka.props   = o->kprops;
         o->kafka.n_props = n;
-        return 0;
 }
 
 static void fill_owner(struct cmd_opts *o, const struct settings *st)
@@ -126,22 +124,17 @@ static void fill_reconcile(struct cmd_opts *o, const struct settings *st)
         o->reconcile_enabled = st->reconcile_enabled;
 }
 
-int cmd_opts_fill(struct cmd_opts *o, const struct config *cfg, char *errstr,
-                  size_t errstr_size)
+void cmd_opts_fill(struct cmd_opts *o, const struct config *cfg)
 {
         const struct settings *st = config_settings(cfg);
 
         memset(o, 0, sizeof(*o));
-        if (fill_kafka(o, cfg) < 0) {
-                snprintf(errstr, errstr_size, "out of memory");
-                return -1;
-        }
+        fill_kafka(o, cfg);
         fill_owner(o, st);
         fill_gateway(&o->gateway, st);
         fill_pipeline(o, st);
         fill_relay(o, st);
         fill_reconcile(o, st);
-        return 0;
 }
 
 void cmd_opts_free(struct cmd_opts *o)
@@ -157,10 +150,7 @@ int cmd_opts_check_kafka(const struct config *cfg, char *errstr,
         int rc;
 
         memset(&o, 0, sizeof(o));
-        if (fill_kafka(&o, cfg) < 0) {
-                snprintf(errstr, errstr_size, "out of memory");
-                return -1;
-        }
+        fill_kafka(&o, cfg);
         rc = kconf_check(&o.kafka, errstr, errstr_size);
         cmd_opts_free(&o);
         return rc;

@@ -31,10 +31,9 @@ struct cmd_opts {
         bool relay_enabled, reconcile_enabled;
 };
 
-/* Fills o from cfg: 0, or -1 with the reason (out of memory). Free with
+/* Fills o from cfg (every value was checked when set). Free with
  * cmd_opts_free(). */
-int cmd_opts_fill(struct cmd_opts *o, const struct config *cfg, char *errstr,
-                  size_t errstr_size) __attribute__((warn_unused_result));
+void cmd_opts_fill(struct cmd_opts *o, const struct config *cfg);
 void cmd_opts_free(struct cmd_opts *o);
 
 #endif

@@ -50,7 +50,6 @@ static int reconcile_until_stopped(const struct reconcile_opts *o)
 int cmd_reconcile(struct config *cfg, int argc, char **argv)
 {
         struct cmd_opts o;
-        char err[256];
         int rc;
 
         if (argc > 1) {
@@ -68,10 +67,7 @@ int cmd_reconcile(struct config *cfg, int argc, char **argv)
                 return cmd_usage_error("reconcile", "unexpected argument %s",
                                        argv[1]);
         }
-        if (cmd_opts_fill(&o, cfg, err, sizeof(err)) < 0) {
-                fprintf(stderr, "chargeonce reconcile: %s\n", err);
-                return 1;
-        }
+        cmd_opts_fill(&o, cfg);
         rc = reconcile_until_stopped(&o.reconcile);
         cmd_opts_free(&o);
         return rc;

@@ -204,13 +204,9 @@ static int relay_args(const struct relay_opts *o, int argc, char **argv)
 int cmd_relay(struct config *cfg, int argc, char **argv)
 {
         struct cmd_opts o;
-        char err[256];
         int rc;
 
-        if (cmd_opts_fill(&o, cfg, err, sizeof(err)) < 0) {
-                fprintf(stderr, "chargeonce relay: %s\n", err);
-                return 1;
-        }
+        cmd_opts_fill(&o, cfg);
         rc = relay_args(&o.relay, argc, argv);
         cmd_opts_free(&o);
         return rc;

@@ -8,6 +8,7 @@
 #include "gateway/classify.h"
 
 #include "util/utf8.h"
+#include "util/xalloc.h"
 
 #include <jansson.h>
 #include <stdint.h>
@@ -29,7 +30,7 @@ static void set(struct gw_verdict *v, enum gw_outcome o, const char *reason)
         v->reason  = reason;
 }
 
-int64_t gw_parse_retry_after(const char *v)
+int64_t gateway_parse_retry_after(const char *v)
 {
         int64_t secs = 0;
         int digits   = 0;
@@ -52,7 +53,7 @@ int64_t gw_parse_retry_after(const char *v)
         return secs * 1000;
 }
 
-bool gw_ident_valid(const char *s, size_t len, size_t max_len)
+bool gateway_ident_valid(const char *s, size_t len, size_t max_len)
 {
         if (!s || len == 0 || len > max_len)
                 return false;
@@ -79,7 +80,7 @@ static size_t control_len(const unsigned char *s, size_t len)
         return 0;
 }
 
-size_t gw_text_clean(const char *s, size_t len, char *out, size_t outsz)
+size_t gateway_text_clean(const char *s, size_t len, char *out, size_t outsz)
 {
         size_t n, r = 0, w = 0;
 
@@ -124,10 +125,11 @@ static json_t *parse_object(const struct gw_answer *a)
         if (!utf8_valid(body, len)) {
                 size_t cap = len * 3 + 1;
 
-                if (len > SIZE_MAX / 4 || !(clean = malloc(cap)))
+                if (len > SIZE_MAX / 4)
                         return NULL;
-                len  = utf8_clean(body, len, SIZE_MAX, clean, cap, NULL);
-                body = clean;
+                clean = xmalloc(cap);
+                len   = utf8_clean(body, len, SIZE_MAX, clean, cap, NULL);
+                body  = clean;
         }
         j = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL,
                        &err);
@@ -171,7 +173,7 @@ static bool take_ident(const json_t *obj, const char *name, char *dst,
         size_t len;
 
         if (!str_field(obj, name, &s, &len) ||
-            !gw_ident_valid(s, len, dstsz - 1))
+            !gateway_ident_valid(s, len, dstsz - 1))
                 return false;
         memcpy(dst, s, len);
         dst[len] = '\0';
@@ -191,8 +193,8 @@ static enum code_state take_error(const json_t *obj, struct gw_verdict *v)
         if (!json_is_object(e))
                 return CODE_NONE;
         if (str_field(e, "message", &s, &len))
-                gw_text_clean(s, len, v->error_message,
-                              sizeof(v->error_message));
+                gateway_text_clean(s, len, v->error_message,
+                                   sizeof(v->error_message));
         if (!str_field(e, "code", &s, &len) || len == 0)
                 return CODE_NONE;
         if (!take_ident(e, "code", v->error_code, sizeof(v->error_code)))
@@ -355,12 +357,12 @@ static void classify_4xx(const struct gw_answer *a, struct gw_verdict *v)
         json_decref(body);
 }
 
-void gw_classify_charge(const struct gw_answer *a, struct gw_verdict *v)
+void gateway_classify_charge(const struct gw_answer *a, struct gw_verdict *v)
 {
         int s = a->http_status;
 
         verdict_init(v);
-        v->retry_after_ms = gw_parse_retry_after(a->retry_after);
+        v->retry_after_ms = gateway_parse_retry_after(a->retry_after);
         if (a->transport != GW_TRANSPORT_OK) {
                 set(v, GW_UNKNOWN, transport_reason(a->transport));
                 return;
@@ -383,7 +385,7 @@ void gw_classify_charge(const struct gw_answer *a, struct gw_verdict *v)
                 set(v, GW_UNKNOWN, "unexpected HTTP status");
 }
 
-/* What a query's list held, charge by charge (gw_classify_query). */
+/* What a query's list held, charge by charge (gateway_classify_query). */
 struct list_tally {
         int failed;   /* failed charges of ours with a valid code */
         int unclear;  /* ours, or without a reference, and no evidence */
@@ -476,14 +478,14 @@ static void list_verdict(struct gw_verdict *v, const struct list_tally *t)
         }
 }
 
-void gw_classify_query(const struct gw_answer *a, struct gw_verdict *v)
+void gateway_classify_query(const struct gw_answer *a, struct gw_verdict *v)
 {
         json_t *body        = NULL, *data;
         struct list_tally t = { 0 };
         size_t i, n;
 
         verdict_init(v);
-        v->retry_after_ms = gw_parse_retry_after(a->retry_after);
+        v->retry_after_ms = gateway_parse_retry_after(a->retry_after);
         if (a->transport != GW_TRANSPORT_OK) {
                 set(v, GW_UNKNOWN, transport_reason(a->transport));
                 return;
@@ -510,7 +512,7 @@ out:
         json_decref(body);
 }
 
-enum retry_class gw_outcome_retry_class(enum gw_outcome o)
+enum retry_class gateway_outcome_retry_class(enum gw_outcome o)
 {
         switch (o) {
         case GW_SUCCEEDED:
@@ -528,7 +530,7 @@ enum retry_class gw_outcome_retry_class(enum gw_outcome o)
         return RETRY_CLASS_UNKNOWN;
 }
 
-const char *gw_outcome_name(enum gw_outcome o)
+const char *gateway_outcome_name(enum gw_outcome o)
 {
         switch (o) {
         case GW_SUCCEEDED:
@@ -549,7 +551,7 @@ const char *gw_outcome_name(enum gw_outcome o)
         return "?";
 }
 
-const char *gw_transport_name(enum gw_transport t)
+const char *gateway_transport_name(enum gw_transport t)
 {
         switch (t) {
         case GW_TRANSPORT_OK:

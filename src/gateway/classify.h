@@ -85,7 +85,7 @@ struct gw_verdict {
  * True if s[0..len) is 1..max_len bytes, each printable ASCII without
  * space (0x21..0x7E): the accepted form of a charge id and an error.code.
  */
-bool gw_ident_valid(const char *s, size_t len, size_t max_len);
+bool gateway_ident_valid(const char *s, size_t len, size_t max_len);
 
 /*
  * Untrusted text s[0..len) (any bytes, NULs included) into out as a C
@@ -94,10 +94,10 @@ bool gw_ident_valid(const char *s, size_t len, size_t max_len);
  * controls become a space, and the text is cut on a code-point boundary
  * to fit outsz. Returns the bytes written (without the NUL).
  */
-size_t gw_text_clean(const char *s, size_t len, char *out, size_t outsz);
+size_t gateway_text_clean(const char *s, size_t len, char *out, size_t outsz);
 
 /* Classifies the answer to POST /v1/charges. Never returns GW_NOT_FOUND. */
-void gw_classify_charge(const struct gw_answer *a, struct gw_verdict *out);
+void gateway_classify_charge(const struct gw_answer *a, struct gw_verdict *out);
 
 /*
  * Classifies the answer to GET /v1/charges?reference=: GW_SUCCEEDED (a
@@ -105,18 +105,18 @@ void gw_classify_charge(const struct gw_answer *a, struct gw_verdict *out);
  * failed charges with error.code), GW_NOT_FOUND (200 {"data":[]}),
  * GW_RETRY_AFTER (429), else GW_UNKNOWN (no evidence).
  */
-void gw_classify_query(const struct gw_answer *a, struct gw_verdict *out);
+void gateway_classify_query(const struct gw_answer *a, struct gw_verdict *out);
 
 /*
  * Retry-After as delta-seconds ("120") in ms, capped at RETRY_AFTER_MAX_MS;
  * -1 for NULL, an HTTP-date or anything else.
  */
-int64_t gw_parse_retry_after(const char *v);
+int64_t gateway_parse_retry_after(const char *v);
 
 /* How the retry policy sees an outcome. */
-enum retry_class gw_outcome_retry_class(enum gw_outcome o);
+enum retry_class gateway_outcome_retry_class(enum gw_outcome o);
 
-const char *gw_outcome_name(enum gw_outcome o);
-const char *gw_transport_name(enum gw_transport t);
+const char *gateway_outcome_name(enum gw_outcome o);
+const char *gateway_transport_name(enum gw_transport t);
 
 #endif

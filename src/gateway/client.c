@@ -17,6 +17,7 @@
 
 #include "util/crypto.h"
 #include "util/timeutil.h"
+#include "util/xalloc.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -89,7 +90,7 @@ static bool opts_check(const struct gateway_opts *o, char *errstr,
                 return false;
         }
         /* what is left: the policy's own rules (cap >= base) */
-        return retry_policy_valid(&o->retry, errstr, errstr_size);
+        return payment_retry_policy_valid(&o->retry, errstr, errstr_size);
 }
 
 /* ---- the client ---- */
@@ -101,10 +102,10 @@ static void client_free(struct gateway *gw)
                 return;
         if (gw->multi)
                 curl_multi_cleanup(gw->multi);
-        gw_slist_wipe_free(gw->get_headers);
+        gateway_slist_wipe_free(gw->get_headers);
         free(gw->charges_url);
         free(gw->ca_file);
-        gw_wipe_free(gw->auth_header);
+        gateway_wipe_free(gw->auth_header);
         free(gw->base_url);
         free(gw);
 }
@@ -117,27 +118,26 @@ static bool client_setup(struct gateway *gw, const struct gateway_opts *o,
         size_t klen = strlen(o->api_key);
 
         gw->opts        = *o;
-        gw->base_url    = strdup(o->base_url);
-        gw->auth_header = malloc(klen + sizeof(AUTH_PREFIX));
-        gw->ca_file     = o->ca_file ? strdup(o->ca_file) : NULL;
+        gw->base_url    = xstrdup(o->base_url);
+        gw->auth_header = xmalloc(klen + sizeof(AUTH_PREFIX));
+        gw->ca_file     = o->ca_file ? xstrdup(o->ca_file) : NULL;
         gw->multi       = curl_multi_init();
-        if (!gw->base_url || !gw->auth_header || !gw->multi ||
-            (o->ca_file && !gw->ca_file))
-                goto oom;
+        if (!gw->multi) {
+                snprintf(errstr, errstr_size,
+                         "libcurl could not make a multi handle");
+                return false;
+        }
         memcpy(gw->auth_header, AUTH_PREFIX, sizeof(AUTH_PREFIX) - 1);
         memcpy(gw->auth_header + sizeof(AUTH_PREFIX) - 1, o->api_key, klen + 1);
         gw->opts.base_url = gw->base_url;
         gw->opts.api_key  = NULL; /* only auth_header holds it */
         gw->opts.ca_file  = gw->ca_file;
-        gw->charges_url   = gw_charges_url(gw->base_url);
-        if (!gw->charges_url)
-                goto oom;
+        gw->charges_url   = gateway_charges_url(gw->base_url);
+        /* curl_slist_append's only failure is out of memory */
         gw->get_headers = curl_slist_append(NULL, "Accept: application/json");
-        if (gw->get_headers)
-                gw->get_headers =
-                    curl_slist_append(gw->get_headers, gw->auth_header);
-        if (!gw->get_headers || !gw->get_headers->next)
-                goto oom;
+        if (!gw->get_headers ||
+            !curl_slist_append(gw->get_headers, gw->auth_header))
+                xalloc_die();
         if (curl_multi_setopt(gw->multi, CURLMOPT_MAX_HOST_CONNECTIONS,
                               (long)o->max_connections) != CURLM_OK ||
             curl_multi_setopt(gw->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS,
@@ -154,9 +154,6 @@ static bool client_setup(struct gateway *gw, const struct gateway_opts *o,
                 return false;
         }
         return true;
-oom:
-        snprintf(errstr, errstr_size, "out of memory");
-        return false;
 }
 
 /* What an operator must know about the options, once per client. */
@@ -188,12 +185,7 @@ struct gateway *gateway_new(const struct gateway_opts *o, char *errstr,
                 snprintf(errstr, errstr_size, "libcurl initialisation failed");
                 return NULL;
         }
-        gw = calloc(1, sizeof(*gw));
-        if (!gw) {
-                snprintf(errstr, errstr_size, "out of memory");
-                curl_global_cleanup();
-                return NULL;
-        }
+        gw = xcalloc(1, sizeof(*gw));
         if (!client_setup(gw, o, errstr, errstr_size)) {
                 client_free(gw);
                 curl_global_cleanup();
@@ -211,7 +203,7 @@ static int64_t start_due(struct gateway *gw, int64_t max_wait_ms)
         int64_t wait      = max_wait_ms;
         int started       = 0;
 
-        /* gw_attempt_start() may push a failed start back to the tail: the
+        /* gateway_attempt_start() may push a failed start back to the tail: the
          * pass stops at the tail it saw, and GW_START_MAX bounds it */
         struct gw_call *last = gw->waiting.tail;
 
@@ -220,7 +212,7 @@ static int64_t start_due(struct gateway *gw, int64_t max_wait_ms)
 
                 next = c->next;
                 if (c->due_ms <= now) {
-                        gw_attempt_start(c);
+                        gateway_attempt_start(c);
                         started++;
                 } else if (c->due_ms - now < wait) {
                         wait = c->due_ms - now;
@@ -244,7 +236,7 @@ static int run_callbacks(struct gateway *gw)
                 next = c->next;
                 gw->in_flight--;
                 c->cb(c->opaque, &c->res);
-                gw_call_free(c);
+                gateway_call_free(c);
                 n++;
         }
         return n;
@@ -267,12 +259,12 @@ int gateway_poll(struct gateway *gw, int timeout_ms)
         mc = curl_multi_poll(gw->multi, NULL, 0, (int)wait, NULL);
         if (mc == CURLM_OK)
                 mc = curl_multi_perform(gw->multi, &running);
-        gw_collect_finished(gw);
+        gateway_collect_finished(gw);
         /* retries due now (delay 0) go out in this round */
         (void)start_due(gw, 0);
         if (mc == CURLM_OK)
                 mc = curl_multi_perform(gw->multi, &running);
-        gw_collect_finished(gw);
+        gateway_collect_finished(gw);
         n           = run_callbacks(gw); /* still in_poll: no nesting */
         gw->in_poll = false;
         if (mc != CURLM_OK) {
@@ -298,12 +290,12 @@ void gateway_destroy(struct gateway *gw)
         gw->destroying = true;
         while ((c = gw->active.head) != NULL) {
                 curl_multi_remove_handle(gw->multi, c->easy);
-                gw_call_finish(c, GW_UNKNOWN,
-                               "client destroyed before an answer");
+                gateway_call_finish(c, GW_UNKNOWN,
+                                    "client destroyed before an answer");
         }
         while ((c = gw->waiting.head) != NULL)
-                gw_call_finish(c, GW_UNKNOWN,
-                               "client destroyed before an answer");
+                gateway_call_finish(c, GW_UNKNOWN,
+                                    "client destroyed before an answer");
         (void)run_callbacks(gw);
         client_free(gw);
         /* balances gateway_new(); libcurl counts (7.84+: thread-safe) */
@@ -328,8 +320,9 @@ int gateway_evidence_json(const struct gateway_result *res, char *out,
                              "\"replayed\":%s,\"at_ms\":%lld,"
                              "\"duration_ms\":%lld}",
                              i ? "," : "", a->post ? "POST" : "GET",
-                             a->http_status, gw_transport_name(a->transport),
-                             gw_outcome_name(a->outcome),
+                             a->http_status,
+                             gateway_transport_name(a->transport),
+                             gateway_outcome_name(a->outcome),
                              a->replayed ? "true" : "false",
                              (long long)a->at_ms, (long long)a->duration_ms);
                 if (n < 0 || (size_t)n >= outsz - o)

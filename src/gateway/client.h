@@ -32,6 +32,7 @@
 #include "gateway/presend.h"
 #include "gateway/request.h"
 #include "payment/retry.h"
+#include "util/compiler.h"
 
 struct gateway; /* opaque */
 
@@ -121,8 +122,7 @@ typedef void(gateway_done_cb)(void *opaque, const struct gateway_result *res);
  * caller owns the result and frees it with gateway_destroy().
  */
 struct gateway *gateway_new(const struct gateway_opts *o, char *errstr,
-                            size_t errstr_size)
-    __attribute__((warn_unused_result));
+                            size_t errstr_size) CO_MUST_CHECK;
 
 /*
  * Starts charging req: POST /v1/charges with Idempotency-Key =
@@ -140,7 +140,7 @@ struct gateway *gateway_new(const struct gateway_opts *o, char *errstr,
  */
 int gateway_charge(struct gateway *gw, const struct gateway_charge_req *req,
                    gateway_done_cb *cb, void *opaque, char *errstr,
-                   size_t errstr_size) __attribute__((warn_unused_result));
+                   size_t errstr_size) CO_MUST_CHECK;
 
 /*
  * GET /v1/charges?reference=<reference>, retried under the policy while
@@ -151,16 +151,14 @@ int gateway_charge(struct gateway *gw, const struct gateway_charge_req *req,
  */
 int gateway_query(struct gateway *gw, const char *reference, int64_t amount,
                   const char *currency, gateway_done_cb *cb, void *opaque,
-                  char *errstr, size_t errstr_size)
-    __attribute__((warn_unused_result));
+                  char *errstr, size_t errstr_size) CO_MUST_CHECK;
 
 /*
  * Drives transfers and retry timers for up to timeout_ms (0: do what is
  * ready and return). Callbacks run from here. Returns the number of
  * callbacks run, or a negative errno.
  */
-int gateway_poll(struct gateway *gw, int timeout_ms)
-    __attribute__((warn_unused_result));
+int gateway_poll(struct gateway *gw, int timeout_ms) CO_MUST_CHECK;
 
 /* Calls accepted whose callback has not run yet. */
 int gateway_in_flight(const struct gateway *gw);
@@ -179,6 +177,6 @@ void gateway_destroy(struct gateway *gw);
  * Returns the length written, or -1 if it does not fit in outsz.
  */
 int gateway_evidence_json(const struct gateway_result *res, char *out,
-                          size_t outsz) __attribute__((warn_unused_result));
+                          size_t outsz) CO_MUST_CHECK;
 
 #endif

@@ -13,7 +13,7 @@
  *    succeeded charge;
  *  - send a POST past the deadline or while a holder's lease is lost or
  *    ends within the margin;
- *  - start a transfer from gw_attempt_done() (gateway_poll() starts them).
+ *  - start a transfer from gateway_attempt_done() (gateway_poll() starts them).
  */
 #include "gateway/client_int.h"
 
@@ -36,7 +36,7 @@ static uint64_t gw_rand(void *opaque)
 
 /* ---- before an attempt ---- */
 
-/* gw_send_check() for the call c with the lease of holder (c or one of
+/* gateway_send_check() for the call c with the lease of holder (c or one of
  * the calls merged into it). */
 static enum gw_send_check send_check(const struct gw_call *c,
                                      const struct gw_call *holder, int64_t now)
@@ -45,9 +45,9 @@ static enum gw_send_check send_check(const struct gw_call *c,
         int64_t until =
             holder->lease_until ? atomic_load(holder->lease_until) : 0;
 
-        return gw_send_check(now, c->started_ms, gw->opts.retry.deadline_ms,
-                             holder->lease_until != NULL, until,
-                             gw->opts.lease_margin_ms);
+        return gateway_send_check(
+            now, c->started_ms, gw->opts.retry.deadline_ms,
+            holder->lease_until != NULL, until, gw->opts.lease_margin_ms);
 }
 
 /*
@@ -65,10 +65,10 @@ static enum gw_send_check may_post(const struct gw_call *c, int64_t now)
         return chk;
 }
 
-void gw_attempt_start(struct gw_call *c)
+void gateway_attempt_start(struct gw_call *c)
 {
         struct gateway *gw = c->gw;
-        struct log_ctx ctx = gw_call_ctx(c);
+        struct log_ctx ctx = gateway_call_ctx(c);
         int err;
 
         if (c->next_post) {
@@ -79,21 +79,21 @@ void gw_attempt_start(struct gw_call *c)
                          * and the reconciler (or the lease's new owner)
                          * settles it */
                         log_warn(&ctx, "%s (%d POST(s) sent before)",
-                                 gw_send_check_reason(chk), c->res.posts);
+                                 gateway_send_check_reason(chk), c->res.posts);
                         c->res.not_sent = true;
-                        gw_call_finish(c, GW_UNKNOWN,
-                                       gw_send_check_reason(chk));
+                        gateway_call_finish(c, GW_UNKNOWN,
+                                            gateway_send_check_reason(chk));
                         return;
                 }
         }
-        gw_list_del(&gw->waiting, c);
+        gateway_list_del(&gw->waiting, c);
         c->state      = CALL_ACTIVE;
         c->attempt_ms = time_mono_ms();
-        gw_list_push(&gw->active, c);
+        gateway_list_push(&gw->active, c);
         c->res.attempts++;
         if (c->next_post)
                 c->res.posts++;
-        err = gw_easy_setup(c);
+        err = gateway_easy_setup(c);
         if (err == 0 && curl_multi_add_handle(gw->multi, c->easy) != CURLM_OK)
                 err = -EIO;
         if (err) {
@@ -103,7 +103,7 @@ void gw_attempt_start(struct gw_call *c)
                         curl_easy_cleanup(c->easy);
                         c->easy = NULL;
                 }
-                gw_attempt_done(c, GW_TRANSPORT_OTHER, 0);
+                gateway_attempt_done(c, GW_TRANSPORT_OTHER, 0);
                 return;
         }
         log_debug(&ctx, "gateway %s attempt %d", c->next_post ? "POST" : "GET",
@@ -143,9 +143,9 @@ static void attempt_classify(struct gw_call *c, enum gw_transport transport,
         a.expect_amount    = c->amount;
         a.expect_currency  = c->currency;
         if (was_post)
-                gw_classify_charge(&a, v);
+                gateway_classify_charge(&a, v);
         else
-                gw_classify_query(&a, v);
+                gateway_classify_query(&a, v);
 
         ev.post        = was_post;
         ev.transport   = transport;
@@ -180,15 +180,15 @@ static void confirm_done(struct gw_call *c, const struct gw_verdict *v,
 
         switch (v->outcome) {
         case GW_SUCCEEDED: {
-                struct log_ctx ctx = gw_call_ctx(c);
+                struct log_ctx ctx = gateway_call_ctx(c);
 
                 log_warn(&ctx, "a re-POST was refused, but an earlier "
                                "POST of this payment charged it");
                 c->res.error_code[0]    = '\0';
                 c->res.error_message[0] = '\0';
-                gw_call_finish(c, GW_SUCCEEDED,
-                               "re-POST refused; the query lists the "
-                               "earlier charge");
+                gateway_call_finish(c, GW_SUCCEEDED,
+                                    "re-POST refused; the query lists the "
+                                    "earlier charge");
                 return;
         }
         case GW_FAILED:
@@ -199,26 +199,26 @@ static void confirm_done(struct gw_call *c, const struct gw_verdict *v,
                        sizeof(c->res.error_code));
                 memcpy(c->res.error_message, c->refusal.error_message,
                        sizeof(c->res.error_message));
-                gw_call_finish(c, GW_FAILED,
-                               "final refusal, confirmed by a query: no "
-                               "succeeded charge listed");
+                gateway_call_finish(c, GW_FAILED,
+                                    "final refusal, confirmed by a query: no "
+                                    "succeeded charge listed");
                 return;
         case GW_DEFECT:
-                gw_call_finish(c, GW_DEFECT, v->reason);
+                gateway_call_finish(c, GW_DEFECT, v->reason);
                 return;
         default:
                 break; /* no evidence: ask again, never POST */
         }
-        d = retry_decide(&gw->opts.retry, gw_outcome_retry_class(v->outcome),
-                         c->res.attempts, elapsed, v->retry_after_ms, gw_rand,
-                         &gw->rng);
+        d = payment_retry_decide(
+            &gw->opts.retry, gateway_outcome_retry_class(v->outcome),
+            c->res.attempts, elapsed, v->retry_after_ms, gw_rand, &gw->rng);
         if (d.verdict != RETRY_AGAIN) {
-                gw_call_finish(c, GW_UNKNOWN,
-                               "a re-POST was refused and no query "
-                               "confirmed it");
+                gateway_call_finish(c, GW_UNKNOWN,
+                                    "a re-POST was refused and no query "
+                                    "confirmed it");
                 return;
         }
-        gw_call_wait(c, d.delay_ms);
+        gateway_call_wait(c, d.delay_ms);
 }
 
 /*
@@ -243,15 +243,15 @@ static void confirm_start(struct gw_call *c, const struct gw_verdict *v,
 
         if (c->res.attempts >= gw->opts.retry.max_attempts ||
             elapsed + delay > gw->opts.retry.deadline_ms) {
-                gw_call_finish(c, GW_UNKNOWN,
-                               "a re-POST was refused and there is no "
-                               "budget left to confirm it");
+                gateway_call_finish(c, GW_UNKNOWN,
+                                    "a re-POST was refused and there is no "
+                                    "budget left to confirm it");
                 return;
         }
         c->refusal    = *v;
         c->confirming = true;
         c->next_post  = false;
-        gw_call_wait(c, delay);
+        gateway_call_wait(c, delay);
 }
 
 /* Ignore-keys charge, the query listed nothing: the evidence that nothing
@@ -262,13 +262,13 @@ static void post_after_not_found(struct gw_call *c, int64_t elapsed)
 
         if (c->res.attempts >= gw->opts.retry.max_attempts ||
             elapsed >= gw->opts.retry.deadline_ms) {
-                gw_call_finish(c, GW_UNKNOWN,
-                               "budget spent; the last query listed no "
-                               "charge");
+                gateway_call_finish(c, GW_UNKNOWN,
+                                    "budget spent; the last query listed no "
+                                    "charge");
                 return;
         }
         c->next_post = true;
-        gw_call_wait(c, 0);
+        gateway_call_wait(c, 0);
 }
 
 /* No evidence yet: the retry policy says when to go again, or to give up
@@ -279,11 +279,11 @@ static void retry_or_give_up(struct gw_call *c, const struct gw_verdict *v,
         struct gateway *gw = c->gw;
         struct retry_decision d;
 
-        d = retry_decide(&gw->opts.retry, gw_outcome_retry_class(v->outcome),
-                         c->res.attempts, elapsed, v->retry_after_ms, gw_rand,
-                         &gw->rng);
+        d = payment_retry_decide(
+            &gw->opts.retry, gateway_outcome_retry_class(v->outcome),
+            c->res.attempts, elapsed, v->retry_after_ms, gw_rand, &gw->rng);
         if (d.verdict != RETRY_AGAIN) {
-                gw_call_finish(c, GW_UNKNOWN, d.reason);
+                gateway_call_finish(c, GW_UNKNOWN, d.reason);
                 return;
         }
         if (c->kind == CALL_CHARGE && !gw->opts.idempotency_keys && was_post) {
@@ -294,20 +294,20 @@ static void retry_or_give_up(struct gw_call *c, const struct gw_verdict *v,
                 if (delay < gw->opts.query_settle_ms)
                         delay = gw->opts.query_settle_ms;
                 if (delay > gw->opts.retry.deadline_ms - elapsed) {
-                        gw_call_finish(c, GW_UNKNOWN,
-                                       "no time left to query before a "
-                                       "re-POST");
+                        gateway_call_finish(c, GW_UNKNOWN,
+                                            "no time left to query before a "
+                                            "re-POST");
                         return;
                 }
                 c->next_post = false;
-                gw_call_wait(c, delay);
+                gateway_call_wait(c, delay);
                 return;
         }
-        gw_call_wait(c, d.delay_ms);
+        gateway_call_wait(c, d.delay_ms);
 }
 
-void gw_attempt_done(struct gw_call *c, enum gw_transport transport,
-                     int http_status)
+void gateway_attempt_done(struct gw_call *c, enum gw_transport transport,
+                          int http_status)
 {
         struct gw_verdict v;
         int64_t now     = time_mono_ms();
@@ -324,7 +324,7 @@ void gw_attempt_done(struct gw_call *c, enum gw_transport transport,
                 return;
         }
         if (v.outcome == GW_SUCCEEDED && v.succeeded_charges > 1) {
-                struct log_ctx ctx = gw_call_ctx(c);
+                struct log_ctx ctx = gateway_call_ctx(c);
                 log_error(&ctx,
                           "gateway lists %d succeeded charges for one "
                           "reference",
@@ -335,11 +335,11 @@ void gw_attempt_done(struct gw_call *c, enum gw_transport transport,
         case GW_SUCCEEDED:
         case GW_FAILED:
         case GW_DEFECT:
-                gw_call_finish(c, v.outcome, v.reason);
+                gateway_call_finish(c, v.outcome, v.reason);
                 return;
         case GW_NOT_FOUND:
                 if (c->kind == CALL_QUERY)
-                        gw_call_finish(c, GW_NOT_FOUND, v.reason);
+                        gateway_call_finish(c, GW_NOT_FOUND, v.reason);
                 else
                         post_after_not_found(c, elapsed);
                 return;

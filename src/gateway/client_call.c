@@ -13,13 +13,14 @@
 #include "gateway/client_int.h"
 
 #include "util/timeutil.h"
+#include "util/xalloc.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-struct log_ctx gw_call_ctx(const struct gw_call *c)
+struct log_ctx gateway_call_ctx(const struct gw_call *c)
 {
         struct log_ctx ctx = LOG_CTX_INIT;
 
@@ -32,7 +33,7 @@ struct log_ctx gw_call_ctx(const struct gw_call *c)
 
 /* ---- lists ---- */
 
-void gw_list_push(struct call_list *l, struct gw_call *c)
+void gateway_list_push(struct call_list *l, struct gw_call *c)
 {
         c->next = NULL;
         c->prev = l->tail;
@@ -44,7 +45,7 @@ void gw_list_push(struct call_list *l, struct gw_call *c)
         l->n++;
 }
 
-void gw_list_del(struct call_list *l, struct gw_call *c)
+void gateway_list_del(struct call_list *l, struct gw_call *c)
 {
         if (c->prev)
                 c->prev->next = c->next;
@@ -100,13 +101,13 @@ static void leader_del(struct gateway *gw, struct gw_call *c)
 
 /* ---- a call's life ---- */
 
-void gw_call_free(struct gw_call *c)
+void gateway_call_free(struct gw_call *c)
 {
         if (!c)
                 return;
         if (c->easy)
                 curl_easy_cleanup(c->easy);
-        gw_slist_wipe_free(c->post_headers);
+        gateway_slist_wipe_free(c->post_headers);
         free(c->body);
         free(c->reference);
         free(c->provider_key);
@@ -120,10 +121,8 @@ void gw_call_free(struct gw_call *c)
 static struct gw_call *call_new(struct gateway *gw, enum call_kind kind,
                                 gateway_done_cb *cb, void *opaque)
 {
-        struct gw_call *c = calloc(1, sizeof(*c));
+        struct gw_call *c = xcalloc(1, sizeof(*c));
 
-        if (!c)
-                return NULL;
         c->gw                 = gw;
         c->kind               = kind;
         c->cb                 = cb;
@@ -135,17 +134,17 @@ static struct gw_call *call_new(struct gateway *gw, enum call_kind kind,
         return c;
 }
 
-void gw_call_finish(struct gw_call *c, enum gw_outcome outcome,
-                    const char *reason)
+void gateway_call_finish(struct gw_call *c, enum gw_outcome outcome,
+                         const char *reason)
 {
         struct gateway *gw = c->gw;
-        struct log_ctx ctx = gw_call_ctx(c);
+        struct log_ctx ctx = gateway_call_ctx(c);
         struct gw_call *f;
 
         if (c->state == CALL_WAITING)
-                gw_list_del(&gw->waiting, c);
+                gateway_list_del(&gw->waiting, c);
         else if (c->state == CALL_ACTIVE)
-                gw_list_del(&gw->active, c);
+                gateway_list_del(&gw->active, c);
         if (c->kind == CALL_CHARGE && c->provider_key)
                 leader_del(gw, c);
         c->res.outcome    = outcome;
@@ -154,7 +153,7 @@ void gw_call_finish(struct gw_call *c, enum gw_outcome outcome,
         if (outcome != GW_SUCCEEDED)
                 c->res.charge_id[0] = '\0';
         c->state = CALL_DONE;
-        gw_list_push(&gw->done, c);
+        gateway_list_push(&gw->done, c);
 
         if (outcome == GW_DEFECT)
                 log_error(&ctx,
@@ -170,7 +169,7 @@ void gw_call_finish(struct gw_call *c, enum gw_outcome outcome,
                          (long long)c->res.elapsed_ms);
         else
                 log_debug(&ctx, "gateway call done: %s (%d attempts)",
-                          gw_outcome_name(outcome), c->res.attempts);
+                          gateway_outcome_name(outcome), c->res.attempts);
 
         /* Followers share the result; they keep their own callback. */
         while ((f = c->followers) != NULL) {
@@ -179,61 +178,42 @@ void gw_call_finish(struct gw_call *c, enum gw_outcome outcome,
                 f->res.coalesced  = true;
                 f->res.elapsed_ms = time_mono_ms() - f->started_ms;
                 f->state          = CALL_DONE;
-                gw_list_push(&gw->done, f);
+                gateway_list_push(&gw->done, f);
         }
 }
 
-void gw_call_wait(struct gw_call *c, int64_t delay_ms)
+void gateway_call_wait(struct gw_call *c, int64_t delay_ms)
 {
         if (c->state == CALL_ACTIVE)
-                gw_list_del(&c->gw->active, c);
+                gateway_list_del(&c->gw->active, c);
         c->due_ms = time_mono_ms() + (delay_ms > 0 ? delay_ms : 0);
         c->state  = CALL_WAITING;
-        gw_list_push(&c->gw->waiting, c);
+        gateway_list_push(&c->gw->waiting, c);
 }
 
 /* ---- API ---- */
 
-static char *dup_opt(const char *s)
-{
-        return s ? strdup(s) : NULL;
-}
-
 /* A charge call for req, its body built once: the bytes of every POST.
- * Returns NULL with a reason in errstr. */
+ * Returns NULL with a reason in errstr (req cannot make a body). */
 static struct gw_call *charge_call_new(struct gateway *gw,
                                        const struct gateway_charge_req *req,
                                        gateway_done_cb *cb, void *opaque,
-                                       char *errstr, size_t errstr_size,
-                                       int *err)
+                                       char *errstr, size_t errstr_size)
 {
         struct gw_call *c = NULL;
-        char *body        = gw_charge_body(req, errstr, errstr_size);
+        char *body        = gateway_charge_body(req, errstr, errstr_size);
 
-        *err = -EINVAL;
         if (!body)
                 return NULL;
-        *err = -ENOMEM;
-        c    = call_new(gw, CALL_CHARGE, cb, opaque);
-        if (!c) {
-                snprintf(errstr, errstr_size, "out of memory");
-                free(body);
-                return NULL;
-        }
+        c               = call_new(gw, CALL_CHARGE, cb, opaque);
         c->body         = body;
         c->lease_until  = req->lease_until_ms;
         c->resumed      = req->resume;
-        c->reference    = strdup(req->payment_id);
-        c->provider_key = strdup(req->provider_key);
-        c->tenant_id    = strdup(req->tenant_id);
-        c->currency     = strdup(req->currency);
+        c->reference    = xstrdup(req->payment_id);
+        c->provider_key = xstrdup(req->provider_key);
+        c->tenant_id    = xstrdup(req->tenant_id);
+        c->currency     = xstrdup(req->currency);
         c->amount       = req->amount;
-        if (!c->reference || !c->provider_key || !c->tenant_id ||
-            !c->currency) {
-                snprintf(errstr, errstr_size, "out of memory");
-                gw_call_free(c);
-                return NULL;
-        }
         log_mask_key(c->provider_key, strlen(c->provider_key), c->key_masked,
                      sizeof(c->key_masked));
         return c;
@@ -245,7 +225,7 @@ static void charge_join(struct gateway *gw, struct gw_call *leader,
                         struct gw_call *c)
 {
         if (strcmp(leader->body, c->body) != 0) {
-                struct log_ctx ctx = gw_call_ctx(c);
+                struct log_ctx ctx = gateway_call_ctx(c);
 
                 snprintf(c->res.error_code, sizeof(c->res.error_code),
                          "parameters_mismatch");
@@ -255,7 +235,7 @@ static void charge_join(struct gateway *gw, struct gw_call *leader,
                 c->res.outcome = GW_DEFECT;
                 c->res.reason  = "provider key in flight with other "
                                  "parameters";
-                gw_list_push(&gw->done, c);
+                gateway_list_push(&gw->done, c);
         } else {
                 c->state          = CALL_FOLLOWER;
                 c->fnext          = leader->followers;
@@ -269,7 +249,6 @@ int gateway_charge(struct gateway *gw, const struct gateway_charge_req *req,
                    size_t errstr_size)
 {
         struct gw_call *c, *leader;
-        int err;
 
         if (gw->destroying) {
                 snprintf(errstr, errstr_size,
@@ -277,33 +256,29 @@ int gateway_charge(struct gateway *gw, const struct gateway_charge_req *req,
                          "down");
                 return -ESHUTDOWN;
         }
-        if (!cb || !gw_key_valid(req->provider_key)) {
+        if (!cb || !gateway_key_valid(req->provider_key)) {
                 snprintf(errstr, errstr_size,
                          "charge needs a callback and a provider key of "
                          "1..255 printable characters");
                 return -EINVAL;
         }
-        c = charge_call_new(gw, req, cb, opaque, errstr, errstr_size, &err);
+        c = charge_call_new(gw, req, cb, opaque, errstr, errstr_size);
         if (!c)
-                return err;
+                return -EINVAL;
         leader = leader_find(gw, c->provider_key);
         if (leader) {
                 charge_join(gw, leader, c);
                 return 0;
         }
-        c->query_url    = gw_query_url(gw->base_url, c->reference);
-        c->post_headers = gw_post_headers_new(gw->auth_header, c->provider_key);
-        if (!c->query_url || !c->post_headers) {
-                snprintf(errstr, errstr_size, "out of memory");
-                gw_call_free(c);
-                return -ENOMEM;
-        }
+        c->query_url = gateway_query_url(gw->base_url, c->reference);
+        c->post_headers =
+            gateway_post_headers_new(gw->auth_header, c->provider_key);
         /* resuming against a gateway that ignores keys: ask first */
         c->next_post = gw->opts.idempotency_keys || !req->resume;
         leader_add(gw, c);
         c->state  = CALL_WAITING;
         c->due_ms = c->started_ms;
-        gw_list_push(&gw->waiting, c);
+        gateway_list_push(&gw->waiting, c);
         gw->in_flight++;
         return 0;
 }
@@ -327,25 +302,15 @@ int gateway_query(struct gateway *gw, const char *reference, int64_t amount,
                          "bytes and the amount and currency to check");
                 return -EINVAL;
         }
-        c = call_new(gw, CALL_QUERY, cb, opaque);
-        if (!c) {
-                snprintf(errstr, errstr_size, "out of memory");
-                return -ENOMEM;
-        }
-        c->reference = strdup(reference);
-        c->currency  = dup_opt(currency);
+        c            = call_new(gw, CALL_QUERY, cb, opaque);
+        c->reference = xstrdup(reference);
+        c->currency  = xstrdup(currency);
         c->amount    = amount;
-        c->query_url =
-            c->reference ? gw_query_url(gw->base_url, reference) : NULL;
-        if (!c->reference || !c->query_url || (currency && !c->currency)) {
-                snprintf(errstr, errstr_size, "out of memory");
-                gw_call_free(c);
-                return -ENOMEM;
-        }
+        c->query_url = gateway_query_url(gw->base_url, reference);
         c->next_post = false;
         c->state     = CALL_WAITING;
         c->due_ms    = c->started_ms;
-        gw_list_push(&gw->waiting, c);
+        gateway_list_push(&gw->waiting, c);
         gw->in_flight++;
         return 0;
 }

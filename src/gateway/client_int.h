@@ -22,6 +22,7 @@
 
 #include "gateway/client.h"
 #include "util/buf.h"
+#include "util/compiler.h"
 #include "util/log.h"
 
 #include <curl/curl.h>
@@ -99,52 +100,52 @@ struct gateway {
 /* ---- client_call.c ---- */
 
 /* The log context of c: payment id, tenant, masked provider key. */
-struct log_ctx gw_call_ctx(const struct gw_call *c);
+struct log_ctx gateway_call_ctx(const struct gw_call *c);
 
-void gw_list_push(struct call_list *l, struct gw_call *c);
-void gw_list_del(struct call_list *l, struct gw_call *c);
+void gateway_list_push(struct call_list *l, struct gw_call *c);
+void gateway_list_del(struct call_list *l, struct gw_call *c);
 
 /* Frees c and everything it owns (its transfer too). NULL is fine. */
-void gw_call_free(struct gw_call *c);
+void gateway_call_free(struct gw_call *c);
 
 /* Moves c (and its followers) to the done list; callbacks run later. */
-void gw_call_finish(struct gw_call *c, enum gw_outcome outcome,
-                    const char *reason);
+void gateway_call_finish(struct gw_call *c, enum gw_outcome outcome,
+                         const char *reason);
 
 /* Puts c on the waiting list, due delay_ms from now. */
-void gw_call_wait(struct gw_call *c, int64_t delay_ms);
+void gateway_call_wait(struct gw_call *c, int64_t delay_ms);
 
 /* ---- client_attempt.c ---- */
 
 /* Starts the attempt c is waiting for (or ends c if its POST may not go
  * out). c is on gw->waiting. */
-void gw_attempt_start(struct gw_call *c);
+void gateway_attempt_start(struct gw_call *c);
 
 /*
  * One attempt ended: classify it, keep the evidence, and either finish the
  * call or schedule the next attempt. Never starts a transfer itself.
  */
-void gw_attempt_done(struct gw_call *c, enum gw_transport transport,
-                     int http_status);
+void gateway_attempt_done(struct gw_call *c, enum gw_transport transport,
+                          int http_status);
 
 /* ---- client_transport.c ---- */
 
 /* Makes c->easy for c's next attempt (POST or GET). 0 or a negative
  * errno; on error c->easy is left NULL. */
-int gw_easy_setup(struct gw_call *c) __attribute__((warn_unused_result));
+int gateway_easy_setup(struct gw_call *c) CO_MUST_CHECK;
 
 /* The headers of every POST of one payment (the API key among them).
- * Owned by the caller, freed with gw_slist_wipe_free(); NULL: no memory. */
-struct curl_slist *gw_post_headers_new(const char *auth_header,
-                                       const char *provider_key);
+ * Owned by the caller, freed with gateway_slist_wipe_free(); never NULL. */
+struct curl_slist *gateway_post_headers_new(const char *auth_header,
+                                            const char *provider_key);
 
-/* Hands every finished transfer to gw_attempt_done(). */
-void gw_collect_finished(struct gateway *gw);
+/* Hands every finished transfer to gateway_attempt_done(). */
+void gateway_collect_finished(struct gateway *gw);
 
 /* Wipes a string (it may be a secret), frees it. NULL is fine. */
-void gw_wipe_free(char *s);
+void gateway_wipe_free(char *s);
 
 /* Wipes the strings of a header list (it may hold the API key), frees it. */
-void gw_slist_wipe_free(struct curl_slist *l);
+void gateway_slist_wipe_free(struct curl_slist *l);
 
 #endif

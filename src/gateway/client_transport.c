@@ -11,12 +11,14 @@
  */
 #include "gateway/client_int.h"
 
+#include "util/xalloc.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-void gw_wipe_free(char *s)
+void gateway_wipe_free(char *s)
 {
         if (!s)
                 return;
@@ -26,7 +28,7 @@ void gw_wipe_free(char *s)
         free(s);
 }
 
-void gw_slist_wipe_free(struct curl_slist *l)
+void gateway_slist_wipe_free(struct curl_slist *l)
 {
         for (struct curl_slist *i = l; i; i = i->next)
                 for (volatile char *p = i->data; *p; p++)
@@ -130,7 +132,7 @@ static enum gw_transport transport_of(CURLcode rc)
 
 /* ---- one transfer ---- */
 
-int gw_easy_setup(struct gw_call *c)
+int gateway_easy_setup(struct gw_call *c)
 {
         struct gateway *gw = c->gw;
         CURL *e            = curl_easy_init();
@@ -192,17 +194,15 @@ int gw_easy_setup(struct gw_call *c)
         return 0;
 }
 
-struct curl_slist *gw_post_headers_new(const char *auth_header,
-                                       const char *provider_key)
+struct curl_slist *gateway_post_headers_new(const char *auth_header,
+                                            const char *provider_key)
 {
         static const char prefix[] = "Idempotency-Key: ";
         size_t klen                = strlen(provider_key);
-        char *kh                   = malloc(sizeof(prefix) + klen);
+        char *kh                   = xmalloc(sizeof(prefix) + klen);
         const char *h[5];
         struct curl_slist *l = NULL, *t;
 
-        if (!kh)
-                return NULL;
         memcpy(kh, prefix, sizeof(prefix) - 1);
         memcpy(kh + sizeof(prefix) - 1, provider_key, klen + 1);
         h[0] = "Content-Type: application/json";
@@ -212,18 +212,15 @@ struct curl_slist *gw_post_headers_new(const char *auth_header,
         h[4] = auth_header;
         for (size_t i = 0; i < 5; i++) {
                 t = curl_slist_append(l, h[i]);
-                if (!t) {
-                        gw_slist_wipe_free(l);
-                        l = NULL;
-                        break;
-                }
+                if (!t) /* curl_slist_append fails only out of memory */
+                        xalloc_die();
                 l = t;
         }
         free(kh);
         return l;
 }
 
-void gw_collect_finished(struct gateway *gw)
+void gateway_collect_finished(struct gateway *gw)
 {
         CURLMsg *m;
         int left;
@@ -244,10 +241,10 @@ void gw_collect_finished(struct gateway *gw)
                 if (buf_failed(&c->resp))
                         t = GW_TRANSPORT_OTHER;
                 if (t != GW_TRANSPORT_OK) {
-                        struct log_ctx ctx = gw_call_ctx(c);
+                        struct log_ctx ctx = gateway_call_ctx(c);
                         log_info(&ctx, "gateway %s transport error: %s (%s)",
                                  c->next_post ? "POST" : "GET",
-                                 gw_transport_name(t),
+                                 gateway_transport_name(t),
                                  c->curl_err[0]
                                      ? c->curl_err
                                      : curl_easy_strerror(m->data.result));
@@ -255,6 +252,6 @@ void gw_collect_finished(struct gateway *gw)
                 curl_multi_remove_handle(gw->multi, c->easy);
                 curl_easy_cleanup(c->easy);
                 c->easy = NULL;
-                gw_attempt_done(c, t, (int)status);
+                gateway_attempt_done(c, t, (int)status);
         }
 }

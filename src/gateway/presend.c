@@ -1,9 +1,9 @@
 /* presend: the check right before a POST goes out (see presend.h). */
 #include "gateway/presend.h"
 
-enum gw_send_check gw_send_check(int64_t now_ms, int64_t started_ms,
-                                 int64_t deadline_ms, bool have_lease,
-                                 int64_t lease_until_ms, int64_t margin_ms)
+enum gw_send_check gateway_send_check(int64_t now_ms, int64_t started_ms,
+                                      int64_t deadline_ms, bool have_lease,
+                                      int64_t lease_until_ms, int64_t margin_ms)
 {
         /* now >= started on one monotonic clock; a caller's error must
          * not turn into a send, so a negative elapsed counts as spent.
@@ -21,7 +21,7 @@ enum gw_send_check gw_send_check(int64_t now_ms, int64_t started_ms,
         return GW_SEND_OK;
 }
 
-const char *gw_send_check_reason(enum gw_send_check c)
+const char *gateway_send_check_reason(enum gw_send_check c)
 {
         switch (c) {
         case GW_SEND_OK:

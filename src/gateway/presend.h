@@ -44,11 +44,12 @@ enum gw_send_check {
  * no lease check (lease_until_ms ignored); margin_ms >= 0. Free of
  * overflow for any value, GATEWAY_LEASE_LOST and INT64_MAX included.
  */
-enum gw_send_check gw_send_check(int64_t now_ms, int64_t started_ms,
-                                 int64_t deadline_ms, bool have_lease,
-                                 int64_t lease_until_ms, int64_t margin_ms);
+enum gw_send_check gateway_send_check(int64_t now_ms, int64_t started_ms,
+                                      int64_t deadline_ms, bool have_lease,
+                                      int64_t lease_until_ms,
+                                      int64_t margin_ms);
 
 /* Static text for a log line or a result's reason. */
-const char *gw_send_check_reason(enum gw_send_check c);
+const char *gateway_send_check_reason(enum gw_send_check c);
 
 #endif

@@ -6,6 +6,8 @@
  */
 #include "gateway/request.h"
 
+#include "util/xalloc.h"
+
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,8 +15,8 @@
 
 #define GW_AMOUNT_MAX ((int64_t)9007199254740991LL) /* 2^53 - 1 */
 
-char *gw_charge_body(const struct gateway_charge_req *req, char *errstr,
-                     size_t errstr_size)
+char *gateway_charge_body(const struct gateway_charge_req *req, char *errstr,
+                          size_t errstr_size)
 {
         json_t *j  = NULL;
         char *body = NULL;
@@ -46,10 +48,8 @@ char *gw_charge_body(const struct gateway_charge_req *req, char *errstr,
                 goto fail;
         }
         body = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
-        if (!body) {
-                snprintf(errstr, errstr_size, "out of memory");
-                goto fail;
-        }
+        if (!body) /* an object always encodes: NULL is out of memory */
+                xalloc_die();
         if (strlen(body) > GW_BODY_MAX) {
                 snprintf(errstr, errstr_size, "charge body too large");
                 free(body);
@@ -69,13 +69,11 @@ static size_t base_len(const char *base_url)
         return n;
 }
 
-char *gw_charges_url(const char *base_url)
+char *gateway_charges_url(const char *base_url)
 {
         size_t n  = base_len(base_url);
-        char *url = malloc(n + sizeof("/v1/charges"));
+        char *url = xmalloc(n + sizeof("/v1/charges"));
 
-        if (!url)
-                return NULL;
         memcpy(url, base_url, n);
         memcpy(url + n, "/v1/charges", sizeof("/v1/charges"));
         return url;
@@ -88,15 +86,13 @@ static bool unreserved(unsigned char c)
                c == '~';
 }
 
-char *gw_query_url(const char *base_url, const char *reference)
+char *gateway_query_url(const char *base_url, const char *reference)
 {
         static const char hex[]  = "0123456789ABCDEF";
         static const char path[] = "/v1/charges?reference=";
         size_t n = base_len(base_url), rl = strlen(reference), o;
-        char *url = malloc(n + sizeof(path) + 3 * rl);
+        char *url = xmalloc(n + sizeof(path) + 3 * rl);
 
-        if (!url)
-                return NULL;
         memcpy(url, base_url, n);
         memcpy(url + n, path, sizeof(path) - 1);
         o = n + sizeof(path) - 1;
@@ -115,7 +111,7 @@ char *gw_query_url(const char *base_url, const char *reference)
         return url;
 }
 
-bool gw_key_valid(const char *key)
+bool gateway_key_valid(const char *key)
 {
         size_t n = 0;
 

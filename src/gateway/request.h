@@ -10,6 +10,8 @@
 #ifndef CO_GATEWAY_REQUEST_H
 #define CO_GATEWAY_REQUEST_H
 
+#include "util/compiler.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -47,22 +49,22 @@ struct gateway_charge_req {
  * field is missing, not UTF-8, or the amount is out of range. The caller
  * owns the result and frees it with free().
  */
-char *gw_charge_body(const struct gateway_charge_req *req, char *errstr,
-                     size_t errstr_size) __attribute__((warn_unused_result));
+char *gateway_charge_body(const struct gateway_charge_req *req, char *errstr,
+                          size_t errstr_size) CO_MUST_CHECK;
 
 /*
  * base_url (a trailing '/' is dropped) + "/v1/charges", and the query URL
  * base_url + "/v1/charges?reference=<percent-encoded reference>". Return
- * new strings the caller frees with free(), or NULL on allocation failure.
+ * new strings the caller frees with free().
  */
-char *gw_charges_url(const char *base_url) __attribute__((warn_unused_result));
-char *gw_query_url(const char *base_url, const char *reference)
-    __attribute__((warn_unused_result));
+char *gateway_charges_url(const char *base_url) CO_MUST_CHECK;
+char *gateway_query_url(const char *base_url,
+                        const char *reference) CO_MUST_CHECK;
 
 /*
  * True if key can be sent as an Idempotency-Key header: 1..255 printable
  * ASCII characters (no CR/LF, so no header injection).
  */
-bool gw_key_valid(const char *key);
+bool gateway_key_valid(const char *key);
 
 #endif

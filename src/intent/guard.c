@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "util/utf8.h"
+#include "util/xalloc.h"
 
 #define CARD_MIN_DIGITS  13
 #define CARD_MAX_DIGITS  19
@@ -426,7 +427,7 @@ void intent_mask_all(char *s)
 #define REDACT_PASSES 3
 
 /*
- * The fully redacted copy of in (malloc'd; NULL when out of memory). One
+ * The fully redacted copy of in (malloc'd; the caller frees it). One
  * pass can leave a card number behind: the last four digits it keeps may
  * start another card ("5556-5555-5555 5556-5555-5555-5556"), and digits
  * that followed an address's letters stand alone once the address is
@@ -440,12 +441,8 @@ static char *redact_full(const char *in)
 
         for (int pass = 0; pass < REDACT_PASSES; pass++) {
                 size_t need = redact_pass(src, NULL, 0), len;
-                char *next  = malloc(need + 1);
+                char *next  = xmalloc(need + 1);
 
-                if (next == NULL) {
-                        free(cur);
-                        return NULL;
-                }
                 (void)redact_pass(src, next, need + 1);
                 free(cur);
                 cur = next;
@@ -465,11 +462,6 @@ size_t intent_redact(const char *in, char *out, size_t outsz)
         char *r                  = redact_full(in);
         size_t len, n;
 
-        if (r == NULL) { /* out of memory: show nothing at all */
-                if (outsz > 0)
-                        out[0] = '\0';
-                return 0;
-        }
         len = strlen(r);
         if (outsz > 0) {
                 n = utf8_prefix(r, len, (size_t)-1, outsz - 1);

@@ -43,7 +43,7 @@ bool intent_has_email(const char *s, size_t len);
  * it does not fit it is cut at a whole UTF-8 character, never inside
  * "[email]". Always NUL-terminates when outsz > 0; out may be NULL when
  * outsz is 0. Returns the length the whole output needs (without the
- * NUL), as snprintf does; 0 (and an empty output) when out of memory.
+ * NUL), as snprintf does.
  */
 size_t intent_redact(const char *in, char *out, size_t outsz);
 

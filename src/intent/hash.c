@@ -19,7 +19,7 @@
  * The most bytes a canonical form may take. Validated fields give well
  * under 8 KiB (64 + 255 + 64 + 64 + 3 + 255 code points, six bytes at
  * most each once escaped), so only a caller passing unvalidated fields can
- * reach it; it gets -1, as for out of memory.
+ * reach it; it gets -1.
  */
 #define CANON_MAX (1024 * 1024)
 

@@ -13,6 +13,8 @@
 #ifndef CO_INTENT_HASH_H
 #define CO_INTENT_HASH_H
 
+#include "util/compiler.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,11 +35,11 @@ struct intent_hash_fields {
 /*
  * Writes the canonical serialization into a new buffer *out (NUL-terminated
  * for convenience; *out_len excludes the NUL). The caller owns *out and
- * frees it with free(). Returns 0, or -1 on a NULL field or out of memory
- * (*out is then NULL).
+ * frees it with free(). Returns 0, or -1 on a NULL field or a form over
+ * 1 MiB, which only unvalidated fields can reach (*out is then NULL).
  */
 int intent_hash_canonical(const struct intent_hash_fields *f, char **out,
-                          size_t *out_len) __attribute__((warn_unused_result));
+                          size_t *out_len) CO_MUST_CHECK;
 
 /*
  * Computes the request hash: the 32 raw bytes into out and, when hex is not
@@ -45,7 +47,6 @@ int intent_hash_canonical(const struct intent_hash_fields *f, char **out,
  */
 int intent_hash_compute(const struct intent_hash_fields *f,
                         unsigned char out[INTENT_HASH_LEN],
-                        char hex[INTENT_HASH_HEX_SIZE])
-    __attribute__((warn_unused_result));
+                        char hex[INTENT_HASH_HEX_SIZE]) CO_MUST_CHECK;
 
 #endif

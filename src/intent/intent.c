@@ -17,6 +17,7 @@
 #include "util/timeutil.h"
 #include "util/utf8.h"
 #include "util/uuid.h"
+#include "util/xalloc.h"
 
 #define TENANT_MAX         64
 #define KEY_MAX            255
@@ -317,28 +318,21 @@ static bool check_rules(json_t *root, bool lossy, struct violation *vi)
         return false;
 }
 
-/* A copy of a string member, or NULL. *oom set on allocation failure. */
-static char *dup_member(json_t *root, const char *name, bool *oom)
+/* A copy of a string member, or NULL when there is none. */
+static char *dup_member(json_t *root, const char *name)
 {
         const char *s = json_string_value(json_object_get(root, name));
-        char *d;
 
-        if (s == NULL)
-                return NULL;
-        d = strdup(s);
-        if (d == NULL)
-                *oom = true;
-        return d;
+        return s == NULL ? NULL : xstrdup(s);
 }
 
 /*
  * The redacted copy of a string member (see intent_redact()), cut to
  * max_chars code points on a code-point boundary, or NULL. Redacted
  * first, then cut, so a card number is never cut into a part the guard
- * would no longer see. *oom set on allocation failure.
+ * would no longer see.
  */
-static char *redact_member(json_t *root, const char *name, size_t max_chars,
-                           bool *oom)
+static char *redact_member(json_t *root, const char *name, size_t max_chars)
 {
         const char *s = json_string_value(json_object_get(root, name));
         size_t need, cut;
@@ -347,11 +341,7 @@ static char *redact_member(json_t *root, const char *name, size_t max_chars,
         if (s == NULL)
                 return NULL;
         need = intent_redact(s, NULL, 0);
-        d    = malloc(need + 1);
-        if (d == NULL) {
-                *oom = true;
-                return NULL;
-        }
+        d    = xmalloc(need + 1);
         (void)intent_redact(s, d, need + 1);
         cut    = utf8_prefix(d, strlen(d), max_chars, (size_t)-1);
         d[cut] = '\0';
@@ -412,45 +402,45 @@ static bool hashed_fields_ok(json_t *root, bool lossy)
         return true;
 }
 
+/*
+ * The request hash of fields that passed validation: every one present and
+ * bounded, so the hash cannot fail; if it did, that is a bug.
+ */
+static void hash_valid(const struct intent_hash_fields *hf, struct intent *in)
+{
+        if (intent_hash_compute(hf, in->request_hash, in->request_hash_hex) !=
+            0)
+                abort(); /* a validated field that cannot be hashed: a bug */
+        in->has_hash = true;
+}
+
 /* The request hash of a rejected intent whose hashed fields are valid. */
-static int hash_rejected(json_t *root, struct intent *in)
+static void hash_rejected(json_t *root, struct intent *in)
 {
         struct intent_hash_fields hf;
-        bool oom = false;
         char *customer, *method;
-        int rc;
 
-        customer = dup_member(root, "customer_id", &oom);
-        method   = dup_member(root, "payment_method", &oom);
-        if (oom) {
-                free(customer);
-                free(method);
-                return -1;
-        }
+        customer          = dup_member(root, "customer_id");
+        method            = dup_member(root, "payment_method");
         hf                = intent_hash_fields_of(in);
         hf.customer_id    = customer;
         hf.payment_method = method;
-        rc = intent_hash_compute(&hf, in->request_hash, in->request_hash_hex);
+        hash_valid(&hf, in);
         free(customer);
         free(method);
-        if (rc == 0)
-                in->has_hash = true;
-        return rc;
 }
 
-static int fill_rejected(json_t *root, bool lossy, struct intent *in)
+static void fill_rejected(json_t *root, bool lossy, struct intent *in)
 {
-        bool oom = false;
         json_t *v;
         int64_t n;
 
         event_key_of(root, in);
-        in->event_id = redact_member(root, "event_id", ECHO_EVENT_ID_MAX, &oom);
-        in->tenant_id = redact_member(root, "tenant_id", TENANT_MAX, &oom);
-        in->idempotency_key =
-            redact_member(root, "idempotency_key", KEY_MAX, &oom);
-        in->order_id = redact_member(root, "order_id", ID_MAX, &oom);
-        v            = json_object_get(root, "amount");
+        in->event_id  = redact_member(root, "event_id", ECHO_EVENT_ID_MAX);
+        in->tenant_id = redact_member(root, "tenant_id", TENANT_MAX);
+        in->idempotency_key = redact_member(root, "idempotency_key", KEY_MAX);
+        in->order_id        = redact_member(root, "order_id", ID_MAX);
+        v                   = json_object_get(root, "amount");
         if (get_integer(v, lossy, &n) && n >= 1 && n <= INTENT_AMOUNT_MAX) {
                 in->has_amount = true;
                 in->amount     = n;
@@ -458,44 +448,38 @@ static int fill_rejected(json_t *root, bool lossy, struct intent *in)
         v = json_object_get(root, "currency");
         if (json_is_string(v) &&
             intent_currency_known(json_string_value(v), json_string_length(v)))
-                in->currency = dup_member(root, "currency", &oom);
-        if (oom)
-                return -1;
+                in->currency = dup_member(root, "currency");
         if (strcmp(in->reason, "invalid_schema_version") != 0 &&
             hashed_fields_ok(root, lossy))
-                return hash_rejected(root, in);
-        return 0;
+                hash_rejected(root, in);
 }
 
-static int fill_ok(json_t *root, bool lossy, struct intent *in)
+static void fill_ok(json_t *root, bool lossy, struct intent *in)
 {
         json_t *meta = json_object_get(root, "metadata");
         struct intent_hash_fields hf;
-        bool oom = false;
 
         event_key_of(root, in);
-        in->event_id        = dup_member(root, "event_id", &oom);
-        in->tenant_id       = dup_member(root, "tenant_id", &oom);
-        in->idempotency_key = dup_member(root, "idempotency_key", &oom);
-        in->order_id        = dup_member(root, "order_id", &oom);
-        in->customer_id     = dup_member(root, "customer_id", &oom);
-        in->currency        = dup_member(root, "currency", &oom);
-        in->payment_method  = dup_member(root, "payment_method", &oom);
-        in->description     = dup_member(root, "description", &oom);
-        in->occurred_at     = dup_member(root, "occurred_at", &oom);
+        in->event_id        = dup_member(root, "event_id");
+        in->tenant_id       = dup_member(root, "tenant_id");
+        in->idempotency_key = dup_member(root, "idempotency_key");
+        in->order_id        = dup_member(root, "order_id");
+        in->customer_id     = dup_member(root, "customer_id");
+        in->currency        = dup_member(root, "currency");
+        in->payment_method  = dup_member(root, "payment_method");
+        in->description     = dup_member(root, "description");
+        in->occurred_at     = dup_member(root, "occurred_at");
         in->has_amount =
             get_integer(json_object_get(root, "amount"), lossy, &in->amount);
         if (json_is_object(meta)) {
                 in->metadata_json =
                     json_dumps(meta, JSON_COMPACT | JSON_SORT_KEYS);
+                /* an object always encodes: NULL is out of memory */
                 if (in->metadata_json == NULL)
-                        oom = true;
+                        xalloc_die();
         }
-        if (oom)
-                return -1;
-        hf           = intent_hash_fields_of(in);
-        in->has_hash = true;
-        return intent_hash_compute(&hf, in->request_hash, in->request_hash_hex);
+        hf = intent_hash_fields_of(in);
+        hash_valid(&hf, in);
 }
 
 struct intent_hash_fields intent_hash_fields_of(const struct intent *in)
@@ -512,12 +496,13 @@ struct intent_hash_fields intent_hash_fields_of(const struct intent *in)
         return hf;
 }
 
-/* Maps a decoding failure to a dlq-reason; NULL when out of memory. */
+/* Maps a decoding failure to a dlq-reason; jansson's out of memory ends
+ * the process (util/xalloc.h). */
 static const char *decode_reason(const json_error_t *jerr)
 {
         switch (json_error_code(jerr)) {
         case json_error_out_of_memory:
-                return NULL;
+                xalloc_die();
         case json_error_invalid_utf8:
                 return "invalid_utf8";
         case json_error_duplicate_key:
@@ -529,19 +514,17 @@ static const char *decode_reason(const json_error_t *jerr)
         }
 }
 
-int intent_parse(const void *data, size_t len, struct intent *in)
+void intent_parse(const void *data, size_t len, struct intent *in)
 {
         struct violation vi = { NULL, { 0 } };
         json_t *root        = NULL;
         json_error_t jerr;
         const char *reason;
         bool lossy = false;
-        int rc     = -1;
 
         intent_reset(in);
         if (data == NULL || len == 0) {
                 set_reason(in, INTENT_DLQ, "not_json", NULL);
-                rc = 0;
                 goto out;
         }
         root = json_loadb(data, len, DECODE_FLAGS, &jerr);
@@ -555,15 +538,11 @@ int intent_parse(const void *data, size_t len, struct intent *in)
         }
         if (root == NULL) {
                 reason = decode_reason(&jerr);
-                if (reason == NULL)
-                        goto out;
                 set_reason(in, INTENT_DLQ, reason, NULL);
-                rc = 0;
                 goto out;
         }
         if (!json_is_object(root)) {
                 set_reason(in, INTENT_DLQ, "not_object", NULL);
-                rc = 0;
                 goto out;
         }
         if (answer_field(root, "event_id") == NULL)
@@ -576,19 +555,15 @@ int intent_parse(const void *data, size_t len, struct intent *in)
                 reason = NULL;
         if (reason != NULL) {
                 set_reason(in, INTENT_DLQ, reason, NULL);
-                rc = 0;
                 goto out;
         }
         if (check_guard(root, &vi) || check_rules(root, lossy, &vi)) {
                 set_reason(in, INTENT_REJECTED, vi.code, vi.message);
-                rc = fill_rejected(root, lossy, in);
+                fill_rejected(root, lossy, in);
         } else {
                 set_reason(in, INTENT_OK, "", NULL);
-                rc = fill_ok(root, lossy, in);
+                fill_ok(root, lossy, in);
         }
 out:
-        if (rc != 0)
-                intent_reset(in);
         json_decref(root);
-        return rc;
 }

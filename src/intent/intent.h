@@ -90,12 +90,10 @@ void intent_reset(struct intent *in);
 
 /*
  * Decodes and validates data[0..len) (the raw message value; NULL or empty
- * is a DLQ). Resets *in first and fills it as described above. Returns 0
- * with a verdict set, or -1 on out of memory (the intent is then reset and
- * the message should be retried, not dead-lettered).
+ * is a DLQ). Resets *in first and fills it as described above, a verdict
+ * always set (out of memory ends the process: util/xalloc.h).
  */
-int intent_parse(const void *data, size_t len, struct intent *in)
-    __attribute__((warn_unused_result));
+void intent_parse(const void *data, size_t len, struct intent *in);
 
 /* "ok", "rejected" or "dlq". */
 const char *intent_verdict_name(enum intent_verdict v);

@@ -6,6 +6,7 @@
 #include "kafka/consumer.h"
 #include "kafka/kconf.h"
 #include "util/log.h"
+#include "util/xalloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,11 +67,9 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         struct kconsumer *kc = opaque;
         bool coop = !strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE");
         struct log_ctx lc = LOG_CTX_INIT;
-        int32_t *ps       = calloc((size_t)parts->cnt + 1, sizeof(*ps));
+        int32_t *ps       = xcalloc((size_t)parts->cnt + 1, sizeof(*ps));
         int n;
 
-        if (!ps)
-                abort();
         lc.component = "kafka";
         lc.topic     = kc->topic;
         parts_of(parts, ps, &n);
@@ -101,8 +100,10 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                 for (int i = 0; i < n; i++)
                         unhold(kc, ps[i]);
                 kc->hooks.revoking(kc->hooks.opaque, ps, n, lost);
+                /* a failed commit is logged; what it missed is
+                 * redelivered to the next owner, which dedupes */
                 if (!lost)
-                        (void)kconsumer_commit(kc);
+                        CO_IGNORE(kconsumer_commit(kc));
                 if (coop) {
                         rd_kafka_error_t *e =
                             rd_kafka_incremental_unassign(rk, parts);
@@ -124,15 +125,13 @@ struct kconsumer *kconsumer_new(const struct kafka_opts *ko, const char *topic,
                                 const struct kconsumer_hooks *hooks,
                                 char *errstr, size_t errstr_size)
 {
-        struct kconsumer *kc = calloc(1, sizeof(*kc));
+        struct kconsumer *kc = xcalloc(1, sizeof(*kc));
         rd_kafka_conf_t *conf;
         rd_kafka_topic_partition_list_t *sub;
         rd_kafka_resp_err_t err;
         char rderr[512];
 
-        if (!kc)
-                abort();
-        kc->topic = strdup(topic);
+        kc->topic = xstrdup(topic);
         kc->hooks = *hooks;
         if (!(conf = kconf_new(ko, KCONF_CONSUMER, errstr, errstr_size)))
                 goto fail;
@@ -297,9 +296,7 @@ void kconsumer_hold(struct kconsumer *kc, int32_t p, bool hold)
                 if (kc->n_held == kc->cap_held) {
                         int cap = kc->cap_held ? kc->cap_held * 2 : 8;
                         int32_t *h =
-                            realloc(kc->held, (size_t)cap * sizeof(*h));
-                        if (!h)
-                                abort();
+                            xrealloc(kc->held, (size_t)cap * sizeof(*h));
                         kc->held     = h;
                         kc->cap_held = cap;
                 }

@@ -11,6 +11,8 @@
 #ifndef CO_KCONSUMER_H
 #define CO_KCONSUMER_H
 
+#include "util/compiler.h"
+
 #include <librdkafka/rdkafka.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -37,8 +39,7 @@ struct kconsumer_hooks {
 struct kconsumer *kconsumer_new(const struct kafka_opts *ko, const char *topic,
                                 const char *group,
                                 const struct kconsumer_hooks *hooks,
-                                char *errstr, size_t errstr_size)
-    __attribute__((warn_unused_result));
+                                char *errstr, size_t errstr_size) CO_MUST_CHECK;
 /* Closes the consumer (leaves the group, final commit) and frees it. */
 void kconsumer_destroy(struct kconsumer *kc);
 
@@ -53,7 +54,7 @@ size_t kconsumer_poll(struct kconsumer *kc, rd_kafka_message_t **msgs,
 /* Stores offset (the next one to read) of partition p for commit. */
 void kconsumer_store(struct kconsumer *kc, int32_t p, int64_t offset);
 /* Commits stored offsets now, synchronously. 0 or -1 (logged). */
-int kconsumer_commit(struct kconsumer *kc);
+int kconsumer_commit(struct kconsumer *kc) CO_MUST_CHECK;
 
 /* Stops / restarts fetching for every assigned partition (backpressure,
  * shutdown). */

@@ -7,6 +7,8 @@
 #ifndef CO_KCONF_H
 #define CO_KCONF_H
 
+#include "util/compiler.h"
+
 #include <librdkafka/rdkafka.h>
 #include <stddef.h>
 
@@ -35,13 +37,11 @@ enum kconf_role { KCONF_CONSUMER, KCONF_PRODUCER };
  * success). NULL with a message naming the property on error.
  */
 rd_kafka_conf_t *kconf_new(const struct kafka_opts *ko, enum kconf_role role,
-                           char *errstr, size_t errstr_size)
-    __attribute__((warn_unused_result));
+                           char *errstr, size_t errstr_size) CO_MUST_CHECK;
 
 /* Sets one property; on error errstr names it as kafka.<name>. */
 int kconf_set(rd_kafka_conf_t *conf, const char *name, const char *value,
-              char *errstr, size_t errstr_size)
-    __attribute__((warn_unused_result));
+              char *errstr, size_t errstr_size) CO_MUST_CHECK;
 
 /* A property chargeonce sets unless the user set it. */
 struct kconf_default {
@@ -52,11 +52,10 @@ struct kconf_default {
  * kafka.<role>.<name>). 0, or -1 naming the property. */
 int kconf_defaults(rd_kafka_conf_t *conf, const struct kafka_opts *ko,
                    enum kconf_role role, const struct kconf_default *d,
-                   size_t n, char *errstr, size_t errstr_size)
-    __attribute__((warn_unused_result));
+                   size_t n, char *errstr, size_t errstr_size) CO_MUST_CHECK;
 
 /* Checks every kafka.* property of ko; 0 or -1 naming the bad one. */
-int kconf_check(const struct kafka_opts *ko, char *errstr, size_t errstr_size)
-    __attribute__((warn_unused_result));
+int kconf_check(const struct kafka_opts *ko, char *errstr,
+                size_t errstr_size) CO_MUST_CHECK;
 
 #endif

@@ -2,6 +2,7 @@
 #include "kafka/producer.h"
 #include "kafka/kconf.h"
 #include "util/log.h"
+#include "util/xalloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,12 +33,10 @@ struct kproducer *kproducer_new(const struct kafka_opts *ko,
                                 const char *client_id, char *errstr,
                                 size_t errstr_size)
 {
-        struct kproducer *kp = calloc(1, sizeof(*kp));
+        struct kproducer *kp = xcalloc(1, sizeof(*kp));
         rd_kafka_conf_t *conf;
         char rderr[512];
 
-        if (!kp)
-                abort();
         if (!(conf = kconf_new(ko, KCONF_PRODUCER, errstr, errstr_size)))
                 goto fail;
         /* the guarantees: not overridable */
@@ -92,12 +91,10 @@ int kproducer_send(struct kproducer *kp, const char *topic, const void *key,
                    const struct kheader *hdrs, size_t n_hdrs,
                    kproducer_dr_cb *cb, void *opaque)
 {
-        struct dr *d          = malloc(sizeof(*d));
+        struct dr *d          = xmalloc(sizeof(*d));
         rd_kafka_headers_t *h = NULL;
         rd_kafka_resp_err_t err;
 
-        if (!d)
-                abort();
         d->cb     = cb;
         d->opaque = opaque;
         if (n_hdrs) {

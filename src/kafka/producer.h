@@ -9,6 +9,8 @@
 #ifndef CO_KPRODUCER_H
 #define CO_KPRODUCER_H
 
+#include "util/compiler.h"
+
 #include <librdkafka/rdkafka.h>
 #include <stddef.h>
 
@@ -27,8 +29,7 @@ typedef void(kproducer_dr_cb)(void *opaque, rd_kafka_resp_err_t err);
 
 struct kproducer *kproducer_new(const struct kafka_opts *ko,
                                 const char *client_id, char *errstr,
-                                size_t errstr_size)
-    __attribute__((warn_unused_result));
+                                size_t errstr_size) CO_MUST_CHECK;
 /* Flushes for up to flush_ms, then frees. Undelivered messages get their
  * callback with an error. */
 void kproducer_destroy(struct kproducer *kp, int flush_ms);
@@ -41,8 +42,7 @@ void kproducer_destroy(struct kproducer *kp, int flush_ms);
 int kproducer_send(struct kproducer *kp, const char *topic, const void *key,
                    size_t key_len, const void *value, size_t value_len,
                    const struct kheader *hdrs, size_t n_hdrs,
-                   kproducer_dr_cb *cb, void *opaque)
-    __attribute__((warn_unused_result));
+                   kproducer_dr_cb *cb, void *opaque) CO_MUST_CHECK;
 /* Why the last kproducer_send() that returned -1 failed
  * (RD_KAFKA_RESP_ERR__QUEUE_FULL: try again after a poll; anything else,
  * e.g. RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, will not go by retrying). */

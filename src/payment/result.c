@@ -14,6 +14,7 @@
 
 #include "util/timeutil.h"
 #include "util/uuid.h"
+#include "util/xalloc.h"
 
 static bool is_uuid(const char *s)
 {
@@ -66,6 +67,22 @@ static const char *check_contract(const struct payment_result *r)
         return NULL;
 }
 
+/* v, a new jansson value whose only failure (NULL) is out of memory. */
+static json_t *must(json_t *v)
+{
+        if (v == NULL)
+                xalloc_die();
+        return v;
+}
+
+/* s, a string made by jansson whose only failure (NULL) is out of memory. */
+static char *must_str(char *s)
+{
+        if (s == NULL)
+                xalloc_die();
+        return s;
+}
+
 /* A string or null; NULL (and *bad set) when s is not valid UTF-8. */
 static json_t *str_or_null(const char *s, bool *bad)
 {
@@ -95,9 +112,8 @@ int payment_result_build(const struct payment_result *r, char **out,
                 goto out;
         }
         if (r->error_code != NULL) {
-                err = json_object();
-                if (err == NULL ||
-                    json_object_set_new(err, "code",
+                err = must(json_object());
+                if (json_object_set_new(err, "code",
                                         str_or_null(r->error_code, &bad)) ||
                     json_object_set_new(err, "message",
                                         str_or_null(r->error_message, &bad))) {
@@ -107,15 +123,14 @@ int payment_result_build(const struct payment_result *r, char **out,
         } else {
                 err = json_null();
         }
-        root = json_object();
-        if (root == NULL)
-                goto oom;
+        root = must(json_object());
         /*
          * The contract's order. json_object_set_new steals the value (even
          * on failure); err is only borrowed here and released at out.
          */
-        if (json_object_set_new(root, "schema_version",
-                                json_integer(PAYMENT_RESULT_SCHEMA_VERSION)) ||
+        if (json_object_set_new(
+                root, "schema_version",
+                must(json_integer(PAYMENT_RESULT_SCHEMA_VERSION))) ||
             json_object_set_new(root, "event_id",
                                 str_or_null(r->event_id, &bad)) ||
             json_object_set_new(root, "intent_event_id",
@@ -128,10 +143,11 @@ int payment_result_build(const struct payment_result *r, char **out,
                                 str_or_null(r->order_id, &bad)) ||
             json_object_set_new(root, "payment_id",
                                 str_or_null(r->payment_id, &bad)) ||
-            json_object_set_new(root, "status",
-                                json_string(payment_status_name(r->status))) ||
+            json_object_set_new(
+                root, "status",
+                must(json_string(payment_status_name(r->status)))) ||
             json_object_set_new(root, "amount",
-                                r->has_amount ? json_integer(r->amount)
+                                r->has_amount ? must(json_integer(r->amount))
                                               : json_null()) ||
             json_object_set_new(root, "currency",
                                 str_or_null(r->currency, &bad)) ||
@@ -144,14 +160,10 @@ int payment_result_build(const struct payment_result *r, char **out,
                 why = "a string field";
                 goto fail;
         }
-        *out = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
-        if (*out == NULL)
-                goto oom;
+        /* an object always encodes: NULL is out of memory */
+        *out = must_str(json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER));
         *out_len = strlen(*out);
         rc       = 0;
-        goto out;
-oom:
-        snprintf(errstr, errstr_size, "result: out of memory");
         goto out;
 fail:
         if (bad)
@@ -177,9 +189,7 @@ int payment_result_key(const char *tenant_id, const char *idempotency_key,
                 return -1;
         tl = strlen(tenant_id);
         kl = strlen(idempotency_key);
-        p  = malloc(tl + 1 + kl + 1);
-        if (p == NULL)
-                return -1;
+        p  = xmalloc(tl + 1 + kl + 1);
         memcpy(p, tenant_id, tl);
         p[tl] = '/';
         memcpy(p + tl + 1, idempotency_key, kl + 1);

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "payment/status.h"
+#include "util/compiler.h"
 
 #define PAYMENT_RESULT_SCHEMA_VERSION 1
 
@@ -52,16 +53,14 @@ struct payment_result {
  * repeats a field's value) and *out NULL.
  */
 int payment_result_build(const struct payment_result *r, char **out,
-                         size_t *out_len, char *errstr, size_t errstr_size)
-    __attribute__((warn_unused_result));
+                         size_t *out_len, char *errstr,
+                         size_t errstr_size) CO_MUST_CHECK;
 
 /*
  * The message key "<tenant_id>/<idempotency_key>" into a new buffer *out,
- * owned by the caller (free()). Returns 0, or -1 on NULL input or out of
- * memory.
+ * owned by the caller (free()). Returns 0, or -1 on NULL input.
  */
 int payment_result_key(const char *tenant_id, const char *idempotency_key,
-                       char **out, size_t *out_len)
-    __attribute__((warn_unused_result));
+                       char **out, size_t *out_len) CO_MUST_CHECK;
 
 #endif

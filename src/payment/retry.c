@@ -9,8 +9,8 @@
 
 #include <stdio.h>
 
-bool retry_policy_valid(const struct retry_policy *p, char *errstr,
-                        size_t errstr_size)
+bool payment_retry_policy_valid(const struct retry_policy *p, char *errstr,
+                                size_t errstr_size)
 {
         const char *why = NULL;
 
@@ -29,8 +29,8 @@ bool retry_policy_valid(const struct retry_policy *p, char *errstr,
         return true;
 }
 
-int64_t retry_backoff_ms(const struct retry_policy *p, int attempt,
-                         retry_rand_fn *rnd, void *rnd_opaque)
+int64_t payment_retry_backoff_ms(const struct retry_policy *p, int attempt,
+                                 retry_rand_fn *rnd, void *rnd_opaque)
 {
         int64_t ceiling = p->base_ms;
         uint64_t r;
@@ -51,10 +51,11 @@ int64_t retry_backoff_ms(const struct retry_policy *p, int attempt,
         return (int64_t)(r % ((uint64_t)ceiling + 1));
 }
 
-struct retry_decision retry_decide(const struct retry_policy *p,
-                                   enum retry_class cls, int attempts,
-                                   int64_t elapsed_ms, int64_t retry_after_ms,
-                                   retry_rand_fn *rnd, void *rnd_opaque)
+struct retry_decision payment_retry_decide(const struct retry_policy *p,
+                                           enum retry_class cls, int attempts,
+                                           int64_t elapsed_ms,
+                                           int64_t retry_after_ms,
+                                           retry_rand_fn *rnd, void *rnd_opaque)
 {
         struct retry_decision d = { RETRY_GIVE_UP_UNKNOWN, 0, NULL };
         int64_t delay;
@@ -72,8 +73,8 @@ struct retry_decision retry_decide(const struct retry_policy *p,
                 d.reason = "deadline passed without evidence";
                 return d;
         }
-        delay =
-            retry_backoff_ms(p, attempts < 1 ? 1 : attempts, rnd, rnd_opaque);
+        delay = payment_retry_backoff_ms(p, attempts < 1 ? 1 : attempts, rnd,
+                                         rnd_opaque);
         if (retry_after_ms > RETRY_AFTER_MAX_MS)
                 retry_after_ms = RETRY_AFTER_MAX_MS;
         if (retry_after_ms > delay)
@@ -101,7 +102,7 @@ struct retry_decision retry_decide(const struct retry_policy *p,
         return d;
 }
 
-const char *retry_verdict_name(enum retry_verdict v)
+const char *payment_retry_verdict_name(enum retry_verdict v)
 {
         switch (v) {
         case RETRY_AGAIN:
@@ -114,7 +115,7 @@ const char *retry_verdict_name(enum retry_verdict v)
         return "?";
 }
 
-const char *retry_class_name(enum retry_class c)
+const char *payment_retry_class_name(enum retry_class c)
 {
         switch (c) {
         case RETRY_CLASS_FINAL:

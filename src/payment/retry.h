@@ -13,6 +13,8 @@
 #ifndef CO_PAYMENT_RETRY_H
 #define CO_PAYMENT_RETRY_H
 
+#include "util/compiler.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -62,15 +64,15 @@ typedef uint64_t(retry_rand_fn)(void *opaque);
  * Returns false, with a reason in errstr, if p cannot work (a non-positive
  * base, cap below base, attempts < 1, deadline <= 0).
  */
-bool retry_policy_valid(const struct retry_policy *p, char *errstr,
-                        size_t errstr_size) __attribute__((warn_unused_result));
+bool payment_retry_policy_valid(const struct retry_policy *p, char *errstr,
+                                size_t errstr_size) CO_MUST_CHECK;
 
 /*
  * The backoff before retry number `attempt` (attempt >= 1 attempts made):
  * a uniform value in [0, min(cap, base * 2^(attempt-1))] ("full jitter").
  */
-int64_t retry_backoff_ms(const struct retry_policy *p, int attempt,
-                         retry_rand_fn *rnd, void *rnd_opaque);
+int64_t payment_retry_backoff_ms(const struct retry_policy *p, int attempt,
+                                 retry_rand_fn *rnd, void *rnd_opaque);
 
 /*
  * The decision after an attempt.
@@ -82,12 +84,12 @@ int64_t retry_backoff_ms(const struct retry_policy *p, int attempt,
  * Gives up as unknown when the attempt cap is reached or when waiting the
  * delay would end past the deadline.
  */
-struct retry_decision retry_decide(const struct retry_policy *p,
-                                   enum retry_class cls, int attempts,
-                                   int64_t elapsed_ms, int64_t retry_after_ms,
-                                   retry_rand_fn *rnd, void *rnd_opaque);
+struct retry_decision
+payment_retry_decide(const struct retry_policy *p, enum retry_class cls,
+                     int attempts, int64_t elapsed_ms, int64_t retry_after_ms,
+                     retry_rand_fn *rnd, void *rnd_opaque);
 
-const char *retry_verdict_name(enum retry_verdict v);
-const char *retry_class_name(enum retry_class c);
+const char *payment_retry_verdict_name(enum retry_verdict v);
+const char *payment_retry_class_name(enum retry_class c);
 
 #endif

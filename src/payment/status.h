@@ -9,6 +9,8 @@
 #ifndef CO_PAYMENT_STATUS_H
 #define CO_PAYMENT_STATUS_H
 
+#include "util/compiler.h"
+
 #include <stdbool.h>
 
 enum payment_status {
@@ -25,8 +27,8 @@ enum payment_status {
 /* The wire name ("succeeded", ...), or NULL for a value outside the enum. */
 const char *payment_status_name(enum payment_status s);
 /* Parses a wire name (exact, case-sensitive). False on anything else. */
-bool payment_status_parse(const char *s, enum payment_status *out)
-    __attribute__((warn_unused_result));
+bool payment_status_parse(const char *s,
+                          enum payment_status *out) CO_MUST_CHECK;
 /* True for processing, succeeded, failed, review: a payment's own state. */
 bool payment_status_is_payment_state(enum payment_status s);
 /* True for every status but processing: what a result may carry. */

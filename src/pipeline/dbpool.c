@@ -3,6 +3,7 @@
 #include "util/failpoint.h"
 #include "util/log.h"
 #include "util/timeutil.h"
+#include "util/xalloc.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -36,32 +37,27 @@ struct dbpool {
 
 struct dbjob *dbjob_new(enum dbjob_kind kind, size_t cap)
 {
-        struct dbjob *j = calloc(1, sizeof(*j));
-        if (!j)
-                abort();
-        j->kind   = kind;
-        j->cap    = cap;
-        j->owners = calloc(cap, sizeof(*j->owners));
+        struct dbjob *j = xcalloc(1, sizeof(*j));
+        j->kind         = kind;
+        j->cap          = cap;
+        j->owners       = xcalloc(cap, sizeof(*j->owners));
         switch (kind) {
         case DBJOB_CLAIM:
-                j->claims = calloc(cap, sizeof(*j->claims));
+                j->claims = xcalloc(cap, sizeof(*j->claims));
                 break;
         case DBJOB_SETTLE:
-                j->settles = calloc(cap, sizeof(*j->settles));
+                j->settles = xcalloc(cap, sizeof(*j->settles));
                 break;
         case DBJOB_OUTBOX:
-                j->outbox = calloc(cap, sizeof(*j->outbox));
+                j->outbox = xcalloc(cap, sizeof(*j->outbox));
                 break;
         case DBJOB_RENEW:
-                j->leases = calloc(cap, sizeof(*j->leases));
+                j->leases = xcalloc(cap, sizeof(*j->leases));
                 break;
         case DBJOB_PROBE:
-                j->probes = calloc(cap, sizeof(*j->probes));
+                j->probes = xcalloc(cap, sizeof(*j->probes));
                 break;
         }
-        if (!j->owners ||
-            !(j->claims || j->settles || j->outbox || j->leases || j->probes))
-                abort();
         return j;
 }
 
@@ -71,13 +67,13 @@ void dbjob_free(struct dbjob *j)
                 return;
         if (j->claims)
                 for (size_t i = 0; i < j->n; i++)
-                        claim_item_clear(&j->claims[i]);
+                        store_claim_item_clear(&j->claims[i]);
         if (j->leases)
                 for (size_t i = 0; i < j->n; i++)
                         free((void *)(uintptr_t)j->leases[i].payment_id);
         if (j->probes)
                 for (size_t i = 0; i < j->n; i++)
-                        probe_item_clear(&j->probes[i]);
+                        store_probe_item_clear(&j->probes[i]);
         free(j->probes);
         free(j->owners);
         free(j->claims);
@@ -190,10 +186,11 @@ static void *worker_main(void *arg)
                         sleep_ms(backoff);
                         backoff = backoff * 2 > 5000 ? 5000 : backoff * 2;
                 }
+                /* after the commit: only kill and delay mean anything */
                 if (j->rc == STORE_OK && j->kind == DBJOB_CLAIM)
-                        (void)FAILPOINT("claim.after_commit");
+                        CO_IGNORE(FAILPOINT("claim.after_commit"));
                 if (j->rc == STORE_OK && j->kind == DBJOB_SETTLE)
-                        (void)FAILPOINT("settle.after_commit");
+                        CO_IGNORE(FAILPOINT("settle.after_commit"));
                 j->t_done_us = time_mono_us();
                 j->next      = NULL;
                 pthread_mutex_lock(&p->lock);
@@ -210,22 +207,16 @@ static void *worker_main(void *arg)
 struct dbpool *dbpool_new(const struct dbpool_opts *o, char *errstr,
                           size_t errstr_size)
 {
-        struct dbpool *p = calloc(1, sizeof(*p));
-        if (!p)
-                abort();
-        p->o         = *o;
-        p->conninfo  = strdup(o->conninfo);
-        p->owner     = strdup(o->owner);
-        p->pk_secret = malloc(o->pk_secret_len ? o->pk_secret_len : 1);
-        if (!p->conninfo || !p->owner || !p->pk_secret)
-                abort();
+        struct dbpool *p = xcalloc(1, sizeof(*p));
+        p->o             = *o;
+        p->conninfo      = xstrdup(o->conninfo);
+        p->owner         = xstrdup(o->owner);
+        p->pk_secret     = xmalloc(o->pk_secret_len ? o->pk_secret_len : 1);
         memcpy(p->pk_secret, o->pk_secret, o->pk_secret_len);
         pthread_mutex_init(&p->lock, NULL);
         pthread_cond_init(&p->cond, NULL);
         atomic_init(&p->give_up, false);
-        p->w = calloc((size_t)o->workers, sizeof(*p->w));
-        if (!p->w)
-                abort();
+        p->w = xcalloc((size_t)o->workers, sizeof(*p->w));
         /* connect first, so a bad conninfo fails at start, not later */
         for (int i = 0; i < o->workers; i++) {
                 p->w[i].pool = p;

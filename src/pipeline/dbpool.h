@@ -12,6 +12,7 @@
 #define CO_DBPOOL_H
 
 #include "store/store.h"
+#include "util/compiler.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -54,8 +55,7 @@ struct dbpool_opts {
 
 /* Connects every worker. NULL with the reason on error. */
 struct dbpool *dbpool_new(const struct dbpool_opts *o, char *errstr,
-                          size_t errstr_size)
-    __attribute__((warn_unused_result));
+                          size_t errstr_size) CO_MUST_CHECK;
 /* Stops the workers after their current job; unstarted jobs come back
  * from dbpool_take_done with rc STORE_ERR. Then frees. */
 void dbpool_destroy(struct dbpool *pool);

@@ -11,6 +11,7 @@
 #include "pipeline/pipeline_int.h"
 #include "util/timeutil.h"
 #include "util/utf8.h"
+#include "util/xalloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,9 +74,7 @@ static void hot_adjust(struct pipeline *pl, int32_t p, int delta)
         if (p < 0)
                 return;
         if (p >= pl->n_hot) {
-                size_t *h = realloc(pl->hot, (size_t)(p + 1) * sizeof(*h));
-                if (!h)
-                        abort();
+                size_t *h = xrealloc(pl->hot, (size_t)(p + 1) * sizeof(*h));
                 memset(h + pl->n_hot, 0,
                        (size_t)(p + 1 - pl->n_hot) * sizeof(*h));
                 pl->hot   = h;
@@ -366,11 +365,9 @@ static uint32_t gen_of(struct pipeline *pl, int32_t p)
 
 void pipeline_on_message(struct pipeline *pl, rd_kafka_message_t *m)
 {
-        struct item *it = calloc(1, sizeof(*it));
+        struct item *it = xcalloc(1, sizeof(*it));
         struct log_ctx lc;
 
-        if (!it)
-                abort();
         flow_list_add(&pl->all, &it->live);
         it->pl         = pl;
         it->rkm        = m;
@@ -394,8 +391,8 @@ void pipeline_on_message(struct pipeline *pl, rd_kafka_message_t *m)
                 snprintf(it->in.reason, sizeof(it->in.reason),
                          "message_too_large");
                 pl->st.too_large++;
-        } else if (intent_parse(m->payload, m->len, &it->in) < 0) {
-                abort(); /* out of memory */
+        } else {
+                intent_parse(m->payload, m->len, &it->in);
         }
         if (it->in.idempotency_key)
                 log_mask_key(it->in.idempotency_key,
@@ -411,9 +408,7 @@ void pipeline_on_message(struct pipeline *pl, rd_kafka_message_t *m)
         /* per-key order: the Kafka key, else tenant/key of the intent */
         if (m->key_len > 0) {
                 it->qkey_len = m->key_len;
-                it->qkey     = malloc(m->key_len);
-                if (!it->qkey)
-                        abort();
+                it->qkey     = xmalloc(m->key_len);
                 memcpy(it->qkey, m->key, m->key_len);
         } else if (payment_result_key(it->in.tenant_id, it->in.idempotency_key,
                                       &it->qkey, &it->qkey_len) < 0) {

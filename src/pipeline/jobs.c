@@ -15,6 +15,7 @@
 #include "pipeline/pipeline_int.h"
 #include "util/failpoint.h"
 #include "util/timeutil.h"
+#include "util/xalloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -533,10 +534,8 @@ void pipeline_renew_leases(struct pipeline *pl)
                     !flow_renew_due(&pl->renew, it->lease_renewed_ms, now))
                         continue;
                 it->lease_renewed_ms        = now;
-                j->leases[j->n].payment_id  = strdup(it->payment_id);
+                j->leases[j->n].payment_id  = xstrdup(it->payment_id);
                 j->leases[j->n].lease_epoch = it->lease_epoch;
-                if (!j->leases[j->n].payment_id)
-                        abort();
                 j->n++;
         }
         dbpool_submit(pl->db, j);

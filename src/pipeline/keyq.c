@@ -1,6 +1,8 @@
 /* keyq: a chained hash table of FIFO queues (see keyq.h). */
 #include "pipeline/keyq.h"
 
+#include "util/xalloc.h"
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,13 +34,9 @@ static uint64_t fnv1a(const void *key, size_t len)
 
 struct keyq *keyq_new(void)
 {
-        struct keyq *kq = calloc(1, sizeof(*kq));
-        if (!kq)
-                abort();
-        kq->n_buckets = 1024;
-        kq->buckets   = calloc(kq->n_buckets, sizeof(*kq->buckets));
-        if (!kq->buckets)
-                abort();
+        struct keyq *kq = xcalloc(1, sizeof(*kq));
+        kq->n_buckets   = 1024;
+        kq->buckets     = xcalloc(kq->n_buckets, sizeof(*kq->buckets));
         return kq;
 }
 
@@ -60,9 +58,7 @@ void keyq_destroy(struct keyq *kq)
 static void grow(struct keyq *kq)
 {
         size_t n        = kq->n_buckets * 2;
-        struct slot **b = calloc(n, sizeof(*b));
-        if (!b)
-                abort();
+        struct slot **b = xcalloc(n, sizeof(*b));
         for (size_t i = 0; i < kq->n_buckets; i++) {
                 struct slot *s = kq->buckets[i], *next;
                 for (; s; s = next) {
@@ -101,9 +97,7 @@ bool keyq_push(struct keyq *kq, const void *key, size_t key_len,
                 s->len++;
                 return false;
         }
-        s = malloc(sizeof(*s) + key_len);
-        if (!s)
-                abort();
+        s       = xmalloc(sizeof(*s) + key_len);
         s->next = NULL;
         s->hash = h;
         s->head = s->tail = n;

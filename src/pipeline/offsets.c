@@ -1,6 +1,8 @@
 /* offsets: per-partition ring of in-flight offsets (see offsets.h). */
 #include "pipeline/offsets.h"
 
+#include "util/xalloc.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,10 +30,8 @@ struct offsets {
 
 struct offsets *offsets_new(void)
 {
-        struct offsets *ot = calloc(1, sizeof(*ot));
-        if (!ot)
-                abort();
-        ot->next_gen = 1;
+        struct offsets *ot = xcalloc(1, sizeof(*ot));
+        ot->next_gen       = 1;
         return ot;
 }
 
@@ -51,9 +51,7 @@ static struct part *part_get(struct offsets *ot, int32_t p)
                 return NULL;
         if (p >= ot->n_parts) {
                 int32_t n       = p + 1;
-                struct part *np = realloc(ot->parts, (size_t)n * sizeof(*np));
-                if (!np)
-                        abort();
+                struct part *np = xrealloc(ot->parts, (size_t)n * sizeof(*np));
                 memset(np + ot->n_parts, 0,
                        (size_t)(n - ot->n_parts) * sizeof(*np));
                 ot->parts   = np;
@@ -100,9 +98,7 @@ int offsets_add(struct offsets *ot, int32_t p, uint32_t gen, int64_t offset)
                 return -1;
         if (pt->len == pt->cap) {
                 size_t cap      = pt->cap ? pt->cap * 2 : 64;
-                struct entry *r = malloc(cap * sizeof(*r));
-                if (!r)
-                        abort();
+                struct entry *r = xmalloc(cap * sizeof(*r));
                 for (size_t i = 0; i < pt->len; i++)
                         r[i] = pt->ring[(pt->head + i) % pt->cap];
                 free(pt->ring);

@@ -13,6 +13,8 @@
 #ifndef CO_OFFSETS_H
 #define CO_OFFSETS_H
 
+#include "util/compiler.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -30,8 +32,8 @@ void offsets_revoke(struct offsets *ot, int32_t p);
 
 /* Adds a message. Returns 0, or -1 if p is not assigned with gen or the
  * offset is not above the last one added. */
-int offsets_add(struct offsets *ot, int32_t p, uint32_t gen, int64_t offset)
-    __attribute__((warn_unused_result));
+int offsets_add(struct offsets *ot, int32_t p, uint32_t gen,
+                int64_t offset) CO_MUST_CHECK;
 /* Marks a message handled. Ignored for a stale generation. */
 void offsets_done(struct offsets *ot, int32_t p, uint32_t gen, int64_t offset);
 

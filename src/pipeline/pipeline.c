@@ -16,6 +16,7 @@
 #include "pipeline/pipeline_int.h"
 #include "util/failpoint.h"
 #include "util/timeutil.h"
+#include "util/xalloc.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -42,9 +43,7 @@ static void hook_assigned(void *opaque, const int32_t *parts, int n)
                 int32_t p = parts[i];
                 if (p >= pl->n_gens) {
                         uint32_t *g =
-                            realloc(pl->gens, (size_t)(p + 1) * sizeof(*g));
-                        if (!g)
-                                abort();
+                            xrealloc(pl->gens, (size_t)(p + 1) * sizeof(*g));
                         memset(g + pl->n_gens, 0,
                                (size_t)(p + 1 - pl->n_gens) * sizeof(*g));
                         pl->gens   = g;
@@ -59,7 +58,8 @@ static void store_offset(struct pipeline *pl, int32_t p, int64_t off)
         if (FAILPOINT("offset.before_store") < 0)
                 return;
         kconsumer_store(pl->kc, p, off);
-        (void)FAILPOINT("offset.after_store");
+        /* after the step: only kill and delay mean anything */
+        CO_IGNORE(FAILPOINT("offset.after_store"));
 }
 
 static void hook_revoking(void *opaque, const int32_t *parts, int n, bool lost)
@@ -162,14 +162,10 @@ static int connect_all(struct pipeline *pl, char *errstr, size_t errstr_size)
 struct pipeline *pipeline_new(const struct pipeline_opts *o, char *errstr,
                               size_t errstr_size)
 {
-        struct pipeline *pl = calloc(1, sizeof(*pl));
+        struct pipeline *pl = xcalloc(1, sizeof(*pl));
         struct log_ctx lc   = LOG_CTX_INIT;
         int rc;
 
-        if (!pl) {
-                snprintf(errstr, errstr_size, "out of memory");
-                return NULL;
-        }
         if (o->pk_secret_len == 0) {
                 snprintf(errstr, errstr_size,
                          "provider_key.secret is required: provider "

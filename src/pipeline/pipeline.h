@@ -17,6 +17,8 @@
 #ifndef CO_PIPELINE_H
 #define CO_PIPELINE_H
 
+#include "util/compiler.h"
+
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -50,8 +52,7 @@ struct pipeline_opts {
  * pipeline_destroy(). o's strings must outlive the pipeline.
  */
 struct pipeline *pipeline_new(const struct pipeline_opts *o, char *errstr,
-                              size_t errstr_size)
-    __attribute__((warn_unused_result));
+                              size_t errstr_size) CO_MUST_CHECK;
 
 /*
  * Runs the loop on the calling thread until *stop asks (flow/flow.h):
@@ -60,8 +61,7 @@ struct pipeline *pipeline_new(const struct pipeline_opts *o, char *errstr,
  * at once, leaving everything as it is (redelivery and the reconciler
  * recover it); a fatal consumer error returns 1.
  */
-int pipeline_run(struct pipeline *pl, const atomic_int *stop)
-    __attribute__((warn_unused_result));
+int pipeline_run(struct pipeline *pl, const atomic_int *stop) CO_MUST_CHECK;
 
 /*
  * Finishes what safely can be without starting anything new (database

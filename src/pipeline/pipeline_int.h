@@ -18,6 +18,7 @@
 #include "pipeline/offsets.h"
 #include "pipeline/pipeline.h"
 #include "store/store.h"
+#include "util/compiler.h"
 #include "util/log.h"
 #include "util/uuid.h"
 
@@ -130,8 +131,7 @@ void pipeline_on_message(struct pipeline *pl, rd_kafka_message_t *m);
 void pipeline_item_free(struct pipeline *pl, struct item *it);
 void pipeline_finish(struct pipeline *pl, struct item *it, bool handled);
 int pipeline_build_result(struct pipeline *pl, struct item *it, bool replayed,
-                          const char *payment_id)
-    __attribute__((warn_unused_result));
+                          const char *payment_id) CO_MUST_CHECK;
 void pipeline_to_outbox(struct pipeline *pl, struct item *it,
                         enum outbox_kind kind, const char *payment_id);
 void pipeline_set_error(struct item *it, const char *code, const char *msg);

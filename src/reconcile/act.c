@@ -15,6 +15,7 @@
 #include "store/store.h"
 #include "util/log.h"
 #include "util/timeutil.h"
+#include "util/xalloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,15 +104,7 @@ static void act_settles(struct reconciler *r, struct reconcile_item **v,
         if (n == 0)
                 return;
         lc.component = "reconcile";
-        s            = calloc(n, sizeof(*s));
-        if (!s) {
-                log_error(&lc,
-                          "out of memory: %zu settles left to lease "
-                          "expiry",
-                          n);
-                r->st.errors++;
-                return;
-        }
+        s            = xcalloc(n, sizeof(*s));
         for (size_t i = 0; i < n; i++) {
                 struct reconcile_item *it = v[i];
 
@@ -156,9 +149,7 @@ int reconcile_lease_renew(struct reconciler *r, struct reconcile_item **v,
         if (n == 0)
                 return 0;
         lc.component = "reconcile";
-        l            = calloc(n, sizeof(*l));
-        if (!l)
-                return -1;
+        l            = xcalloc(n, sizeof(*l));
         for (size_t i = 0; i < n; i++) {
                 l[i].payment_id  = v[i]->p->payment_id;
                 l[i].lease_epoch = v[i]->p->lease_epoch;
@@ -204,10 +195,10 @@ static void act_waits(struct reconciler *r, struct reconcile_item **v, size_t n)
                 log_info(&lc,
                          "outcome still unknown (%s, %s): asking again in "
                          "%lld ms",
-                         gw_outcome_name(it->outcome), it->v.reason,
+                         gateway_outcome_name(it->outcome), it->v.reason,
                          (long long)d);
                 /* on failure the lease runs out at its old time anyway */
-                (void)reconcile_lease_renew(r, &v[i], 1, d);
+                CO_IGNORE(reconcile_lease_renew(r, &v[i], 1, d));
         }
 }
 
@@ -242,7 +233,7 @@ static void evidence_of(const struct reconciler *r,
         ev->request_summary    = it->summary;
         ev->http_status        = it->http_status;
         ev->transport_error    = it->transport;
-        ev->outcome            = gw_outcome_name(it->outcome);
+        ev->outcome            = gateway_outcome_name(it->outcome);
         ev->provider_charge_id = it->charge_id[0] ? it->charge_id : NULL;
         ev->response_excerpt   = it->excerpt;
 }
@@ -288,21 +279,9 @@ void reconcile_act_answered(struct reconciler *r)
         if (n == 0)
                 return;
         lc.component = "reconcile";
-        all          = calloc(n, sizeof(*all));
-        buf          = calloc(3 * n, sizeof(*buf));
-        ev           = calloc(n, sizeof(*ev));
-        if (!all || !buf || !ev) {
-                log_error(&lc,
-                          "out of memory: %zu answer(s) dropped, left "
-                          "to lease expiry",
-                          n);
-                r->st.errors++;
-                while (r->answered.n > 0)
-                        reconcile_item_free(
-                            r, FLOW_ENTRY(flow_queue_pop(&r->answered),
-                                          struct reconcile_item, qnode));
-                goto done;
-        }
+        all          = xcalloc(n, sizeof(*all));
+        buf          = xcalloc(3 * n, sizeof(*buf));
+        ev           = xcalloc(n, sizeof(*ev));
         /* every answer of this turn; a re-post refused at once below
          * queues for the next turn */
         for (size_t i = 0; i < n; i++)

@@ -28,10 +28,10 @@
 #include <string.h>
 
 /* Untrusted or bounded text into dst: valid UTF-8, no control character,
- * cut on a code-point boundary (gw_text_clean). */
+ * cut on a code-point boundary (gateway_text_clean). */
 static void text_copy(char *dst, size_t dstsz, const char *src)
 {
-        gw_text_clean(src, src ? strlen(src) : 0, dst, dstsz);
+        gateway_text_clean(src, src ? strlen(src) : 0, dst, dstsz);
 }
 
 static void answered_push(struct reconciler *r, struct reconcile_item *it)
@@ -53,7 +53,7 @@ static void on_answer(void *opaque, const struct gateway_result *res)
         it->outcome     = res->outcome;
         it->http_status = res->http_status;
         it->transport   = last && last->transport != GW_TRANSPORT_OK
-                              ? gw_transport_name(last->transport)
+                              ? gateway_transport_name(last->transport)
                               : NULL;
         it->gw_reason   = res->reason;
         /* the client hands over checked identifiers and clean text; copy

@@ -17,6 +17,7 @@
 #define CO_RECONCILE_DECIDE_H
 
 #include "gateway/classify.h"
+#include "util/compiler.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -92,8 +93,7 @@ void reconcile_decide(const struct reconcile_facts *f,
  * reconcile_timing_warning() says so.
  */
 bool reconcile_timing_valid(const struct reconcile_timing *t, char *errstr,
-                            size_t errstr_size)
-    __attribute__((warn_unused_result));
+                            size_t errstr_size) CO_MUST_CHECK;
 
 /* A static warning about a legal but odd timing, or NULL. */
 const char *reconcile_timing_warning(const struct reconcile_timing *t);

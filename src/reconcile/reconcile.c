@@ -24,6 +24,7 @@
 #include "util/failpoint.h"
 #include "util/log.h"
 #include "util/timeutil.h"
+#include "util/xalloc.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -121,24 +122,14 @@ static void log_stats(struct reconciler *r, bool force)
 static void adopt(struct reconciler *r, struct store_payment *p, size_t n,
                   int64_t db_now, int64_t mono, int64_t sent)
 {
-        struct reconcile_batch *b = calloc(1, sizeof(*b));
+        struct reconcile_batch *b = xcalloc(1, sizeof(*b));
         struct log_ctx lc;
 
-        if (!b) {
-                store_payments_free(p, n);
-                r->st.errors++;
-                return;
-        }
         b->p = p;
         b->n = n;
         for (size_t i = 0; i < n; i++) {
-                struct reconcile_item *it = calloc(1, sizeof(*it));
+                struct reconcile_item *it = xcalloc(1, sizeof(*it));
 
-                if (!it) {
-                        /* the rest expire again and are retaken */
-                        r->st.errors++;
-                        break;
-                }
                 it->r     = r;
                 it->batch = b;
                 it->p     = &p[i];
@@ -231,8 +222,9 @@ static void renew_at_gateway(struct reconciler *r)
                     flow_renew_due(&r->renew, it->renewed_mono_ms, now))
                         n++;
         }
-        if (n == 0 || !(v = calloc(n, sizeof(*v))))
+        if (n == 0)
                 return;
+        v = xcalloc(n, sizeof(*v));
         n = 0;
         for (struct flow_link *k = r->live.head; k; k = k->next) {
                 struct reconcile_item *it =
@@ -243,7 +235,9 @@ static void renew_at_gateway(struct reconciler *r)
                         v[n++]              = it;
                 }
         }
-        (void)reconcile_lease_renew(r, v, n, r->o.lease_ms);
+        /* a failure is logged and counted; a lease not renewed runs out
+         * and the payment is taken over again */
+        CO_IGNORE(reconcile_lease_renew(r, v, n, r->o.lease_ms));
         free(v);
 }
 
@@ -291,15 +285,10 @@ static int set_timing(struct reconciler *r, char *errstr, size_t errstr_size)
 struct reconciler *reconcile_new(const struct reconcile_opts *o, char *errstr,
                                  size_t errstr_size)
 {
-        struct reconciler *r = calloc(1, sizeof(*r));
+        struct reconciler *r = xcalloc(1, sizeof(*r));
         struct log_ctx lc;
         int why = EINVAL; /* a configuration error until the database */
 
-        if (!r) {
-                snprintf(errstr, errstr_size, "reconciler: out of memory");
-                errno = ENOMEM;
-                return NULL;
-        }
         pthread_mutex_init(&r->mu, NULL);
         r->o                   = *o;
         r->stats_tick.every_ms = RECONCILE_STATS_EVERY_MS;

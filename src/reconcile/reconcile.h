@@ -31,6 +31,8 @@
 #ifndef CO_RECONCILE_H
 #define CO_RECONCILE_H
 
+#include "util/compiler.h"
+
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -74,11 +76,10 @@ struct reconcile_stats {
  * reconciler (owned by the caller: reconcile_destroy), or NULL with the
  * reason in errstr and errno EINVAL when the options are wrong (the
  * timing, the gateway client's options: a configuration error), else
- * another errno (no database connection, out of memory).
+ * another errno (no database connection).
  */
 struct reconciler *reconcile_new(const struct reconcile_opts *o, char *errstr,
-                                 size_t errstr_size)
-    __attribute__((warn_unused_result));
+                                 size_t errstr_size) CO_MUST_CHECK;
 
 /*
  * Reconciles on the calling thread until *stop (flow/flow.h) asks.
@@ -87,8 +88,7 @@ struct reconciler *reconcile_new(const struct reconcile_opts *o, char *errstr,
  * FLOW_EXIT: returns FLOW_EXIT_NOW at once (what was in hand is retaken
  * after its lease expires). One thread at a time.
  */
-int reconcile_run(struct reconciler *r, const atomic_int *stop)
-    __attribute__((warn_unused_result));
+int reconcile_run(struct reconciler *r, const atomic_int *stop) CO_MUST_CHECK;
 
 /*
  * Frees r: calls still at the gateway end without an answer, and what

@@ -21,6 +21,7 @@
 #include "payment/status.h"
 #include "reconcile/decide.h"
 #include "reconcile/reconcile.h"
+#include "util/compiler.h"
 #include "util/log.h"
 #include "util/uuid.h"
 
@@ -128,8 +129,7 @@ void reconcile_ask_repost(struct reconciler *r, struct reconcile_item *it);
 /* Decides on it's answer (decide.c) and writes the evidence text. */
 void reconcile_judge(struct reconciler *r, struct reconcile_item *it);
 /* Builds it->result_json for a settle: 0, or -1 (logged). */
-int reconcile_build_result(struct reconcile_item *it)
-    __attribute__((warn_unused_result));
+int reconcile_build_result(struct reconcile_item *it) CO_MUST_CHECK;
 
 /* ---- act.c ---- */
 
@@ -138,6 +138,6 @@ void reconcile_act_answered(struct reconciler *r);
 /* Renews the leases of v[0..n) to lease_ms; marks the ones lost.
  * 0, or -1 when the statement failed (logged, counted). */
 int reconcile_lease_renew(struct reconciler *r, struct reconcile_item **v,
-                          size_t n, int64_t lease_ms);
+                          size_t n, int64_t lease_ms) CO_MUST_CHECK;
 
 #endif

@@ -20,6 +20,7 @@
 #include "store/relay_sql.h"
 #include "util/log.h"
 #include "util/timeutil.h"
+#include "util/xalloc.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -113,20 +114,16 @@ static uint32_t relay_rand(struct relay *r)
 struct relay *relay_new(const struct relay_opts *o, char *errstr,
                         size_t errstr_size)
 {
-        struct relay *r = calloc(1, sizeof(*r));
+        struct relay *r = xcalloc(1, sizeof(*r));
 
-        if (!r)
-                abort();
         pthread_mutex_init(&r->mu, NULL);
         r->o            = *o;
         r->window       = o->batch_size * 4;
         r->lc           = (struct log_ctx)LOG_CTX_INIT;
         r->lc.component = "relay";
         r->lc.topic     = o->topic;
-        r->slots        = calloc(o->batch_size, sizeof(*r->slots));
-        r->ids          = calloc(o->batch_size, sizeof(*r->ids));
-        if (!r->slots || !r->ids)
-                abort();
+        r->slots        = xcalloc(o->batch_size, sizeof(*r->slots));
+        r->ids          = xcalloc(o->batch_size, sizeof(*r->ids));
         if (!(r->db = store_relay_connect(o->conninfo, o->shards, errstr,
                                           errstr_size)))
                 goto fail;

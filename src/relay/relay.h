@@ -38,6 +38,8 @@
 #ifndef CO_RELAY_H
 #define CO_RELAY_H
 
+#include "util/compiler.h"
+
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -80,7 +82,7 @@ struct relay_stats {
  * errstr (no database connection, bad producer configuration).
  */
 struct relay *relay_new(const struct relay_opts *o, char *errstr,
-                        size_t errstr_size) __attribute__((warn_unused_result));
+                        size_t errstr_size) CO_MUST_CHECK;
 
 /*
  * Relays on the calling thread until *stop (flow/flow.h) asks.
@@ -89,8 +91,7 @@ struct relay *relay_new(const struct relay_opts *o, char *errstr,
  * FLOW_EXIT: returns FLOW_EXIT_NOW at once (what was in flight is
  * published again later). 1 on a fatal error. One thread at a time.
  */
-int relay_run(struct relay *r, const atomic_int *stop)
-    __attribute__((warn_unused_result));
+int relay_run(struct relay *r, const atomic_int *stop) CO_MUST_CHECK;
 
 /*
  * Frees r: the producer is closed without waiting (rows not marked are
@@ -117,8 +118,8 @@ struct relay_republish {
  * Returns 0, or -1 with the reason in errstr. Any thread.
  */
 int relay_republish(const char *conninfo, const struct relay_republish *sel,
-                    int64_t *reset, char *errstr, size_t errstr_size)
-    __attribute__((warn_unused_result));
+                    int64_t *reset, char *errstr,
+                    size_t errstr_size) CO_MUST_CHECK;
 
 /*
  * Unparks the parked outbox row id (0: every parked row): the running
@@ -127,7 +128,6 @@ int relay_republish(const char *conninfo, const struct relay_republish *sel,
  * or -1 with the reason in errstr. Any thread.
  */
 int relay_unpark(const char *conninfo, int64_t id, int64_t *unparked,
-                 char *errstr, size_t errstr_size)
-    __attribute__((warn_unused_result));
+                 char *errstr, size_t errstr_size) CO_MUST_CHECK;
 
 #endif

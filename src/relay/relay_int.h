@@ -10,6 +10,7 @@
 
 #include "flow/flow.h"
 #include "relay/relay.h"
+#include "util/compiler.h"
 #include "util/log.h"
 
 #include <librdkafka/rdkafka.h>
@@ -89,6 +90,6 @@ int64_t relay_backoff(struct relay *r, bool longest);
  * Returns the number of rows fetched (> 0: there may be more), or -1
  * when the database failed (the caller backs off).
  */
-int relay_round(struct relay *r);
+int relay_round(struct relay *r) CO_MUST_CHECK;
 
 #endif

@@ -456,7 +456,8 @@ int relay_round(struct relay *r)
                                              RD_KAFKA_RESP_ERR_NO_ERROR, 0 };
         t.worst = RELAY_ERR_ROW;
         produce_rows(r, &b, &t);
-        (void)FAILPOINT("relay.after_produce");
+        /* after the step: only kill and delay mean anything */
+        CO_IGNORE(FAILPOINT("relay.after_produce"));
 
         /* every report of the round, or give up on a second signal */
         if (await_reports(r) == 1 && relay_stop_level(r) >= FLOW_EXIT) {

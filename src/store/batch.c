@@ -10,6 +10,8 @@
  */
 #include "store/store_int.h"
 
+#include "util/xalloc.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +25,7 @@ void store_batch_init(struct store_batch *b, const struct store_stmt *stmt,
         b->stmt    = stmt;
         b->narrays = narrays;
         for (int a = 0; a < narrays; a++)
-                pgarr_init(&b->arr[a]);
+                store_pgarr_init(&b->arr[a]);
 }
 
 void store_batch_free(struct store_batch *b)
@@ -34,7 +36,7 @@ void store_batch_free(struct store_batch *b)
         b->sent  = NULL;
         b->nsent = 0;
         for (int a = 0; a < b->narrays; a++)
-                pgarr_free(&b->arr[a]);
+                store_pgarr_free(&b->arr[a]);
 }
 
 size_t store_batch_item(const struct store_batch *b, size_t k)
@@ -82,20 +84,15 @@ static bool same_key(const struct batch_key *x, const struct batch_key *y)
 }
 
 /* b->sent: the items to send, in their order (see store_batch_def). */
-static int batch_order(struct store_batch *b, const struct store_batch_def *def,
-                       void *items, size_t n, char *errstr, size_t errstr_size)
+static void batch_order(struct store_batch *b,
+                        const struct store_batch_def *def, void *items,
+                        size_t n)
 {
-        struct batch_key *v = malloc(n * sizeof(*v));
-        bool *dup           = calloc(n, sizeof(*dup));
+        struct batch_key *v = xmalloc(n * sizeof(*v));
+        bool *dup           = xcalloc(n, sizeof(*dup));
 
         b->nsent = 0;
-        b->sent  = malloc(n * sizeof(*b->sent));
-        if (!v || !dup || !b->sent) {
-                free(v);
-                free(dup);
-                snprintf(errstr, errstr_size, "%s: out of memory", def->what);
-                return STORE_ERR;
-        }
+        b->sent  = xmalloc(n * sizeof(*b->sent));
         for (size_t i = 0; i < n; i++) {
                 def->key(items, i, v[i].k);
                 v[i].idx = i;
@@ -114,19 +111,18 @@ static int batch_order(struct store_batch *b, const struct store_batch_def *def,
         }
         free(v);
         free(dup);
-        return STORE_OK;
 }
 
 PGresult *store_batch_exec(struct store *st, struct store_batch *b, int nfields,
                            int *rc, char *errstr, size_t errstr_size)
 {
         for (int a = 0; a < b->narrays; a++) {
-                b->values[a] = pgarr_finish(&b->arr[a]);
+                b->values[a] = store_pgarr_finish(&b->arr[a]);
                 if (!b->values[a]) {
                         snprintf(errstr, errstr_size, "%s: %s", b->what,
                                  b->arr[a].b.err == EMSGSIZE
                                      ? "batch too large for one statement"
-                                     : "out of memory");
+                                     : "an array parameter cannot be built");
                         *rc = STORE_ERR;
                         return NULL;
                 }
@@ -175,11 +171,8 @@ int store_batch_run(struct store *st, const struct store_batch_def *def,
         if (rc != STORE_OK || n == 0)
                 goto done;
         b.nsent = n; /* sent == NULL: every item, in batch order */
-        if (def->key) {
-                rc = batch_order(&b, def, items, n, errstr, errstr_size);
-                if (rc != STORE_OK)
-                        goto done;
-        }
+        if (def->key)
+                batch_order(&b, def, items, n);
         rc = STORE_ERR;
         if (!def->fill(&b, items, arg, errstr, errstr_size))
                 goto done;

@@ -126,16 +126,16 @@ static void outcome_clear(struct store_outcome *o)
 /* Reads a stored outcome from columns col (status), col+1 (provider
  * charge id), col+2 (error code), col+3 (message), col+4 (result JSON). */
 static void outcome_read(const PGresult *res, int r, int col,
-                         struct store_outcome *o, bool *oom)
+                         struct store_outcome *o)
 {
         store_copy_field(res, r, col, o->status, sizeof(o->status));
-        o->provider_charge_id = store_strdup_field(res, r, col + 1, oom);
-        o->error_code         = store_strdup_field(res, r, col + 2, oom);
-        o->error_message      = store_strdup_field(res, r, col + 3, oom);
-        o->result_json        = store_strdup_field(res, r, col + 4, oom);
+        o->provider_charge_id = store_strdup_field(res, r, col + 1);
+        o->error_code         = store_strdup_field(res, r, col + 2);
+        o->error_message      = store_strdup_field(res, r, col + 3);
+        o->result_json        = store_strdup_field(res, r, col + 4);
 }
 
-void claim_item_clear(struct claim_item *it)
+void store_claim_item_clear(struct claim_item *it)
 {
         outcome_clear(&it->stored);
         it->outcome = 0;
@@ -152,7 +152,6 @@ struct claim_args {
         const unsigned char *pk_secret;
         size_t pk_secret_len;
         char num[2][24]; /* $16, $17 */
-        bool oom;        /* a stored outcome could not be copied */
 };
 
 /* Clears the out part; are the in fields there? */
@@ -160,7 +159,7 @@ static bool claim_prepare(void *p)
 {
         struct claim_item *it = p;
 
-        claim_item_clear(it);
+        store_claim_item_clear(it);
         return it->event_id && it->tenant_id && it->idem_key && it->order_id &&
                it->customer_id && it->currency && it->payment_method;
 }
@@ -218,20 +217,20 @@ static bool claim_fill(struct store_batch *b, void *items, void *arg,
                 }
                 payment_provider_key(a->pk_secret, a->pk_secret_len,
                                      it->payment_id, it->provider_key);
-                pgarr_text(&arr[0], it->event_id);
-                pgarr_text(&arr[1], it->tenant_id);
-                pgarr_text(&arr[2], it->idem_key);
-                pgarr_hex(&arr[3], it->request_hash, CRYPTO_SHA256_LEN);
-                pgarr_text(&arr[4], it->payment_id);
-                pgarr_text(&arr[5], it->provider_key);
-                pgarr_text(&arr[6], it->order_id);
-                pgarr_text(&arr[7], it->customer_id);
-                pgarr_i64(&arr[8], it->amount);
-                pgarr_text(&arr[9], it->currency);
-                pgarr_text(&arr[10], it->payment_method);
-                pgarr_text(&arr[11], it->topic);
-                pgarr_i64_or_null(&arr[12], it->partition);
-                pgarr_i64_or_null(&arr[13], it->offset);
+                store_pgarr_text(&arr[0], it->event_id);
+                store_pgarr_text(&arr[1], it->tenant_id);
+                store_pgarr_text(&arr[2], it->idem_key);
+                store_pgarr_hex(&arr[3], it->request_hash, CRYPTO_SHA256_LEN);
+                store_pgarr_text(&arr[4], it->payment_id);
+                store_pgarr_text(&arr[5], it->provider_key);
+                store_pgarr_text(&arr[6], it->order_id);
+                store_pgarr_text(&arr[7], it->customer_id);
+                store_pgarr_i64(&arr[8], it->amount);
+                store_pgarr_text(&arr[9], it->currency);
+                store_pgarr_text(&arr[10], it->payment_method);
+                store_pgarr_text(&arr[11], it->topic);
+                store_pgarr_i64_or_null(&arr[12], it->partition);
+                store_pgarr_i64_or_null(&arr[13], it->offset);
         }
         snprintf(a->num[0], sizeof(a->num[0]), "%lld", (long long)a->lease_ms);
         snprintf(a->num[1], sizeof(a->num[1]), "%lld",
@@ -247,15 +246,15 @@ static void claim_read_row(void *items, size_t i, const PGresult *res, int r,
                            void *arg)
 {
         struct claim_item *it = (struct claim_item *)items + i;
-        struct claim_args *a  = arg;
 
+        (void)arg;
         it->outcome = parse_outcome(PQgetvalue(res, r, 1));
         switch (it->outcome) {
         case CLAIM_NEW:
                 it->lease_epoch = store_i64_field(res, r, 3);
                 break;
         case CLAIM_REPLAY:
-                outcome_read(res, r, 4, &it->stored, &a->oom);
+                outcome_read(res, r, 4, &it->stored);
                 break;
         case CLAIM_IN_PROGRESS:
         case CLAIM_CONFLICT:
@@ -305,17 +304,8 @@ int store_claim_batch(struct store *st, struct claim_item *items, size_t n,
 
         if (rc != STORE_OK) {
                 for (size_t i = 0; i < n; i++)
-                        claim_item_clear(&items[i]);
+                        store_claim_item_clear(&items[i]);
                 return rc;
-        }
-        if (a.oom) {
-                /* The claim committed; only the copies of a replay's stored
-                 * outcome are missing. The caller must not drop the batch:
-                 * say so plainly. */
-                snprintf(errstr, errstr_size,
-                         "claim: committed, but out of memory reading the "
-                         "stored outcomes");
-                return STORE_ERR;
         }
         return STORE_OK;
 }
@@ -340,7 +330,7 @@ static const struct store_stmt probe_stmt = {
         3
 };
 
-void probe_item_clear(struct probe_item *it)
+void store_probe_item_clear(struct probe_item *it)
 {
         outcome_clear(&it->stored);
         memset(it->payment_id, 0, sizeof(it->payment_id));
@@ -351,7 +341,7 @@ static bool probe_prepare(void *p)
 {
         struct probe_item *it = p;
 
-        probe_item_clear(it);
+        store_probe_item_clear(it);
         return it->tenant_id && it->idem_key;
 }
 
@@ -365,26 +355,28 @@ static bool probe_fill(struct store_batch *b, void *items, void *arg,
                 const struct probe_item *it =
                     (const struct probe_item *)items + store_batch_item(b, k);
 
-                pgarr_text(&b->arr[0], it->tenant_id);
-                pgarr_text(&b->arr[1], it->idem_key);
-                pgarr_hex(&b->arr[2], it->request_hash, CRYPTO_SHA256_LEN);
+                store_pgarr_text(&b->arr[0], it->tenant_id);
+                store_pgarr_text(&b->arr[1], it->idem_key);
+                store_pgarr_hex(&b->arr[2], it->request_hash,
+                                CRYPTO_SHA256_LEN);
         }
         return true;
 }
 
-/* Reads one row of the probe's result into its item; arg: bool oom. */
+/* Reads one row of the probe's result into its item; arg unused. */
 static void probe_read_row(void *items, size_t i, const PGresult *res, int r,
                            void *arg)
 {
         struct probe_item *it = (struct probe_item *)items + i;
         const char *o         = PQgetvalue(res, r, 1);
 
+        (void)arg;
         if (strcmp(o, "none") == 0)
                 return;
         it->outcome = strcmp(o, "final") == 0 ? PROBE_FINAL : PROBE_PROCESSING;
         store_copy_field(res, r, 2, it->payment_id, sizeof(it->payment_id));
         if (it->outcome == PROBE_FINAL)
-                outcome_read(res, r, 3, &it->stored, arg);
+                outcome_read(res, r, 3, &it->stored);
 }
 
 static const struct store_batch_def probe_def = {
@@ -403,16 +395,11 @@ static const struct store_batch_def probe_def = {
 int store_probe_batch(struct store *st, struct probe_item *items, size_t n,
                       char *errstr, size_t errstr_size)
 {
-        bool oom = false;
-        int rc   = store_batch_run(st, &probe_def, items, n, &oom, errstr,
-                                   errstr_size);
+        int rc = store_batch_run(st, &probe_def, items, n, NULL, errstr,
+                                 errstr_size);
 
-        if (rc == STORE_OK && oom) {
-                snprintf(errstr, errstr_size, "probe: out of memory");
-                rc = STORE_ERR;
-        }
         if (rc != STORE_OK)
                 for (size_t i = 0; i < n; i++)
-                        probe_item_clear(&items[i]);
+                        store_probe_item_clear(&items[i]);
         return rc;
 }

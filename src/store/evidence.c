@@ -62,19 +62,19 @@ int store_evidence_insert(struct store *st, const struct evidence_item *items,
                                  i);
                         goto done;
                 }
-                pgarr_text(&a[0], e->payment_id);
-                pgarr_text(&a[1], e->kind);
-                pgarr_text(&a[2], e->actor);
+                store_pgarr_text(&a[0], e->payment_id);
+                store_pgarr_text(&a[1], e->kind);
+                store_pgarr_text(&a[2], e->actor);
                 /* 0: none, sent as NULL */
-                pgarr_i64_or_null(&a[3],
-                                  e->lease_epoch > 0 ? e->lease_epoch : -1);
-                pgarr_text(&a[4], e->request_summary);
-                pgarr_i64_or_null(&a[5],
-                                  e->http_status > 0 ? e->http_status : -1);
-                pgarr_text(&a[6], e->transport_error);
-                pgarr_text(&a[7], e->outcome);
-                pgarr_text(&a[8], e->provider_charge_id);
-                pgarr_text(&a[9], e->response_excerpt);
+                store_pgarr_i64_or_null(
+                    &a[3], e->lease_epoch > 0 ? e->lease_epoch : -1);
+                store_pgarr_text(&a[4], e->request_summary);
+                store_pgarr_i64_or_null(
+                    &a[5], e->http_status > 0 ? e->http_status : -1);
+                store_pgarr_text(&a[6], e->transport_error);
+                store_pgarr_text(&a[7], e->outcome);
+                store_pgarr_text(&a[8], e->provider_charge_id);
+                store_pgarr_text(&a[9], e->response_excerpt);
         }
         /* one row: how many were inserted */
         res = store_batch_exec(st, &b, -1, &rc, errstr, errstr_size);

@@ -15,6 +15,7 @@
 #define CO_STORE_EVIDENCE_H
 
 #include "store/store.h"
+#include "util/compiler.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -28,7 +29,7 @@ struct evidence_item {
         const char *request_summary; /* e.g. "GET /v1/charges?reference=" */
         int http_status;             /* of the last attempt; 0: none */
         const char *transport_error; /* NULL: an answer arrived */
-        const char *outcome;         /* required: gw_outcome_name() */
+        const char *outcome;         /* required: gateway_outcome_name() */
         const char *provider_charge_id; /* or NULL */
         const char *response_excerpt;   /* attempts / decision JSON, or NULL */
 };
@@ -40,14 +41,14 @@ struct evidence_item {
  * log, never counted as charges).
  */
 int store_evidence_insert(struct store *st, const struct evidence_item *items,
-                          size_t n, char *errstr, size_t errstr_size)
-    __attribute__((warn_unused_result));
+                          size_t n, char *errstr,
+                          size_t errstr_size) CO_MUST_CHECK;
 
 /*
  * The database's wall clock (clock_timestamp(), Unix ms) into *now_ms, so
  * that ages of payments are measured on the clock that stamped created_at.
  */
 int store_clock_ms(struct store *st, int64_t *now_ms, char *errstr,
-                   size_t errstr_size) __attribute__((warn_unused_result));
+                   size_t errstr_size) CO_MUST_CHECK;
 
 #endif

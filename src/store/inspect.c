@@ -6,6 +6,7 @@
 #include "store/inspect.h"
 #include "store/store.h"
 #include "store/store_int.h"
+#include "util/xalloc.h"
 
 #include <libpq-fe.h>
 #include <stdio.h>
@@ -86,8 +87,8 @@ int store_inspect(struct store *st, enum inspect_by by, const char *value,
 
         *json_out = *key_out = NULL;
         if (by == INSPECT_BY_KEY) {
-                copy = strdup(value);
-                if (!copy || !(slash = strchr(copy, '/'))) {
+                copy = xstrdup(value);
+                if (!(slash = strchr(copy, '/'))) {
                         snprintf(errstr, errstr_size,
                                  "inspect: a key is <tenant_id>/<key>");
                         free(copy);
@@ -105,15 +106,8 @@ int store_inspect(struct store *st, enum inspect_by by, const char *value,
                 goto done;
         }
         if (PQntuples(res) == 1 && !PQgetisnull(res, 0, 0)) {
-                *json_out = strdup(PQgetvalue(res, 0, 0));
-                *key_out  = strdup(PQgetvalue(res, 0, 1));
-                if (!*json_out || !*key_out) {
-                        free(*json_out);
-                        free(*key_out);
-                        *json_out = *key_out = NULL;
-                        snprintf(errstr, errstr_size, "inspect: out of memory");
-                        goto done;
-                }
+                *json_out = xstrdup(PQgetvalue(res, 0, 0));
+                *key_out  = xstrdup(PQgetvalue(res, 0, 1));
         }
         r = STORE_OK;
 done:

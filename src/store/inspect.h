@@ -8,6 +8,8 @@
 #ifndef CO_STORE_INSPECT_H
 #define CO_STORE_INSPECT_H
 
+#include "util/compiler.h"
+
 #include <stddef.h>
 
 struct store;
@@ -24,6 +26,6 @@ enum inspect_by { INSPECT_BY_KEY, INSPECT_BY_EVENT, INSPECT_BY_PAYMENT };
  */
 int store_inspect(struct store *st, enum inspect_by by, const char *value,
                   char **json_out, char **key_out, char *errstr,
-                  size_t errstr_size) __attribute__((warn_unused_result));
+                  size_t errstr_size) CO_MUST_CHECK;
 
 #endif

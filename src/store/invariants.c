@@ -35,7 +35,6 @@ int store_invariant_violations(struct store *st, struct store_violation **out,
         struct store_violation *v = NULL;
         size_t nv                 = 0;
         PGresult *res;
-        bool oom = false;
         int rc;
 
         *out   = NULL;
@@ -43,30 +42,18 @@ int store_invariant_violations(struct store *st, struct store_violation **out,
         res = store_exec(st, &invariants_stmt, NULL, &rc, errstr, errstr_size);
         if (!res)
                 return rc;
-        rc = STORE_ERR;
-        v  = store_rows_calloc(res, sizeof(*v), &oom);
-        if (oom)
-                goto done;
+        v = store_rows_calloc(res, sizeof(*v));
         for (int r = 0; r < PQntuples(res); r++, nv++) {
                 store_copy_field(res, r, 0, v[r].kind, sizeof(v[r].kind));
                 store_copy_field(res, r, 1, v[r].payment_id,
                                  sizeof(v[r].payment_id));
-                v[r].tenant_id     = store_strdup_field(res, r, 2, &oom);
+                v[r].tenant_id     = store_strdup_field(res, r, 2);
                 v[r].ledger_txn_id = store_i64_field(res, r, 3);
                 v[r].outbox_id     = store_i64_field(res, r, 4);
-                v[r].detail        = store_strdup_field(res, r, 5, &oom);
+                v[r].detail        = store_strdup_field(res, r, 5);
         }
-        if (oom)
-                goto done;
         *out   = v;
         *n_out = nv;
-        v      = NULL;
-        rc     = STORE_OK;
-
-done:
-        if (oom)
-                snprintf(errstr, errstr_size, "invariants: out of memory");
-        store_violations_free(v, nv);
         PQclear(res);
-        return rc;
+        return STORE_OK;
 }

@@ -109,8 +109,8 @@ static bool renew_fill(struct store_batch *b, void *items, void *arg,
                 const struct lease_item *it =
                     (const struct lease_item *)items + store_batch_item(b, k);
 
-                pgarr_text(&b->arr[0], it->payment_id);
-                pgarr_i64(&b->arr[1], it->lease_epoch);
+                store_pgarr_text(&b->arr[0], it->payment_id);
+                store_pgarr_i64(&b->arr[1], it->lease_epoch);
         }
         snprintf(a->ms, sizeof(a->ms), "%lld", (long long)a->lease_ms);
         b->values[2] = a->owner;
@@ -176,7 +176,6 @@ int store_takeover_expired(struct store *st, const char *owner,
         struct store_payment *p = NULL;
         size_t np               = 0;
         PGresult *res           = NULL;
-        bool oom                = false;
         int rc                  = STORE_ERR;
 
         *out   = NULL;
@@ -194,46 +193,32 @@ int store_takeover_expired(struct store *st, const char *owner,
         values[2] = lim;
         res = store_exec(st, &takeover_stmt, values, &rc, errstr, errstr_size);
         if (!res)
-                goto done;
-        rc = STORE_ERR;
-        p  = store_rows_calloc(res, sizeof(*p), &oom);
-        if (oom)
-                goto done;
+                return rc;
+        p = store_rows_calloc(res, sizeof(*p));
         for (int r = 0; r < PQntuples(res); r++, np++) {
                 struct store_payment *t = &p[r];
 
                 store_copy_field(res, r, 0, t->payment_id,
                                  sizeof(t->payment_id));
-                t->tenant_id   = store_strdup_field(res, r, 1, &oom);
-                t->idem_key    = store_strdup_field(res, r, 2, &oom);
-                t->order_id    = store_strdup_field(res, r, 3, &oom);
-                t->customer_id = store_strdup_field(res, r, 4, &oom);
+                t->tenant_id   = store_strdup_field(res, r, 1);
+                t->idem_key    = store_strdup_field(res, r, 2);
+                t->order_id    = store_strdup_field(res, r, 3);
+                t->customer_id = store_strdup_field(res, r, 4);
                 t->amount      = store_i64_field(res, r, 5);
                 store_copy_field(res, r, 6, t->currency, sizeof(t->currency));
-                t->payment_method = store_strdup_field(res, r, 7, &oom);
+                t->payment_method = store_strdup_field(res, r, 7);
                 store_copy_field(res, r, 8, t->provider_key,
                                  sizeof(t->provider_key));
-                t->provider_charge_id = store_strdup_field(res, r, 9, &oom);
+                t->provider_charge_id = store_strdup_field(res, r, 9);
                 t->lease_epoch        = store_i64_field(res, r, 10);
                 t->attempts           = (int32_t)store_i64_field(res, r, 11);
-                t->intent_event_id    = store_strdup_field(res, r, 12, &oom);
+                t->intent_event_id    = store_strdup_field(res, r, 12);
                 t->created_at_ms      = store_i64_field(res, r, 13);
         }
-        if (oom)
-                goto done;
         *out   = p;
         *n_out = np;
-        p      = NULL;
-        rc     = STORE_OK;
-
-done:
-        if (oom)
-                /* Taken but not returned: the leases expire again and the
-                 * next takeover finds them. */
-                snprintf(errstr, errstr_size, "takeover: out of memory");
-        store_payments_free(p, np);
         PQclear(res);
-        return rc;
+        return STORE_OK;
 }
 
 int store_takeover_one(struct store *st, const char *payment_id,

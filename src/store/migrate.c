@@ -145,8 +145,8 @@ static int apply_one(PGconn *conn, const struct migration_src *m,
         return 0;
 }
 
-int migrate_run(const char *conninfo, struct migrate_report *report,
-                char *errstr, size_t errstr_size)
+int store_migrate_run(const char *conninfo, struct migrate_report *report,
+                      char *errstr, size_t errstr_size)
 {
         PGconn *conn;
         int r             = -1;

@@ -8,6 +8,8 @@
 #ifndef CO_MIGRATE_H
 #define CO_MIGRATE_H
 
+#include "util/compiler.h"
+
 #include <stddef.h>
 
 struct migration_src {
@@ -29,8 +31,7 @@ struct migrate_report {
  * Connects with conninfo and applies what is missing. Returns 0, or -1
  * with the failing migration's name and PostgreSQL's message in errstr.
  */
-int migrate_run(const char *conninfo, struct migrate_report *report,
-                char *errstr, size_t errstr_size)
-    __attribute__((warn_unused_result));
+int store_migrate_run(const char *conninfo, struct migrate_report *report,
+                      char *errstr, size_t errstr_size) CO_MUST_CHECK;
 
 #endif

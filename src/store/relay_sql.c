@@ -10,6 +10,7 @@
 #include "store/store_int.h"
 
 #include "util/log.h"
+#include "util/xalloc.h"
 
 #include <libpq-fe.h>
 
@@ -104,16 +105,16 @@ static int run_number(PGconn *conn, const char *what, const char *sql,
         return STORE_OK;
 }
 
-/* The array literal "{a,b,c}" of v[0..n) into a (pgarr_free). Aborts when
- * out of memory, like the rest of this file. */
+/* The array literal "{a,b,c}" of v[0..n) into a (store_pgarr_free). Aborts if
+ * it cannot be built (over 1 GiB, far beyond any n given here). */
 static const char *i64_array(struct pgarr *a, const int64_t *v, size_t n)
 {
         const char *s;
 
-        pgarr_init(a);
+        store_pgarr_init(a);
         for (size_t i = 0; i < n; i++)
-                pgarr_i64(a, v[i]);
-        s = pgarr_finish(a);
+                store_pgarr_i64(a, v[i]);
+        s = store_pgarr_finish(a);
         if (!s)
                 abort();
         return s;
@@ -172,20 +173,16 @@ static int session_open(struct store_relay *sr, char *errstr,
 struct store_relay *store_relay_connect(const char *conninfo, int nshards,
                                         char *errstr, size_t errstr_size)
 {
-        struct store_relay *sr = calloc(1, sizeof(*sr));
+        struct store_relay *sr = xcalloc(1, sizeof(*sr));
 
-        if (!sr)
-                abort();
         if (nshards < 1 || nshards > STORE_RELAY_MAX_SHARDS) {
                 snprintf(errstr, errstr_size, "relay.shards: out of range");
                 free(sr);
                 return NULL;
         }
         sr->nshards  = nshards;
-        sr->conninfo = strdup(conninfo ? conninfo : "");
-        if (!sr->conninfo)
-                abort();
-        sr->cursor = (unsigned)rand();
+        sr->conninfo = xstrdup(conninfo ? conninfo : "");
+        sr->cursor   = (unsigned)rand();
         sr->work =
             connect_one(sr->conninfo, "chargeonce relay", errstr, errstr_size);
         if (!sr->work || session_open(sr, errstr, errstr_size) != STORE_OK) {
@@ -373,7 +370,7 @@ int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
                   "   FROM outbox o JOIN f ON f.id = o.id"
                   "  ORDER BY o.id LIMIT $4::int",
                   4, v, &rc, errstr, errstr_size);
-        pgarr_free(&shards);
+        store_pgarr_free(&shards);
         if (!res)
                 return rc;
         n = PQntuples(res);
@@ -381,9 +378,7 @@ int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
                 PQclear(res);
                 return STORE_OK;
         }
-        b->rows = calloc((size_t)n, sizeof(*b->rows));
-        if (!b->rows)
-                abort();
+        b->rows = xcalloc((size_t)n, sizeof(*b->rows));
         b->res_ = res;
         for (int r = 0; r < n; r++) {
                 struct store_relay_row *row = &b->rows[r];
@@ -417,7 +412,7 @@ static int update_ids(struct store_relay *sr, const char *what, const char *sql,
         v[0] = i64_array(&arr, ids, n);
         rc   = run_number(sr->work, what, sql, 1, v, true, &rows, errstr,
                           errstr_size);
-        pgarr_free(&arr);
+        store_pgarr_free(&arr);
         if (rc == STORE_OK && changed)
                 *changed = rows;
         return rc;
@@ -641,13 +636,9 @@ void store_relay_parked_free(struct store_relay_parked *p, size_t n)
 
 static char *dup_or_null(PGresult *res, int r, int c)
 {
-        char *s;
-
         if (PQgetisnull(res, r, c))
                 return NULL;
-        if (!(s = strdup(PQgetvalue(res, r, c))))
-                abort();
-        return s;
+        return xstrdup(PQgetvalue(res, r, c));
 }
 
 int store_relay_parked_list(const char *conninfo,
@@ -676,11 +667,8 @@ int store_relay_parked_list(const char *conninfo,
                 return rc;
         }
         rows = PQntuples(res);
-        if (rows > 0) {
-                *out = calloc((size_t)rows, sizeof(**out));
-                if (!*out)
-                        abort();
-        }
+        if (rows > 0)
+                *out = xcalloc((size_t)rows, sizeof(**out));
         for (int r = 0; r < rows; r++) {
                 struct store_relay_parked *p = &(*out)[r];
                 p->id            = strtoll(PQgetvalue(res, r, 0), NULL, 10);

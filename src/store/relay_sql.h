@@ -19,6 +19,7 @@
 #define CO_STORE_RELAY_SQL_H
 
 #include "store/store.h"
+#include "util/compiler.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -61,8 +62,8 @@ void store_relay_batch_clear(struct store_relay_batch *b);
  * NULL with the reason in errstr.
  */
 struct store_relay *store_relay_connect(const char *conninfo, int nshards,
-                                        char *errstr, size_t errstr_size)
-    __attribute__((warn_unused_result));
+                                        char *errstr,
+                                        size_t errstr_size) CO_MUST_CHECK;
 /* Closes both connections (which releases every lock). NULL is ignored. */
 void store_relay_destroy(struct store_relay *sr);
 
@@ -70,8 +71,8 @@ void store_relay_destroy(struct store_relay *sr);
  * Re-establishes a broken connection. A new session connection holds no
  * shard (the old session's locks went with it). STORE_OK when both are up.
  */
-int store_relay_ensure(struct store_relay *sr, char *errstr, size_t errstr_size)
-    __attribute__((warn_unused_result));
+int store_relay_ensure(struct store_relay *sr, char *errstr,
+                       size_t errstr_size) CO_MUST_CHECK;
 
 /*
  * Takes this relay's fair share of the shards: ceil(nshards / live
@@ -81,8 +82,7 @@ int store_relay_ensure(struct store_relay *sr, char *errstr, size_t errstr_size)
  * published by another relay at once. *held gets the number held.
  */
 int store_relay_rebalance(struct store_relay *sr, int *held, int *members,
-                          char *errstr, size_t errstr_size)
-    __attribute__((warn_unused_result));
+                          char *errstr, size_t errstr_size) CO_MUST_CHECK;
 /* Shards held now. */
 int store_relay_held(const struct store_relay *sr);
 
@@ -95,7 +95,7 @@ int store_relay_held(const struct store_relay *sr);
  */
 int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
                       struct store_relay_batch *b, char *errstr,
-                      size_t errstr_size) __attribute__((warn_unused_result));
+                      size_t errstr_size) CO_MUST_CHECK;
 
 /*
  * Marks ids[0..n) published (published_at = now(), publish_attempts + 1)
@@ -104,12 +104,12 @@ int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
  * relay meanwhile is not counted).
  */
 int store_relay_mark(struct store_relay *sr, const int64_t *ids, size_t n,
-                     int64_t *marked, char *errstr, size_t errstr_size)
-    __attribute__((warn_unused_result));
+                     int64_t *marked, char *errstr,
+                     size_t errstr_size) CO_MUST_CHECK;
 /* Counts one failed attempt on ids[0..n) (publish_attempts + 1). */
 int store_relay_note_failed(struct store_relay *sr, const int64_t *ids,
-                            size_t n, char *errstr, size_t errstr_size)
-    __attribute__((warn_unused_result));
+                            size_t n, char *errstr,
+                            size_t errstr_size) CO_MUST_CHECK;
 
 /*
  * Parks row id (0006): parked_at = now(), park_reason = reason (the
@@ -121,13 +121,13 @@ int store_relay_note_failed(struct store_relay *sr, const int64_t *ids,
  */
 int store_relay_park(struct store_relay *sr, int64_t id, const char *reason,
                      int attempts, int64_t *parked, char *errstr,
-                     size_t errstr_size) __attribute__((warn_unused_result));
+                     size_t errstr_size) CO_MUST_CHECK;
 
 /*
  * Waits up to timeout_ms for a notification on the channel. Returns 1
  * (notified: rows may be there), 0 (timeout) or STORE_ERR_CONN.
  */
-int store_relay_wait(struct store_relay *sr, int timeout_ms);
+int store_relay_wait(struct store_relay *sr, int timeout_ms) CO_MUST_CHECK;
 
 /*
  * Deletes up to limit published rows whose published_at is older than
@@ -135,13 +135,12 @@ int store_relay_wait(struct store_relay *sr, int timeout_ms);
  * statement. *deleted gets the number (less than limit: caught up).
  */
 int store_relay_cleanup(struct store_relay *sr, int64_t retention_ms, int limit,
-                        int64_t *deleted, char *errstr, size_t errstr_size)
-    __attribute__((warn_unused_result));
+                        int64_t *deleted, char *errstr,
+                        size_t errstr_size) CO_MUST_CHECK;
 
 /* Age of the oldest unpublished row in ms (0: none). */
 int store_relay_oldest_age(struct store_relay *sr, int64_t *age_ms,
-                           char *errstr, size_t errstr_size)
-    __attribute__((warn_unused_result));
+                           char *errstr, size_t errstr_size) CO_MUST_CHECK;
 
 /* Which published rows an operator wants published again; NULL: any. */
 struct store_republish {
@@ -160,8 +159,7 @@ struct store_republish {
  */
 int store_relay_republish(const char *conninfo,
                           const struct store_republish *sel, int64_t *reset,
-                          char *errstr, size_t errstr_size)
-    __attribute__((warn_unused_result));
+                          char *errstr, size_t errstr_size) CO_MUST_CHECK;
 
 /*
  * Unparks row id (0: every parked row) on its own connection: parked_at
@@ -170,8 +168,7 @@ int store_relay_republish(const char *conninfo,
  * without it). *unparked gets the number of rows.
  */
 int store_relay_unpark(const char *conninfo, int64_t id, int64_t *unparked,
-                       char *errstr, size_t errstr_size)
-    __attribute__((warn_unused_result));
+                       char *errstr, size_t errstr_size) CO_MUST_CHECK;
 
 /* One parked row as the audit shows it (no key, no payload). */
 struct store_relay_parked {
@@ -193,8 +190,7 @@ struct store_relay_parked {
  */
 int store_relay_parked_list(const char *conninfo,
                             struct store_relay_parked **out, size_t *n,
-                            char *errstr, size_t errstr_size)
-    __attribute__((warn_unused_result));
+                            char *errstr, size_t errstr_size) CO_MUST_CHECK;
 void store_relay_parked_free(struct store_relay_parked *p, size_t n);
 
 #endif

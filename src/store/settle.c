@@ -187,15 +187,15 @@ static bool settle_fill(struct store_batch *b, void *items, void *arg,
                 const struct settle_item *it =
                     (const struct settle_item *)items + store_batch_item(b, k);
 
-                pgarr_text(&arr[0], it->payment_id);
-                pgarr_i64(&arr[1], it->lease_epoch);
-                pgarr_text(&arr[2], settle_status_name(it->status));
-                pgarr_text(&arr[3], it->provider_charge_id);
-                pgarr_text(&arr[4], it->error_code);
-                pgarr_text(&arr[5], it->error_message);
-                pgarr_i64(&arr[6], it->attempts);
-                pgarr_text(&arr[7], it->result_event_id);
-                pgarr_text(&arr[8], it->result_json);
+                store_pgarr_text(&arr[0], it->payment_id);
+                store_pgarr_i64(&arr[1], it->lease_epoch);
+                store_pgarr_text(&arr[2], settle_status_name(it->status));
+                store_pgarr_text(&arr[3], it->provider_charge_id);
+                store_pgarr_text(&arr[4], it->error_code);
+                store_pgarr_text(&arr[5], it->error_message);
+                store_pgarr_i64(&arr[6], it->attempts);
+                store_pgarr_text(&arr[7], it->result_event_id);
+                store_pgarr_text(&arr[8], it->result_json);
         }
         return true;
 }
@@ -303,18 +303,18 @@ static bool outbox_fill(struct store_batch *b, void *items, void *arg,
                 const struct outbox_item *it =
                     (const struct outbox_item *)items + store_batch_item(b, k);
 
-                pgarr_text(&arr[0], it->result_event_id);
-                pgarr_text(&arr[1], it->intent_event_id);
-                pgarr_text(&arr[2], it->tenant_id);
-                pgarr_text(&arr[3], it->idem_key);
-                pgarr_text(&arr[4],
-                           it->kind == OUTBOX_REPLAY ? it->payment_id : NULL);
-                pgarr_text(&arr[5], outbox_disposition(it->kind));
-                pgarr_text(&arr[6], outbox_status(it));
-                pgarr_text(&arr[7], it->result_json);
-                pgarr_text(&arr[8], it->topic);
-                pgarr_i64_or_null(&arr[9], it->partition);
-                pgarr_i64_or_null(&arr[10], it->offset);
+                store_pgarr_text(&arr[0], it->result_event_id);
+                store_pgarr_text(&arr[1], it->intent_event_id);
+                store_pgarr_text(&arr[2], it->tenant_id);
+                store_pgarr_text(&arr[3], it->idem_key);
+                store_pgarr_text(
+                    &arr[4], it->kind == OUTBOX_REPLAY ? it->payment_id : NULL);
+                store_pgarr_text(&arr[5], outbox_disposition(it->kind));
+                store_pgarr_text(&arr[6], outbox_status(it));
+                store_pgarr_text(&arr[7], it->result_json);
+                store_pgarr_text(&arr[8], it->topic);
+                store_pgarr_i64_or_null(&arr[9], it->partition);
+                store_pgarr_i64_or_null(&arr[10], it->offset);
         }
         return true;
 }

@@ -18,6 +18,7 @@
 
 #include "util/log.h"
 #include "util/timeutil.h"
+#include "util/xalloc.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -32,13 +33,9 @@
 struct store *store_connect(const char *conninfo, char *errstr,
                             size_t errstr_size)
 {
-        struct store *st = calloc(1, sizeof(*st));
+        struct store *st = xcalloc(1, sizeof(*st));
         PGresult *res    = NULL;
 
-        if (!st) {
-                snprintf(errstr, errstr_size, "out of memory");
-                return NULL;
-        }
         st->key_retention_ms = STORE_DEFAULT_RETENTION_MS;
         st->rand_state =
             (unsigned int)time_mono_us() ^ (unsigned int)(uintptr_t)st;
@@ -256,13 +253,13 @@ PGresult *store_exec(struct store *st, const struct store_stmt *stmt,
  */
 #define PGARR_MAX ((size_t)1024 * 1024 * 1024 - 1)
 
-void pgarr_init(struct pgarr *a)
+void store_pgarr_init(struct pgarr *a)
 {
         buf_init(&a->b, PGARR_MAX);
         a->n = 0;
 }
 
-void pgarr_free(struct pgarr *a)
+void store_pgarr_free(struct pgarr *a)
 {
         buf_free(&a->b);
         a->n = 0;
@@ -277,7 +274,7 @@ static bool pgarr_sep(struct pgarr *a, size_t more)
         return buf_append_char(&a->b, a->n++ == 0 ? '{' : ',') == 0;
 }
 
-void pgarr_text(struct pgarr *a, const char *s)
+void store_pgarr_text(struct pgarr *a, const char *s)
 {
         size_t slen;
 
@@ -304,27 +301,27 @@ void pgarr_text(struct pgarr *a, const char *s)
         buf_append_char(&a->b, '"');
 }
 
-void pgarr_i64(struct pgarr *a, int64_t v)
+void store_pgarr_i64(struct pgarr *a, int64_t v)
 {
         if (pgarr_sep(a, 20))
                 buf_appendf(&a->b, "%" PRId64, v);
 }
 
-void pgarr_i64_or_null(struct pgarr *a, int64_t v)
+void store_pgarr_i64_or_null(struct pgarr *a, int64_t v)
 {
         if (v >= 0)
-                pgarr_i64(a, v);
+                store_pgarr_i64(a, v);
         else
-                pgarr_text(a, NULL);
+                store_pgarr_text(a, NULL);
 }
 
-void pgarr_bool(struct pgarr *a, bool v)
+void store_pgarr_bool(struct pgarr *a, bool v)
 {
         if (pgarr_sep(a, 1))
                 buf_append_char(&a->b, v ? 't' : 'f');
 }
 
-void pgarr_hex(struct pgarr *a, const unsigned char *in, size_t len)
+void store_pgarr_hex(struct pgarr *a, const unsigned char *in, size_t len)
 {
         char hex[2 * 32 + 1];
 
@@ -338,7 +335,7 @@ void pgarr_hex(struct pgarr *a, const unsigned char *in, size_t len)
         }
 }
 
-const char *pgarr_finish(struct pgarr *a)
+const char *store_pgarr_finish(struct pgarr *a)
 {
         if (a->n == 0)
                 buf_append_char(&a->b, '{');
@@ -346,28 +343,18 @@ const char *pgarr_finish(struct pgarr *a)
         return buf_failed(&a->b) ? NULL : a->b.data;
 }
 
-void *store_rows_calloc(const PGresult *res, size_t size, bool *oom)
+void *store_rows_calloc(const PGresult *res, size_t size)
 {
-        void *p;
-
         if (PQntuples(res) <= 0)
                 return NULL;
-        p = calloc((size_t)PQntuples(res), size);
-        if (!p)
-                *oom = true;
-        return p;
+        return xcalloc((size_t)PQntuples(res), size);
 }
 
-char *store_strdup_field(const PGresult *res, int row, int col, bool *oom)
+char *store_strdup_field(const PGresult *res, int row, int col)
 {
-        char *s;
-
         if (PQgetisnull(res, row, col))
                 return NULL;
-        s = strdup(PQgetvalue(res, row, col));
-        if (!s)
-                *oom = true;
-        return s;
+        return xstrdup(PQgetvalue(res, row, col));
 }
 
 void store_copy_field(const PGresult *res, int row, int col, char *out,

@@ -21,6 +21,7 @@
 #define CO_STORE_STORE_H
 
 #include "payment/provider_key.h"
+#include "util/compiler.h"
 #include "util/crypto.h"
 #include "util/uuid.h"
 
@@ -63,8 +64,7 @@ struct store;
  * with the reason in errstr.
  */
 struct store *store_connect(const char *conninfo, char *errstr,
-                            size_t errstr_size)
-    __attribute__((warn_unused_result));
+                            size_t errstr_size) CO_MUST_CHECK;
 /* Closes the connection and frees st. NULL is ignored. */
 void store_destroy(struct store *st);
 
@@ -140,7 +140,8 @@ struct claim_item {
         int32_t partition;          /* -1: unknown */
         int64_t offset;             /* -1: unknown */
 
-        /* Out. Strings in `stored` are owned by the item: claim_item_clear. */
+        /* Out. Strings in `stored` are owned by the item:
+         * store_claim_item_clear. */
         enum claim_outcome outcome;
         char payment_id[UUID_STR_LEN]; /* NEW, IN_PROGRESS, REPLAY; else "" */
         char provider_key[STORE_PROVIDER_KEY_LEN]; /* NEW; else "" */
@@ -152,7 +153,7 @@ struct claim_item {
  * Frees the out strings of it (not the in fields) and zeroes its out part.
  * The out part must be zero (or cleared) before the item is first used.
  */
-void claim_item_clear(struct claim_item *it);
+void store_claim_item_clear(struct claim_item *it);
 
 /*
  * Claims items[0..n) in one transaction. For each item: an event id found
@@ -167,15 +168,14 @@ void claim_item_clear(struct claim_item *it);
  * taken in (tenant_id, idem_key) order. A deadlock or serialization
  * failure is retried transparently.
  *
- * Clears the out part of every item first (claim_item_clear). On any error
- * nothing was written (or, STORE_ERR_CONN, see above) and the out parts
+ * Clears the out part of every item first (store_claim_item_clear). On any
+ * error nothing was written (or, STORE_ERR_CONN, see above) and the out parts
  * are cleared. Returns STORE_OK, STORE_ERR or STORE_ERR_CONN.
  */
 int store_claim_batch(struct store *st, struct claim_item *items, size_t n,
                       const char *owner, int64_t lease_ms,
                       const unsigned char *pk_secret, size_t pk_secret_len,
-                      char *errstr, size_t errstr_size)
-    __attribute__((warn_unused_result));
+                      char *errstr, size_t errstr_size) CO_MUST_CHECK;
 
 /* ------------------------------------------------------------------ */
 /* Settle: the second transaction of the consumer.                     */
@@ -232,8 +232,7 @@ struct settle_item {
  * Returns STORE_OK (see each item's outcome), STORE_ERR or STORE_ERR_CONN.
  */
 int store_settle_batch(struct store *st, struct settle_item *items, size_t n,
-                       char *errstr, size_t errstr_size)
-    __attribute__((warn_unused_result));
+                       char *errstr, size_t errstr_size) CO_MUST_CHECK;
 
 /* ------------------------------------------------------------------ */
 /* Results that need no payment of their own.                          */
@@ -270,8 +269,7 @@ struct outbox_item {
  * STORE_ERR_CONN.
  */
 int store_outbox_batch(struct store *st, struct outbox_item *items, size_t n,
-                       char *errstr, size_t errstr_size)
-    __attribute__((warn_unused_result));
+                       char *errstr, size_t errstr_size) CO_MUST_CHECK;
 
 /* ------------------------------------------------------------------ */
 /* Probe: what a rejected copy of an intent may still be answered with.  */
@@ -287,14 +285,14 @@ struct probe_item {
         const char *tenant_id;
         const char *idem_key;
         unsigned char request_hash[CRYPTO_SHA256_LEN];
-        /* Out (owned; probe_item_clear). */
+        /* Out (owned; store_probe_item_clear). */
         enum probe_outcome outcome;
         char payment_id[UUID_STR_LEN];
         struct store_outcome stored;
 };
 
 /* Frees what a probe returned and clears the out part. */
-void probe_item_clear(struct probe_item *it);
+void store_probe_item_clear(struct probe_item *it);
 
 /*
  * Looks up each item's (tenant, key) and compares its request hash, in one
@@ -304,8 +302,7 @@ void probe_item_clear(struct probe_item *it);
  * STORE_OK, STORE_ERR, STORE_ERR_CONN or STORE_ERR_DATA.
  */
 int store_probe_batch(struct store *st, struct probe_item *items, size_t n,
-                      char *errstr, size_t errstr_size)
-    __attribute__((warn_unused_result));
+                      char *errstr, size_t errstr_size) CO_MUST_CHECK;
 
 /* ------------------------------------------------------------------ */
 /* Leases.                                                             */
@@ -323,7 +320,7 @@ struct lease_item {
  */
 int store_lease_renew(struct store *st, struct lease_item *items, size_t n,
                       const char *owner, int64_t lease_ms, char *errstr,
-                      size_t errstr_size) __attribute__((warn_unused_result));
+                      size_t errstr_size) CO_MUST_CHECK;
 
 /* A processing payment taken over by the reconciler. */
 struct store_payment {
@@ -357,8 +354,7 @@ void store_payments_free(struct store_payment *p, size_t n);
 int store_takeover_expired(struct store *st, const char *owner,
                            int64_t lease_ms, size_t max,
                            struct store_payment **out, size_t *n_out,
-                           char *errstr, size_t errstr_size)
-    __attribute__((warn_unused_result));
+                           char *errstr, size_t errstr_size) CO_MUST_CHECK;
 
 /*
  * Takes over one payment by compare-and-swap on its epoch: only if it is
@@ -369,7 +365,7 @@ int store_takeover_expired(struct store *st, const char *owner,
 int store_takeover_one(struct store *st, const char *payment_id,
                        int64_t expected_epoch, const char *owner,
                        int64_t lease_ms, int64_t *new_epoch, char *errstr,
-                       size_t errstr_size) __attribute__((warn_unused_result));
+                       size_t errstr_size) CO_MUST_CHECK;
 
 /* ------------------------------------------------------------------ */
 /* Invariants.                                                         */
@@ -390,7 +386,7 @@ void store_violations_free(struct store_violation *v, size_t n);
  * store_violations_free) gets the rows, *n_out their number (0: healthy).
  */
 int store_invariant_violations(struct store *st, struct store_violation **out,
-                               size_t *n_out, char *errstr, size_t errstr_size)
-    __attribute__((warn_unused_result));
+                               size_t *n_out, char *errstr,
+                               size_t errstr_size) CO_MUST_CHECK;
 
 #endif

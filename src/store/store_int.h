@@ -11,6 +11,7 @@
 
 #include "store/store.h"
 #include "util/buf.h"
+#include "util/compiler.h"
 
 #include <libpq-fe.h>
 
@@ -60,31 +61,31 @@ PGconn *store_pgconn(struct store *st);
  */
 PGresult *store_exec(struct store *st, const struct store_stmt *stmt,
                      const char *const *values, int *rc, char *errstr,
-                     size_t errstr_size) __attribute__((warn_unused_result));
+                     size_t errstr_size) CO_MUST_CHECK;
 
 /*
  * pgarr: a PostgreSQL array literal in text form ({"a","b",NULL}) built
- * element by element in a util/buf. A failure (out of memory, or the
- * literal over the 1 GiB PostgreSQL takes) is remembered and reported by
- * pgarr_finish.
+ * element by element in a util/buf. A failure (the literal over the
+ * 1 GiB PostgreSQL takes) is remembered and reported by store_pgarr_finish.
  */
 struct pgarr {
-        struct buf b; /* owned; pgarr_free */
+        struct buf b; /* owned; store_pgarr_free */
         size_t n;     /* elements so far */
 };
 
-void pgarr_init(struct pgarr *a);
-void pgarr_free(struct pgarr *a);
+void store_pgarr_init(struct pgarr *a);
+void store_pgarr_free(struct pgarr *a);
 /* A text element, quoted and escaped; NULL appends a NULL element. */
-void pgarr_text(struct pgarr *a, const char *s);
-void pgarr_i64(struct pgarr *a, int64_t v);
+void store_pgarr_text(struct pgarr *a, const char *s);
+void store_pgarr_i64(struct pgarr *a, int64_t v);
 /* v, or a NULL element for a negative v (an unknown partition, offset). */
-void pgarr_i64_or_null(struct pgarr *a, int64_t v);
-void pgarr_bool(struct pgarr *a, bool v);
+void store_pgarr_i64_or_null(struct pgarr *a, int64_t v);
+void store_pgarr_bool(struct pgarr *a, bool v);
 /* Lower-case hex of in[0..len) as a text element. */
-void pgarr_hex(struct pgarr *a, const unsigned char *in, size_t len);
-/* Closes the literal. Returns it (owned by a), or NULL if out of memory. */
-const char *pgarr_finish(struct pgarr *a);
+void store_pgarr_hex(struct pgarr *a, const unsigned char *in, size_t len);
+/* Closes the literal. Returns it (owned by a), or NULL if it grew too
+ * large. */
+const char *store_pgarr_finish(struct pgarr *a) CO_MUST_CHECK;
 
 /*
  * store_batch: the shape every batch statement of the store shares.
@@ -165,7 +166,7 @@ struct store_batch_def {
  */
 int store_batch_run(struct store *st, const struct store_batch_def *def,
                     void *items, size_t n, void *arg, char *errstr,
-                    size_t errstr_size) __attribute__((warn_unused_result));
+                    size_t errstr_size) CO_MUST_CHECK;
 
 /*
  * The parts of store_batch_run, for a batch of another shape (evidence:
@@ -176,17 +177,16 @@ int store_batch_run(struct store *st, const struct store_batch_def *def,
 void store_batch_init(struct store_batch *b, const struct store_stmt *stmt,
                       int narrays, const char *what);
 PGresult *store_batch_exec(struct store *st, struct store_batch *b, int nfields,
-                           int *rc, char *errstr, size_t errstr_size)
-    __attribute__((warn_unused_result));
+                           int *rc, char *errstr,
+                           size_t errstr_size) CO_MUST_CHECK;
 void store_batch_free(struct store_batch *b);
 
 /* Zeroed room for one element of `size` bytes per row of res (owned by
- * the caller: free); NULL for no rows, or on OOM, which sets *oom. */
-void *store_rows_calloc(const PGresult *res, size_t size, bool *oom);
+ * the caller: free); NULL for no rows. */
+void *store_rows_calloc(const PGresult *res, size_t size);
 
-/* Strings from a result: a malloc'd copy (NULL for SQL NULL, or on OOM,
- * which sets *oom). */
-char *store_strdup_field(const PGresult *res, int row, int col, bool *oom);
+/* Strings from a result: a malloc'd copy (NULL for SQL NULL). */
+char *store_strdup_field(const PGresult *res, int row, int col);
 /* Copies a field into a fixed buffer, truncating; "" for SQL NULL. */
 void store_copy_field(const PGresult *res, int row, int col, char *out,
                       size_t outsz);

@@ -1,7 +1,8 @@
 /*
  * buf: the growable byte buffer (see buf.h). Capacity doubles from
  * BUF_MIN_CAP and never goes beyond max + 1 (the content and its NUL).
- * Never writes past cap, never grows past max, never aborts.
+ * Never writes past cap, never grows past max; out of memory ends the
+ * process (util/xalloc.h), nothing else does.
  */
 #include "util/buf.h"
 #include "util/xalloc.h"
@@ -133,9 +134,9 @@ char *buf_detach(struct buf *b, size_t *len)
                 return NULL;
         }
         if (!p)
-                p = calloc(1, 1);
+                p = xcalloc(1, 1);
         buf_init(b, b->max);
-        if (p && len)
+        if (len)
                 *len = n;
         return p;
 }

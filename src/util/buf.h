@@ -3,19 +3,22 @@
  * piece by piece (array literals, canonical forms, response bodies).
  * Pure (libc only); one buffer belongs to one thread at a time.
  *
- * Out of memory and over the limit are handled alike, and never abort:
- * the call that cannot grow the buffer returns -1, leaves the contents
- * exactly as they were before it, and marks the buffer failed (err says
- * why). A failed buffer stays failed: every later append does nothing
- * and returns -1, until buf_reset() or buf_free(). So a caller may append
- * many pieces and check once at the end (buf_failed()); that is why the
- * appends are not marked warn_unused_result, and buf_detach() is.
+ * Over the limit never aborts (out of memory ends the process, as
+ * everywhere: util/xalloc.h): the call that cannot grow the buffer
+ * returns -1, leaves the contents exactly as they were before it, and
+ * marks the buffer failed (err says why). A failed buffer stays failed:
+ * every later append does nothing and returns -1, until buf_reset() or
+ * buf_free(). So a caller may append many pieces and check once at the
+ * end (buf_failed()); that is why the appends are not marked
+ * CO_MUST_CHECK, and buf_detach() is.
  *
  * Must never write past its allocation, hold more than `max` bytes, or
  * leave data without its terminating NUL once anything was appended.
  */
 #ifndef CO_UTIL_BUF_H
 #define CO_UTIL_BUF_H
+
+#include "util/compiler.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -57,10 +60,8 @@ int buf_append_char(struct buf *b, char c);
  * Appends printf-formatted text. 0, or -1 (also for an encoding error of
  * vsnprintf, which marks the buffer failed like the rest).
  */
-int buf_appendf(struct buf *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-int buf_vappendf(struct buf *b, const char *fmt, va_list ap)
-    __attribute__((format(printf, 2, 0)));
+int buf_appendf(struct buf *b, const char *fmt, ...) CO_PRINTF(2, 3);
+int buf_vappendf(struct buf *b, const char *fmt, va_list ap) CO_PRINTF(2, 0);
 
 /* True once an append or reserve has failed (see above). */
 bool buf_failed(const struct buf *b);
@@ -72,11 +73,9 @@ const char *buf_str(const struct buf *b);
  * Hands the content over: returns data (NUL-terminated, owned by the
  * caller: free()) and its length in *len (may be NULL; 0 with NULL), and
  * leaves b empty as after buf_init with the same max. A failed buffer is
- * freed and NULL returned; NULL also when an empty buffer's "" cannot be
- * allocated.
+ * freed and NULL returned (the only NULL: an empty buffer gives "").
  */
-char *buf_detach(struct buf *b, size_t *len)
-    __attribute__((warn_unused_result));
+char *buf_detach(struct buf *b, size_t *len) CO_MUST_CHECK;
 
 /* Empties b and clears its failure; keeps the allocation for reuse. */
 void buf_reset(struct buf *b);

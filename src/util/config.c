@@ -8,6 +8,7 @@
  */
 #include "util/config.h"
 #include "util/timeutil.h"
+#include "util/xalloc.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -58,14 +59,6 @@ static const struct config_key *cfg_find(const char *key, size_t *idx)
                 }
         }
         return NULL;
-}
-
-static char *xstrdup(const char *s)
-{
-        char *d = strdup(s);
-        if (!d)
-                abort();
-        return d;
 }
 
 void config_destroy(struct config *cfg)
@@ -246,11 +239,9 @@ static void cfg_assign(struct config *cfg, size_t idx, char *value,
 
 struct config *config_new(void)
 {
-        struct config *cfg = calloc(1, sizeof(*cfg));
+        struct config *cfg = xcalloc(1, sizeof(*cfg));
         char err[256];
 
-        if (!cfg)
-                abort();
         for (size_t i = 0; i < CFG_N; i++) {
                 struct cfg_val v;
                 if (cfg_check(&cfg_defs[i], cfg_defs[i].def, &v, err,
@@ -275,27 +266,24 @@ const struct config_key *config_keys(size_t *n)
         return cfg_defs;
 }
 
-static int kafka_set(struct config *cfg, const char *prop, const char *value)
+static void kafka_set(struct config *cfg, const char *prop, const char *value)
 {
         for (size_t i = 0; i < cfg->kafka_n; i++) {
                 if (strcmp(cfg->kafka[i].name, prop) == 0) {
                         free(cfg->kafka[i].value);
                         cfg->kafka[i].value = xstrdup(value);
-                        return 0;
+                        return;
                 }
         }
         if (cfg->kafka_n == cfg->kafka_cap) {
-                size_t cap    = cfg->kafka_cap ? cfg->kafka_cap * 2 : 8;
-                struct kv *kv = realloc(cfg->kafka, cap * sizeof(*kv));
-                if (!kv)
-                        abort();
+                size_t cap     = cfg->kafka_cap ? cfg->kafka_cap * 2 : 8;
+                struct kv *kv  = xrealloc(cfg->kafka, cap * sizeof(*kv));
                 cfg->kafka     = kv;
                 cfg->kafka_cap = cap;
         }
         cfg->kafka[cfg->kafka_n].name  = xstrdup(prop);
         cfg->kafka[cfg->kafka_n].value = xstrdup(value);
         cfg->kafka_n++;
-        return 0;
 }
 
 /* Reads a secret from a file: the whole content less trailing new lines. */
@@ -342,7 +330,8 @@ int config_set(struct config *cfg, const char *key, const char *value,
                                  "follow the prefix");
                         return -1;
                 }
-                return kafka_set(cfg, key + 6, value);
+                kafka_set(cfg, key + 6, value);
+                return 0;
         }
         if ((d = cfg_find(key, &idx))) {
                 if (cfg_check(d, value, &pv, errstr, errstr_size) < 0)
@@ -447,8 +436,7 @@ int config_load_file(struct config *cfg, const char *path, char *errstr,
                 return -1;
         }
         /* one byte more than allowed, to tell "too large" from "just fits" */
-        if (!(buf = malloc(CONFIG_FILE_MAX + 1)))
-                abort();
+        buf = xmalloc(CONFIG_FILE_MAX + 1);
         while ((n = fread(buf + len, 1, CONFIG_FILE_MAX + 1 - len, f)) > 0)
                 len += n;
         if (ferror(f)) {

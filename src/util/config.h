@@ -39,6 +39,7 @@ struct config;
  */
 struct settings {
 #define CO_KEY(key, field, type, ...) CONFIG_CTYPE_##type field;
+#include "util/compiler.h"
 #include "util/config_keys.def"
 #undef CO_KEY
 };
@@ -79,25 +80,24 @@ void config_destroy(struct config *cfg);
 
 /* Each returns 0, or -1 with a message naming the key (or file:line). */
 int config_load_file(struct config *cfg, const char *path, char *errstr,
-                     size_t errstr_size) __attribute__((warn_unused_result));
+                     size_t errstr_size) CO_MUST_CHECK;
 /*
  * The content of a configuration file, data[0..len) (not NUL-terminated),
  * read as config_load_file() reads a file; name stands for the file in
  * messages. Settings before a bad line stay applied, as with a file.
  */
 int config_load_buffer(struct config *cfg, const char *name, const char *data,
-                       size_t len, char *errstr, size_t errstr_size)
-    __attribute__((warn_unused_result));
+                       size_t len, char *errstr,
+                       size_t errstr_size) CO_MUST_CHECK;
 /* envp: a NULL-terminated environment. Names that start CHARGEONCE_TEST_
  * and CHARGEONCE_FAILPOINTS are not configuration and are skipped. */
 int config_load_env(struct config *cfg, char *const *envp, char *errstr,
-                    size_t errstr_size) __attribute__((warn_unused_result));
+                    size_t errstr_size) CO_MUST_CHECK;
 /* "key=value", as given to -X. */
 int config_set_arg(struct config *cfg, const char *arg, char *errstr,
-                   size_t errstr_size) __attribute__((warn_unused_result));
+                   size_t errstr_size) CO_MUST_CHECK;
 int config_set(struct config *cfg, const char *key, const char *value,
-               char *errstr, size_t errstr_size)
-    __attribute__((warn_unused_result));
+               char *errstr, size_t errstr_size) CO_MUST_CHECK;
 
 /*
  * Every key, typed and current: each successful config_new(),

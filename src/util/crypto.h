@@ -5,6 +5,8 @@
 #ifndef CO_CRYPTO_H
 #define CO_CRYPTO_H
 
+#include "util/compiler.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -24,10 +26,10 @@ size_t crypto_base64_encode(const unsigned char *in, size_t len, char *out);
  * that length, or -1 if the input is not valid base64 or does not fit.
  */
 long crypto_base64_decode(const char *in, size_t len, unsigned char *out,
-                          size_t outsz);
+                          size_t outsz) CO_MUST_CHECK;
 /* Constant-time comparison of two equal-length buffers. */
 bool crypto_equal(const void *a, const void *b, size_t len);
 /* Cryptographically strong random bytes. Returns false on failure. */
-bool crypto_random(void *out, size_t len) __attribute__((warn_unused_result));
+bool crypto_random(void *out, size_t len) CO_MUST_CHECK;
 
 #endif

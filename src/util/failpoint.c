@@ -3,6 +3,7 @@
 
 #ifdef CHARGEONCE_FAILPOINTS
 #include "util/log.h"
+#include "util/xalloc.h"
 
 #include <signal.h>
 #include <stdatomic.h>
@@ -71,9 +72,7 @@ int failpoint_init(void)
         fp_log = getenv("CHARGEONCE_FAILPOINTS_LOG") != NULL;
         if (!env || !*env)
                 return 0;
-        copy = strdup(env);
-        if (!copy)
-                return -1;
+        copy = xstrdup(env);
         for (tok = strtok_r(copy, ",", &save); tok;
              tok = strtok_r(NULL, ",", &save)) {
                 char shown[128];

@@ -16,15 +16,17 @@
 #ifndef CO_FAILPOINT_H
 #define CO_FAILPOINT_H
 
+#include "util/compiler.h"
+
 #ifdef CHARGEONCE_FAILPOINTS
 /* Returns 0 (go on) or -1 (the armed action is "error"). */
-int failpoint_hit(const char *name);
+int failpoint_hit(const char *name) CO_MUST_CHECK;
 /* Parses CHARGEONCE_FAILPOINTS; 0 or -1 with the bad entry on stderr. */
-int failpoint_init(void);
+int failpoint_init(void) CO_MUST_CHECK;
 #define FAILPOINT(name) failpoint_hit(name)
 #else
 #define FAILPOINT(name) 0
-static inline int failpoint_init(void)
+CO_MUST_CHECK static inline int failpoint_init(void)
 {
         return 0;
 }

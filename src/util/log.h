@@ -18,6 +18,8 @@
 #ifndef CO_LOG_H
 #define CO_LOG_H
 
+#include "util/compiler.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -53,12 +55,12 @@ extern enum log_level log_current_level;
 
 void log_set_level(enum log_level level);
 /* Parses "error", "warn", "info", "debug". Returns false on anything else. */
-bool log_level_parse(const char *s, enum log_level *out);
+bool log_level_parse(const char *s, enum log_level *out) CO_MUST_CHECK;
 /* Sets the default component of lines that give none (e.g. "consume"). */
 void log_set_component(const char *component);
 
 void log_emit(enum log_level level, const struct log_ctx *ctx, const char *fmt,
-              ...) __attribute__((format(printf, 3, 4)));
+              ...) CO_PRINTF(3, 4);
 
 /* The level is checked before any argument is formatted. */
 #define co_log(lvl, ctx, ...)                                                  \

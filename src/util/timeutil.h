@@ -3,6 +3,8 @@
 #ifndef CO_TIMEUTIL_H
 #define CO_TIMEUTIL_H
 
+#include "util/compiler.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -18,7 +20,7 @@ int64_t time_wall_ms(void);
  * d (a bare integer means seconds). Writes milliseconds. Returns false on
  * anything else or on overflow.
  */
-bool duration_parse(const char *s, int64_t *out_ms);
+bool duration_parse(const char *s, int64_t *out_ms) CO_MUST_CHECK;
 /* Formats milliseconds as the largest exact unit, e.g. "24h", "250ms". */
 void duration_format(int64_t ms, char *out, size_t outsz);
 

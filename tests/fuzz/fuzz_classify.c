@@ -25,7 +25,7 @@
  *     currency it sent;
  *   - a charge id and an error code are printable ASCII identifiers that
  *     fit; the message is valid UTF-8 without control, separator or bidi
- *     control characters; so is gw_text_clean()'s output on the raw body,
+ *     control characters; so is gateway_text_clean()'s output on the raw body,
  *     which fits its buffer;
  *   - Retry-After is -1 or within 0..RETRY_AFTER_MAX_MS.
  */
@@ -179,11 +179,11 @@ static void check_verdict(const struct gw_answer *a, const struct gw_verdict *v)
         FUZZ_CHECK(FUZZ_TERMINATED(v->error_message));
         /* untrusted text never leaves the classifier unchecked */
         FUZZ_CHECK(!v->charge_id[0] ||
-                   gw_ident_valid(v->charge_id, strlen(v->charge_id),
-                                  GW_CHARGE_ID_SIZE - 1));
+                   gateway_ident_valid(v->charge_id, strlen(v->charge_id),
+                                       GW_CHARGE_ID_SIZE - 1));
         FUZZ_CHECK(!v->error_code[0] ||
-                   gw_ident_valid(v->error_code, strlen(v->error_code),
-                                  GW_ERROR_CODE_SIZE - 1));
+                   gateway_ident_valid(v->error_code, strlen(v->error_code),
+                                       GW_ERROR_CODE_SIZE - 1));
         FUZZ_CHECK(clean_text(v->error_message));
         FUZZ_CHECK(v->reason != NULL && v->reason[0] != '\0');
         FUZZ_CHECK(v->outcome >= GW_SUCCEEDED && v->outcome <= GW_NOT_FOUND);
@@ -199,8 +199,8 @@ static void check_verdict(const struct gw_answer *a, const struct gw_verdict *v)
                            a->expect_currency && a->expect_amount >= 0);
         if (v->outcome == GW_FAILED)
                 FUZZ_CHECK(v->error_code[0] != '\0');
-        (void)gw_outcome_name(v->outcome);
-        (void)gw_outcome_retry_class(v->outcome);
+        (void)gateway_outcome_name(v->outcome);
+        (void)gateway_outcome_retry_class(v->outcome);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -212,19 +212,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
         /* 0xA5, not 0: a string the classifier leaves unterminated shows */
         memset(&v, 0xA5, sizeof(v));
-        gw_classify_charge(&in.a, &v);
+        gateway_classify_charge(&in.a, &v);
         check_verdict(&in.a, &v);
         FUZZ_CHECK(v.outcome != GW_NOT_FOUND);
         if (v.outcome == GW_FAILED)
                 FUZZ_CHECK(in.a.http_status == 402);
 
         memset(&v, 0xA5, sizeof(v));
-        gw_classify_query(&in.a, &v);
+        gateway_classify_query(&in.a, &v);
         check_verdict(&in.a, &v);
         if (v.outcome == GW_FAILED)
                 FUZZ_CHECK(in.a.http_status == 200);
 
-        (void)gw_parse_retry_after(in.a.retry_after);
+        (void)gateway_parse_retry_after(in.a.retry_after);
 
         /* the cleaner on the raw body, into a buffer of exactly a size
          * taken from the input (ASan sees a write past it) */
@@ -234,7 +234,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 size_t n;
 
                 FUZZ_CHECK(out != NULL);
-                n = gw_text_clean(in.a.body, in.a.body_len, out, outsz);
+                n = gateway_text_clean(in.a.body, in.a.body_len, out, outsz);
                 FUZZ_CHECK(n < outsz && out[n] == '\0' && strlen(out) == n);
                 FUZZ_CHECK(clean_text(out));
                 free(out);

@@ -319,12 +319,13 @@ static void run_row(const struct row *r)
         a.expect_amount    = 1250000;
         a.expect_currency  = "VND";
         if (r->kind == CHARGE)
-                gw_classify_charge(&a, &v);
+                gateway_classify_charge(&a, &v);
         else
-                gw_classify_query(&a, &v);
+                gateway_classify_query(&a, &v);
         if (v.outcome != r->want)
                 fail_msg("row \"%s\": outcome %s, want %s", r->name,
-                         gw_outcome_name(v.outcome), gw_outcome_name(r->want));
+                         gateway_outcome_name(v.outcome),
+                         gateway_outcome_name(r->want));
         if (r->want_charge_id && strcmp(v.charge_id, r->want_charge_id))
                 fail_msg("row \"%s\": charge id \"%s\"", r->name, v.charge_id);
         if (!r->want_charge_id && r->want != GW_DEFECT && v.charge_id[0])
@@ -373,7 +374,7 @@ static void test_never_failed_without_refusal(void **state)
                                 a.body          = bodies[b];
                                 a.body_len      = a.body ? strlen(a.body) : 0;
                                 a.expect_amount = -1;
-                                gw_classify_charge(&a, &v);
+                                gateway_classify_charge(&a, &v);
                                 if (v.outcome == GW_FAILED)
                                         assert_true(t == GW_TRANSPORT_OK &&
                                                     s == 402 && b == 4);
@@ -402,7 +403,7 @@ static void test_replayed_and_unchecked(void **state)
         a.expect_reference = "other";
         a.expect_amount    = 3;
         a.expect_currency  = "EUR";
-        gw_classify_charge(&a, &v);
+        gateway_classify_charge(&a, &v);
         assert_int_equal(v.outcome, GW_SUCCEEDED);
         assert_string_equal(v.charge_id, "ch_7");
         assert_string_equal(v.reason, "charged (replayed)");
@@ -411,7 +412,7 @@ static void test_replayed_and_unchecked(void **state)
         a.expect_reference = NULL;
         a.expect_amount    = -1;
         a.expect_currency  = NULL;
-        gw_classify_charge(&a, &v);
+        gateway_classify_charge(&a, &v);
         assert_int_equal(v.outcome, GW_UNKNOWN);
         assert_string_equal(v.charge_id, "");
 }
@@ -432,7 +433,7 @@ static void test_long_charge_id(void **state)
         a.body          = body;
         a.body_len      = strlen(body);
         a.expect_amount = -1;
-        gw_classify_charge(&a, &v);
+        gateway_classify_charge(&a, &v);
         /* cannot store the id: not evidence we can keep */
         assert_int_equal(v.outcome, GW_UNKNOWN);
 }
@@ -447,10 +448,10 @@ static void check_strings(const struct gw_verdict *v)
 
         n = strnlen(v->charge_id, sizeof(v->charge_id));
         assert_true(n < sizeof(v->charge_id));
-        assert_true(n == 0 || gw_ident_valid(v->charge_id, n, 255));
+        assert_true(n == 0 || gateway_ident_valid(v->charge_id, n, 255));
         n = strnlen(v->error_code, sizeof(v->error_code));
         assert_true(n < sizeof(v->error_code));
-        assert_true(n == 0 || gw_ident_valid(v->error_code, n, 63));
+        assert_true(n == 0 || gateway_ident_valid(v->error_code, n, 63));
         n = strnlen(v->error_message, sizeof(v->error_message));
         assert_true(n < sizeof(v->error_message));
         assert_true(utf8_valid(v->error_message, n));
@@ -504,7 +505,7 @@ static void classify_body(int status, const char *body, size_t len,
         a.expect_reference = REF;
         a.expect_amount    = 1250000;
         a.expect_currency  = "VND";
-        gw_classify_charge(&a, v);
+        gateway_classify_charge(&a, v);
         check_strings(v);
 }
 
@@ -644,12 +645,12 @@ static void test_identifiers(void **state)
         size_t n = 10000;
 
         (void)state;
-        assert_true(gw_ident_valid("card_declined", 13, 63));
-        assert_false(gw_ident_valid("", 0, 63));
-        assert_false(gw_ident_valid("a b", 3, 63));
-        assert_false(gw_ident_valid("a\"", 2, 1));
-        assert_false(gw_ident_valid("th\xe1\xba\xbb", 5, 63));
-        assert_false(gw_ident_valid("a\x7f", 2, 63));
+        assert_true(gateway_ident_valid("card_declined", 13, 63));
+        assert_false(gateway_ident_valid("", 0, 63));
+        assert_false(gateway_ident_valid("a b", 3, 63));
+        assert_false(gateway_ident_valid("a\"", 2, 1));
+        assert_false(gateway_ident_valid("th\xe1\xba\xbb", 5, 63));
+        assert_false(gateway_ident_valid("a\x7f", 2, 63));
 
         /* a code of 63 characters is one, of 64 is not */
         memset(code, 'c', 63);
@@ -751,8 +752,8 @@ static void test_odd_numbers(void **state)
                 classify_body(200, body, strlen(body), &v);
                 if (v.outcome != amounts[i].want)
                         fail_msg("amount %s: %s, want %s", amounts[i].amount,
-                                 gw_outcome_name(v.outcome),
-                                 gw_outcome_name(amounts[i].want));
+                                 gateway_outcome_name(v.outcome),
+                                 gateway_outcome_name(amounts[i].want));
         }
 }
 
@@ -828,37 +829,40 @@ static void test_text_clean(void **state)
 
         (void)state;
         /* cut on a code-point boundary: 3 x 3 bytes do not fit in 7 */
-        assert_int_equal(gw_text_clean("\xe1\xba\xbb\xe1\xba\xbb\xe1\xba\xbb",
-                                       9, out, sizeof(out)),
-                         6);
+        assert_int_equal(
+            gateway_text_clean("\xe1\xba\xbb\xe1\xba\xbb\xe1\xba\xbb", 9, out,
+                               sizeof(out)),
+            6);
         assert_string_equal(out, "\xe1\xba\xbb\xe1\xba\xbb");
-        assert_int_equal(gw_text_clean(NULL, 5, out, sizeof(out)), 0);
+        assert_int_equal(gateway_text_clean(NULL, 5, out, sizeof(out)), 0);
         assert_string_equal(out, "");
-        assert_int_equal(gw_text_clean("a\nb", 3, out, sizeof(out)), 3);
+        assert_int_equal(gateway_text_clean("a\nb", 3, out, sizeof(out)), 3);
         assert_string_equal(out, "a b");
 }
 
 static void test_retry_class(void **state)
 {
         (void)state;
-        assert_int_equal(gw_outcome_retry_class(GW_SUCCEEDED),
+        assert_int_equal(gateway_outcome_retry_class(GW_SUCCEEDED),
                          RETRY_CLASS_FINAL);
-        assert_int_equal(gw_outcome_retry_class(GW_FAILED), RETRY_CLASS_FINAL);
-        assert_int_equal(gw_outcome_retry_class(GW_DEFECT), RETRY_CLASS_FINAL);
-        assert_int_equal(gw_outcome_retry_class(GW_NOT_FOUND),
+        assert_int_equal(gateway_outcome_retry_class(GW_FAILED),
                          RETRY_CLASS_FINAL);
-        assert_int_equal(gw_outcome_retry_class(GW_UNKNOWN),
+        assert_int_equal(gateway_outcome_retry_class(GW_DEFECT),
+                         RETRY_CLASS_FINAL);
+        assert_int_equal(gateway_outcome_retry_class(GW_NOT_FOUND),
+                         RETRY_CLASS_FINAL);
+        assert_int_equal(gateway_outcome_retry_class(GW_UNKNOWN),
                          RETRY_CLASS_UNKNOWN);
-        assert_int_equal(gw_outcome_retry_class(GW_IN_PROGRESS),
+        assert_int_equal(gateway_outcome_retry_class(GW_IN_PROGRESS),
                          RETRY_CLASS_BUSY);
-        assert_int_equal(gw_outcome_retry_class(GW_RETRY_AFTER),
+        assert_int_equal(gateway_outcome_retry_class(GW_RETRY_AFTER),
                          RETRY_CLASS_THROTTLED);
         for (int o = GW_SUCCEEDED; o <= GW_NOT_FOUND; o++)
-                assert_string_not_equal(gw_outcome_name((enum gw_outcome)o),
-                                        "?");
+                assert_string_not_equal(
+                    gateway_outcome_name((enum gw_outcome)o), "?");
         for (int t = GW_TRANSPORT_OK; t <= GW_TRANSPORT_OTHER; t++)
-                assert_string_not_equal(gw_transport_name((enum gw_transport)t),
-                                        "?");
+                assert_string_not_equal(
+                    gateway_transport_name((enum gw_transport)t), "?");
 }
 
 int main(void)

@@ -368,49 +368,53 @@ static void test_send_check(void **state)
 
         (void)state;
         /* the deadline: strictly before it */
-        assert_int_equal(gw_send_check(1000, 1000, 500, false, 0, 0),
+        assert_int_equal(gateway_send_check(1000, 1000, 500, false, 0, 0),
                          GW_SEND_OK);
-        assert_int_equal(gw_send_check(1499, 1000, 500, false, 0, 0),
+        assert_int_equal(gateway_send_check(1499, 1000, 500, false, 0, 0),
                          GW_SEND_OK);
-        assert_int_equal(gw_send_check(1500, 1000, 500, false, 0, 0),
+        assert_int_equal(gateway_send_check(1500, 1000, 500, false, 0, 0),
                          GW_SEND_DEADLINE);
-        assert_int_equal(gw_send_check(INT64_MAX, 0, 500, false, 0, 0),
+        assert_int_equal(gateway_send_check(INT64_MAX, 0, 500, false, 0, 0),
                          GW_SEND_DEADLINE);
         /* a clock that went back is not a reason to send */
-        assert_int_equal(gw_send_check(999, 1000, 500, false, 0, 0),
+        assert_int_equal(gateway_send_check(999, 1000, 500, false, 0, 0),
                          GW_SEND_DEADLINE);
         /* no lease: not checked, whatever the value */
-        assert_int_equal(gw_send_check(1000, 1000, 500, false, L, 5000),
+        assert_int_equal(gateway_send_check(1000, 1000, 500, false, L, 5000),
                          GW_SEND_OK);
         /* the lease must outlast the margin, strictly */
-        assert_int_equal(gw_send_check(1000, 1000, 500, true, 7001, 6000),
+        assert_int_equal(gateway_send_check(1000, 1000, 500, true, 7001, 6000),
                          GW_SEND_OK);
-        assert_int_equal(gw_send_check(1000, 1000, 500, true, 7000, 6000),
+        assert_int_equal(gateway_send_check(1000, 1000, 500, true, 7000, 6000),
                          GW_SEND_LEASE);
-        assert_int_equal(gw_send_check(1000, 1000, 500, true, 1000, 0),
+        assert_int_equal(gateway_send_check(1000, 1000, 500, true, 1000, 0),
                          GW_SEND_LEASE);
-        assert_int_equal(gw_send_check(1000, 1000, 500, true, 1001, 0),
+        assert_int_equal(gateway_send_check(1000, 1000, 500, true, 1001, 0),
                          GW_SEND_OK);
-        assert_int_equal(gw_send_check(1000, 1000, 500, true, 0, 0),
+        assert_int_equal(gateway_send_check(1000, 1000, 500, true, 0, 0),
                          GW_SEND_LEASE);
-        assert_int_equal(gw_send_check(1000, 1000, 500, true, L, 0),
+        assert_int_equal(gateway_send_check(1000, 1000, 500, true, L, 0),
                          GW_SEND_LEASE);
-        assert_int_equal(gw_send_check(INT64_MAX - 1, INT64_MAX - 2, 500, true,
-                                       L, INT64_MAX),
+        assert_int_equal(gateway_send_check(INT64_MAX - 1, INT64_MAX - 2, 500,
+                                            true, L, INT64_MAX),
                          GW_SEND_LEASE);
         /* INT64_MAX - (-5) is past INT64_MAX: exact, no overflow */
         assert_int_equal(
-            gw_send_check(-5, -10, 500, true, INT64_MAX, INT64_MAX - 1),
+            gateway_send_check(-5, -10, 500, true, INT64_MAX, INT64_MAX - 1),
             GW_SEND_OK);
-        assert_int_equal(gw_send_check(0, 0, 500, true, INT64_MAX, INT64_MAX),
-                         GW_SEND_LEASE);
-        assert_int_equal(gw_send_check(-5, -10, 500, true, INT64_MAX, 1000),
-                         GW_SEND_OK);
+        assert_int_equal(
+            gateway_send_check(0, 0, 500, true, INT64_MAX, INT64_MAX),
+            GW_SEND_LEASE);
+        assert_int_equal(
+            gateway_send_check(-5, -10, 500, true, INT64_MAX, 1000),
+            GW_SEND_OK);
         /* a process that slept past its lease: the lease it saw last */
-        assert_int_equal(gw_send_check(90000, 1000, 120000, true, 61000, 5000),
-                         GW_SEND_LEASE);
-        assert_string_not_equal(gw_send_check_reason(GW_SEND_LEASE), "?");
-        assert_string_not_equal(gw_send_check_reason(GW_SEND_DEADLINE), "?");
+        assert_int_equal(
+            gateway_send_check(90000, 1000, 120000, true, 61000, 5000),
+            GW_SEND_LEASE);
+        assert_string_not_equal(gateway_send_check_reason(GW_SEND_LEASE), "?");
+        assert_string_not_equal(gateway_send_check_reason(GW_SEND_DEADLINE),
+                                "?");
 }
 
 /* A lease that is already lost or too short: nothing is sent, the call

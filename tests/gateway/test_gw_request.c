@@ -33,7 +33,7 @@ static void test_body_exact(void **state)
         char *b;
 
         (void)state;
-        b = gw_charge_body(&r, err, sizeof(err));
+        b = gateway_charge_body(&r, err, sizeof(err));
         assert_non_null(b);
         assert_string_equal(
             b, "{\"amount\":1250000,\"currency\":\"VND\",\"payment_method\""
@@ -52,12 +52,12 @@ static void test_body_deterministic(void **state)
         char *first, *b;
 
         (void)state;
-        first = gw_charge_body(&r, err, sizeof(err));
+        first = gateway_charge_body(&r, err, sizeof(err));
         assert_non_null(first);
         for (int i = 0; i < 1000; i++) {
                 r.resume       = (i & 1) != 0;
                 r.provider_key = (i & 2) ? "other-key" : "pk";
-                b              = gw_charge_body(&r, err, sizeof(err));
+                b              = gateway_charge_body(&r, err, sizeof(err));
                 assert_non_null(b);
                 assert_string_equal(b, first);
                 free(b);
@@ -74,7 +74,7 @@ static void test_body_escapes(void **state)
         (void)state;
         r.order_id = "a\"b\\c\n";
         r.amount   = 9007199254740991LL;
-        b          = gw_charge_body(&r, err, sizeof(err));
+        b          = gateway_charge_body(&r, err, sizeof(err));
         assert_non_null(b);
         assert_non_null(strstr(b, "\"order_id\":\"a\\\"b\\\\c\\n\""));
         assert_non_null(strstr(b, "\"amount\":9007199254740991,"));
@@ -89,24 +89,24 @@ static void test_body_rejects(void **state)
         (void)state;
         r        = sample();
         r.amount = 0;
-        assert_null(gw_charge_body(&r, err, sizeof(err)));
+        assert_null(gateway_charge_body(&r, err, sizeof(err)));
         r.amount = -5;
-        assert_null(gw_charge_body(&r, err, sizeof(err)));
+        assert_null(gateway_charge_body(&r, err, sizeof(err)));
         r.amount = 9007199254740992LL;
-        assert_null(gw_charge_body(&r, err, sizeof(err)));
+        assert_null(gateway_charge_body(&r, err, sizeof(err)));
         r            = sample();
         r.payment_id = NULL;
-        assert_null(gw_charge_body(&r, err, sizeof(err)));
+        assert_null(gateway_charge_body(&r, err, sizeof(err)));
         r           = sample();
         r.tenant_id = "";
-        assert_null(gw_charge_body(&r, err, sizeof(err)));
+        assert_null(gateway_charge_body(&r, err, sizeof(err)));
         r          = sample();
         r.currency = NULL;
-        assert_null(gw_charge_body(&r, err, sizeof(err)));
+        assert_null(gateway_charge_body(&r, err, sizeof(err)));
         /* invalid UTF-8; the reason never repeats the value */
         r                = sample();
         r.payment_method = "pm_\xff\xfe_secret";
-        assert_null(gw_charge_body(&r, err, sizeof(err)));
+        assert_null(gateway_charge_body(&r, err, sizeof(err)));
         assert_null(strstr(err, "secret"));
         assert_null(strstr(err, "pm_"));
 }
@@ -116,17 +116,17 @@ static void test_urls(void **state)
         char *u;
 
         (void)state;
-        u = gw_charges_url("http://127.0.0.1:8080");
+        u = gateway_charges_url("http://127.0.0.1:8080");
         assert_string_equal(u, "http://127.0.0.1:8080/v1/charges");
         free(u);
-        u = gw_charges_url("http://127.0.0.1:8080//");
+        u = gateway_charges_url("http://127.0.0.1:8080//");
         assert_string_equal(u, "http://127.0.0.1:8080/v1/charges");
         free(u);
-        u = gw_query_url("https://psp.test/", "pay-1_~.x");
+        u = gateway_query_url("https://psp.test/", "pay-1_~.x");
         assert_string_equal(u,
                             "https://psp.test/v1/charges?reference=pay-1_~.x");
         free(u);
-        u = gw_query_url("https://psp.test", "a b&c=d/é");
+        u = gateway_query_url("https://psp.test", "a b&c=d/é");
         assert_string_equal(u, "https://psp.test/v1/charges?reference="
                                "a%20b%26c%3Dd%2F%C3%A9");
         free(u);
@@ -137,19 +137,19 @@ static void test_key_valid(void **state)
         char long_key[300];
 
         (void)state;
-        assert_true(gw_key_valid("pk_0123456789abcdef"));
-        assert_true(gw_key_valid("a"));
-        assert_false(gw_key_valid(NULL));
-        assert_false(gw_key_valid(""));
-        assert_false(gw_key_valid("a\r\nX-Evil: 1"));
-        assert_false(gw_key_valid("a b"));
-        assert_false(gw_key_valid("caf\xc3\xa9"));
+        assert_true(gateway_key_valid("pk_0123456789abcdef"));
+        assert_true(gateway_key_valid("a"));
+        assert_false(gateway_key_valid(NULL));
+        assert_false(gateway_key_valid(""));
+        assert_false(gateway_key_valid("a\r\nX-Evil: 1"));
+        assert_false(gateway_key_valid("a b"));
+        assert_false(gateway_key_valid("caf\xc3\xa9"));
         memset(long_key, 'k', 255);
         long_key[255] = '\0';
-        assert_true(gw_key_valid(long_key));
+        assert_true(gateway_key_valid(long_key));
         long_key[255] = 'k';
         long_key[256] = '\0';
-        assert_false(gw_key_valid(long_key));
+        assert_false(gateway_key_valid(long_key));
 }
 
 int main(void)

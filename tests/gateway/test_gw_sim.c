@@ -191,8 +191,9 @@ static void dump(const struct rec *r, int64_t ok)
         fprintf(stderr,
                 "payment %s: outcome %s (%s), %d attempts, %d posts, "
                 "simulator charges %lld\n  evidence %s\n",
-                r->payment_id, gw_outcome_name(r->res.outcome), r->res.reason,
-                r->res.attempts, r->res.posts, (long long)ok, ev);
+                r->payment_id, gateway_outcome_name(r->res.outcome),
+                r->res.reason, r->res.attempts, r->res.posts, (long long)ok,
+                ev);
 }
 
 /*
@@ -225,7 +226,7 @@ static void check_truth(struct rec *recs, int n, json_t *stats)
                         break;
                 default:
                         fail_msg("payment %d: outcome %s (%s)", i,
-                                 gw_outcome_name(r->res.outcome),
+                                 gateway_outcome_name(r->res.outcome),
                                  r->res.reason);
                 }
         }
@@ -262,8 +263,9 @@ static void run_payments(bool keys, const char *json, int n,
         for (int i = 0; i < n; i++)
                 if (recs[i].res.outcome != want)
                         fail_msg("payment %d: %s (%s), want %s", i,
-                                 gw_outcome_name(recs[i].res.outcome),
-                                 recs[i].res.reason, gw_outcome_name(want));
+                                 gateway_outcome_name(recs[i].res.outcome),
+                                 recs[i].res.reason,
+                                 gateway_outcome_name(want));
         json_decref(stats);
         gateway_destroy(gw);
         free(recs);

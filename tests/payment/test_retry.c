@@ -115,14 +115,14 @@ static void test_table(void **state)
                 const struct row *r = &rows[i];
                 uint64_t rv         = r->rand;
                 struct retry_decision d =
-                    retry_decide(&p, r->cls, r->attempts, r->elapsed_ms,
-                                 r->retry_after_ms, fixed_rand, &rv);
+                    payment_retry_decide(&p, r->cls, r->attempts, r->elapsed_ms,
+                                         r->retry_after_ms, fixed_rand, &rv);
 
                 if (d.verdict != r->want || d.delay_ms != r->want_delay_ms)
                         fail_msg("row \"%s\": %s %lld, want %s %lld", r->name,
-                                 retry_verdict_name(d.verdict),
+                                 payment_retry_verdict_name(d.verdict),
                                  (long long)d.delay_ms,
-                                 retry_verdict_name(r->want),
+                                 payment_retry_verdict_name(r->want),
                                  (long long)r->want_delay_ms);
                 assert_non_null(d.reason);
         }
@@ -143,8 +143,8 @@ static void test_full_jitter(void **state)
                 if (ceiling > 5000)
                         ceiling = 5000;
                 for (int i = 0; i < 4000; i++) {
-                        int64_t d =
-                            retry_backoff_ms(&p, attempt, splitmix, &seed);
+                        int64_t d = payment_retry_backoff_ms(&p, attempt,
+                                                             splitmix, &seed);
                         assert_true(d >= 0 && d <= ceiling);
                         lo = d < lo ? d : lo;
                         hi = d > hi ? d : hi;
@@ -165,8 +165,10 @@ static void test_no_overflow(void **state)
 
         (void)state;
         for (int a = 1; a < 200; a++)
-                assert_true(retry_backoff_ms(&p, a, fixed_rand, &rv) >= 0);
-        assert_true(retry_backoff_ms(&p, INT_MAX, fixed_rand, &rv) >= 0);
+                assert_true(payment_retry_backoff_ms(&p, a, fixed_rand, &rv) >=
+                            0);
+        assert_true(payment_retry_backoff_ms(&p, INT_MAX, fixed_rand, &rv) >=
+                    0);
 }
 
 /* The same seed gives the same delays: a deterministic test source. */
@@ -178,9 +180,9 @@ static void test_deterministic(void **state)
         (void)state;
         policy(&p);
         for (int a = 1; a < p.max_attempts; a++) {
-                struct retry_decision d1 = retry_decide(
+                struct retry_decision d1 = payment_retry_decide(
                     &p, RETRY_CLASS_UNKNOWN, a, 0, -1, splitmix, &s1);
-                struct retry_decision d2 = retry_decide(
+                struct retry_decision d2 = payment_retry_decide(
                     &p, RETRY_CLASS_UNKNOWN, a, 0, -1, splitmix, &s2);
                 assert_int_equal(d1.verdict, RETRY_AGAIN);
                 assert_int_equal(d1.delay_ms, d2.delay_ms);
@@ -202,8 +204,8 @@ static void test_budget_loop(void **state)
         do {
                 attempts++;
                 elapsed += 10000; /* each attempt times out after 10 s */
-                d = retry_decide(&p, RETRY_CLASS_UNKNOWN, attempts, elapsed, -1,
-                                 splitmix, &seed);
+                d = payment_retry_decide(&p, RETRY_CLASS_UNKNOWN, attempts,
+                                         elapsed, -1, splitmix, &seed);
                 elapsed += d.delay_ms;
         } while (d.verdict == RETRY_AGAIN && attempts < 1000);
         assert_int_equal(d.verdict, RETRY_GIVE_UP_UNKNOWN);
@@ -217,20 +219,20 @@ static void test_valid(void **state)
 
         (void)state;
         policy(&p);
-        assert_true(retry_policy_valid(&p, err, sizeof(err)));
+        assert_true(payment_retry_policy_valid(&p, err, sizeof(err)));
         p.base_ms = 0;
-        assert_false(retry_policy_valid(&p, err, sizeof(err)));
+        assert_false(payment_retry_policy_valid(&p, err, sizeof(err)));
         policy(&p);
         p.cap_ms = 10;
-        assert_false(retry_policy_valid(&p, err, sizeof(err)));
+        assert_false(payment_retry_policy_valid(&p, err, sizeof(err)));
         policy(&p);
         p.max_attempts = 0;
-        assert_false(retry_policy_valid(&p, err, sizeof(err)));
+        assert_false(payment_retry_policy_valid(&p, err, sizeof(err)));
         policy(&p);
         p.deadline_ms = 0;
-        assert_false(retry_policy_valid(&p, err, sizeof(err)));
-        assert_string_equal(retry_verdict_name(RETRY_AGAIN), "retry");
-        assert_string_equal(retry_class_name(RETRY_CLASS_BUSY), "busy");
+        assert_false(payment_retry_policy_valid(&p, err, sizeof(err)));
+        assert_string_equal(payment_retry_verdict_name(RETRY_AGAIN), "retry");
+        assert_string_equal(payment_retry_class_name(RETRY_CLASS_BUSY), "busy");
 }
 
 int main(void)

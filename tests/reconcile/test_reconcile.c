@@ -117,7 +117,7 @@ static void make_orphan(struct scenario *sc, struct orphan *o, const char *key,
         snprintf(o->payment_id, sizeof(o->payment_id), "%s", it.payment_id);
         snprintf(o->provider_key, sizeof(o->provider_key), "%s",
                  it.provider_key);
-        claim_item_clear(&it);
+        store_claim_item_clear(&it);
         store_destroy(st);
 }
 
@@ -157,7 +157,7 @@ static long direct_post(const struct sim *s, const struct orphan *o,
         req.currency       = "VND";
         req.payment_method = o->method;
         req.amount         = o->amount;
-        body               = gw_charge_body(&req, err, sizeof(err));
+        body               = gateway_charge_body(&req, err, sizeof(err));
         SC_CHECK(body, "body: %s", err);
         snprintf(url, sizeof(url), "%s/v1/charges", s->url);
         snprintf(hk, sizeof(hk), "Idempotency-Key: %s", o->provider_key);
@@ -1041,7 +1041,7 @@ static void threaded(void)
         for (int i = 0; xs[i]; i++)
                 SC_CHECK(config_set_arg(cfg, xs[i], err, sizeof(err)) == 0,
                          "%s", err);
-        SC_CHECK(cmd_opts_fill(&o, cfg, err, sizeof(err)) == 0, "%s", err);
+        cmd_opts_fill(&o, cfg);
         r = reconcile_new(&o.reconcile, err, sizeof(err));
         SC_CHECK(r, "reconcile_new: %s", err);
         t = cmd_engine_start("reconciler", run_reconciler, r, err, sizeof(err));

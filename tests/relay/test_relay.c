@@ -648,7 +648,7 @@ static void inproc(void)
         SC_CHECK(config_set_arg(cfg, "relay.batch_size=50", err, sizeof(err)) ==
                      0,
                  "%s", err);
-        SC_CHECK(cmd_opts_fill(&o, cfg, err, sizeof(err)) == 0, "%s", err);
+        cmd_opts_fill(&o, cfg);
         insert_rows(&sc, 0, 500, 20);
         r = relay_new(&o.relay, err, sizeof(err));
         SC_CHECK(r, "relay_new: %s", err);

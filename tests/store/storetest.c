@@ -28,7 +28,7 @@ int st_begin(const char *prefix)
         if (testenv_db_create(prefix, st_db, sizeof(st_db), st_ci,
                               sizeof(st_ci)) < 0)
                 return 1;
-        if (migrate_run(st_ci, &rep, err, sizeof(err)) != 0) {
+        if (store_migrate_run(st_ci, &rep, err, sizeof(err)) != 0) {
                 fprintf(stderr, "migrate: %s\n", err);
                 st_end();
                 return 1;

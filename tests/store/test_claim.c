@@ -58,7 +58,7 @@ static int outbox(struct outbox_item *items, size_t n)
 static void clear(struct claim_item *items, size_t n)
 {
         for (size_t i = 0; i < n; i++)
-                claim_item_clear(&items[i]);
+                store_claim_item_clear(&items[i]);
 }
 
 static void outbox_item(struct outbox_item *item, enum outbox_kind kind,
@@ -333,7 +333,7 @@ static void probe(void)
         CHECK_EQ_I(q[2].outcome, PROBE_NONE);
         CHECK_EQ_I(q[3].outcome, PROBE_PROCESSING);
         for (int i = 0; i < 4; i++)
-                probe_item_clear(&q[i]);
+                store_probe_item_clear(&q[i]);
 }
 
 static void replay_result(void)
@@ -353,7 +353,7 @@ static void replay_result(void)
                             x.event_id, first_pid[0]),
                    1);
         /* redelivery after the replay was answered: a dup, both ways */
-        claim_item_clear(&d[0]);
+        store_claim_item_clear(&d[0]);
         st_item(&d[0], &x);
         REQUIRE(claim(d, 1) == STORE_OK);
         CHECK_EQ_I(d[0].outcome, CLAIM_DUP_EVENT);

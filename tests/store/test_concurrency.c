@@ -117,7 +117,7 @@ static void test_same_keys(PGconn *pg)
                                                : CLAIM_CONFLICT);
                         }
                         for (int i = 0; i < NKEYS; i++)
-                                claim_item_clear(&w->c[i]);
+                                store_claim_item_clear(&w->c[i]);
                 }
                 CHECK_EQ_I(st_count(pg,
                                     "SELECT count(*) FROM payments WHERE "
@@ -161,7 +161,7 @@ static void test_same_event(PGconn *pg)
                 else if (workers[t].c[0].outcome == CLAIM_DUP_EVENT)
                         ndup++;
                 for (int i = 0; i < NKEYS; i++)
-                        claim_item_clear(&workers[t].c[i]);
+                        store_claim_item_clear(&workers[t].c[i]);
         }
         CHECK_EQ_I(nnew, 1);
         CHECK_EQ_I(ndup, 1);
@@ -254,8 +254,8 @@ static void test_deadlock_retry(PGconn *pg)
                (unsigned long long)stats.retries,
                (unsigned long long)stats.statements);
         for (int i = 0; i < 2; i++) {
-                claim_item_clear(&c[i]);
-                claim_item_clear(&a.c[i]);
+                store_claim_item_clear(&c[i]);
+                store_claim_item_clear(&a.c[i]);
         }
         store_destroy(st);
 }

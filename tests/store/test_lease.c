@@ -252,10 +252,10 @@ static void teardown(void)
         }
         pthread_barrier_destroy(&barrier);
         for (int i = 0; i < 3; i++)
-                claim_item_clear(&live[i]);
+                store_claim_item_clear(&live[i]);
         for (int i = 0; i < NEXP; i++)
-                claim_item_clear(&expired[i]);
-        claim_item_clear(&one[0]);
+                store_claim_item_clear(&expired[i]);
+        store_claim_item_clear(&one[0]);
         PQfinish(pg);
         store_destroy(st);
         st_end();

@@ -262,7 +262,7 @@ static int setup(void)
 static void teardown(void)
 {
         for (int i = 0; i < NPAY; i++)
-                claim_item_clear(&c[i]);
+                store_claim_item_clear(&c[i]);
         PQfinish(pg);
         store_destroy(st);
         st_end();

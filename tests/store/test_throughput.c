@@ -66,7 +66,7 @@ static int run_batches(int id, char *err, size_t errsz)
                                 snprintf(err, errsz, "unexpected outcome");
                                 goto done;
                         }
-                        claim_item_clear(&c[i]);
+                        store_claim_item_clear(&c[i]);
                 }
         }
         rc = 0;
