@@ -1,9 +1,11 @@
 /* cmd/engine: one way to run an engine, here or on a thread (engine.h). */
 #include "cmd/engine.h"
 #include "flow/flow.h"
+#include "util/failpoint.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -112,4 +114,28 @@ int cmd_engine_stop(struct cmd_engine_thread *t, const atomic_int *sig)
         rc = t->rc;
         free(t);
         return rc == FLOW_EXIT_NOW ? 1 : rc;
+}
+
+int cmd_engine_main(const struct cmd_engine_kind *k, const void *opts)
+{
+        char err[1024];
+        struct log_ctx lc = LOG_CTX_INIT;
+        const atomic_int *sig;
+        void *e;
+        int rc;
+
+        lc.component = k->component;
+        if (failpoint_init() < 0)
+                return 2;
+        sig = cmd_signals_install();
+        if (!(e = k->make(opts, err, sizeof(err)))) {
+                rc = errno == EINVAL ? 2 : 1;
+                log_error(&lc, "cannot start: %s", err);
+                return rc;
+        }
+        rc = cmd_engine_run(k->run, e, sig);
+        if (rc == 0)
+                log_info(&lc, "stopped");
+        k->destroy(e);
+        return rc;
 }

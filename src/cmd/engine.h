@@ -39,6 +39,24 @@ atomic_int *cmd_signals_install(void);
 int cmd_engine_run(cmd_engine_fn run, void *engine,
                    const atomic_int *signals) CO_MUST_CHECK;
 
+/* An engine, as a command runs it on its own (`chargeonce relay`,
+ * `chargeonce reconcile`): its adapters around x_new/x_run/x_destroy. */
+struct cmd_engine_kind {
+        const char *component; /* for the log */
+        void *(*make)(const void *opts, char *errstr, size_t errstr_size);
+        cmd_engine_fn run;
+        void (*destroy)(void *engine);
+};
+
+/*
+ * A command's whole life with one engine: failpoints, signals, make (a
+ * configuration error, errno EINVAL, returns 2; another failure 1), run
+ * on this thread until the signals stop it, destroy. Returns the command's
+ * exit status. Main thread.
+ */
+int cmd_engine_main(const struct cmd_engine_kind *k,
+                    const void *opts) CO_MUST_CHECK;
+
 struct cmd_engine_thread;
 
 /* Starts run(engine, its own stop flag) on a thread of its own; NULL

@@ -17,35 +17,24 @@
 #include <stdio.h>
 #include <string.h>
 
-/* cmd/engine's view of reconcile_run(). */
+/* cmd/engine's view of the reconciler's lifecycle. */
+static void *make(const void *o, char *errstr, size_t errstr_size)
+{
+        return reconcile_new(o, errstr, errstr_size);
+}
+
 static int run(void *engine, const atomic_int *stop)
 {
         return reconcile_run(engine, stop);
 }
 
-/* Reconciles until stopped: 0 drained, 1 runtime failure, 2 a
- * configuration error (reconcile_new's errno EINVAL). */
-static int reconcile_until_stopped(const struct reconcile_opts *o)
+static void destroy(void *engine)
 {
-        char err[512];
-        struct log_ctx lc = LOG_CTX_INIT;
-        const atomic_int *signals;
-        struct reconciler *r;
-        int rc;
-
-        lc.component = "reconcile";
-        if (failpoint_init() < 0)
-                return 2;
-        signals = cmd_signals_install();
-        if (!(r = reconcile_new(o, err, sizeof(err)))) {
-                rc = errno == EINVAL ? 2 : 1;
-                log_error(&lc, "cannot start: %s", err);
-                return rc;
-        }
-        rc = cmd_engine_run(run, r, signals);
-        reconcile_destroy(r);
-        return rc;
+        reconcile_destroy(engine);
 }
+
+static const struct cmd_engine_kind reconciler = { "reconcile", make, run,
+                                                   destroy };
 
 int cmd_reconcile(struct config *cfg, int argc, char **argv)
 {
@@ -68,7 +57,7 @@ int cmd_reconcile(struct config *cfg, int argc, char **argv)
                                        argv[1]);
         }
         cmd_opts_fill(&o, cfg);
-        rc = reconcile_until_stopped(&o.reconcile);
+        rc = cmd_engine_main(&reconciler, &o.reconcile);
         cmd_opts_free(&o);
         return rc;
 }

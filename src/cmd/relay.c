@@ -94,35 +94,23 @@ static int unpark(const struct relay_opts *o, const char *arg)
         return 0;
 }
 
-/* cmd/engine's view of relay_run(). */
+/* cmd/engine's view of the relay's lifecycle. */
+static void *make(const void *o, char *errstr, size_t errstr_size)
+{
+        return relay_new(o, errstr, errstr_size);
+}
+
 static int run(void *engine, const atomic_int *stop)
 {
         return relay_run(engine, stop);
 }
 
-/* `chargeonce relay` proper: relays until stopped. */
-static int relay_until_stopped(const struct relay_opts *o)
+static void destroy(void *engine)
 {
-        char err[1024];
-        struct log_ctx lc = LOG_CTX_INIT;
-        const atomic_int *signals;
-        struct relay *r;
-        int rc;
-
-        lc.component = "relay";
-        if (failpoint_init() < 0)
-                return 2;
-        signals = cmd_signals_install();
-        if (!(r = relay_new(o, err, sizeof(err)))) {
-                log_error(&lc, "%s", err);
-                return 1;
-        }
-        rc = cmd_engine_run(run, r, signals);
-        if (rc == 0)
-                log_info(&lc, "stopped");
-        relay_destroy(r);
-        return rc;
+        relay_destroy(engine);
 }
+
+static const struct cmd_engine_kind relay = { "relay", make, run, destroy };
 
 /* The arguments: --help, --unpark, --republish-* or nothing. */
 static int relay_args(const struct relay_opts *o, int argc, char **argv)
@@ -198,7 +186,7 @@ static int relay_args(const struct relay_opts *o, int argc, char **argv)
                        n);
                 return 0;
         }
-        return relay_until_stopped(o);
+        return cmd_engine_main(&relay, o);
 }
 
 int cmd_relay(struct config *cfg, int argc, char **argv)
