@@ -397,8 +397,8 @@ static void services(const char *what)
 
         SC_CHECK(src && dir, "CHARGEONCE_SOURCE_DIR / CHARGEONCE_TEST_DIR");
         snprintf(cmd, sizeof(cmd),
-                 "'%s/tests/harness/services.sh' %s '%s' >/dev/null 2>&1", src,
-                 what, dir);
+                 "'%s/tests/harness/services.sh' %s '%s' >/dev/null", src, what,
+                 dir);
         SC_CHECK(system(cmd) == 0, "services.sh %s failed", what);
 }
 

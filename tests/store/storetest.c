@@ -1,5 +1,6 @@
 /* storetest: helpers of the store's integration tests (see storetest.h). */
 #include "storetest.h"
+#include "cases.h"
 
 #include "store/migrate.h"
 #include "testenv.h"
@@ -190,4 +191,21 @@ bool st_exec(PGconn *conn, bool want_ok, const char *fmt, ...)
                 fprintf(stderr, "st_exec: %s", PQresultErrorMessage(res));
         PQclear(res);
         return ok;
+}
+
+int st_chained_main(const char *name, const struct test_case *cases,
+                    size_t n_cases, int (*setup)(void), void (*teardown)(void),
+                    int argc, char **argv)
+{
+        const struct test_suite suite = {
+                .name     = name,
+                .cases    = cases,
+                .n_cases  = n_cases,
+                .setup    = setup,
+                .teardown = teardown,
+                .failures = st_failed_checks,
+                .chained  = true,
+        };
+
+        return cases_main(&suite, argc, argv);
 }

@@ -555,15 +555,7 @@ int main(int argc, char **argv)
                 { "mixed_batch", mixed_batch, NULL, NULL },
                 { "no_violations", no_violations, NULL, NULL },
         };
-        static const struct test_suite suite = {
-                .name     = "store_claim",
-                .cases    = cases,
-                .n_cases  = sizeof(cases) / sizeof(cases[0]),
-                .setup    = setup,
-                .teardown = teardown,
-                .failures = st_failed_checks,
-                .chained  = true,
-        };
-
-        return cases_main(&suite, argc, argv);
+        return st_chained_main("store_claim", cases,
+                               sizeof(cases) / sizeof(cases[0]), setup,
+                               teardown, argc, argv);
 }

@@ -270,15 +270,7 @@ int main(int argc, char **argv)
                 { "old_holder_fenced", old_holder_fenced, NULL, NULL },
                 { "takeover_one", takeover_one, NULL, NULL },
         };
-        static const struct test_suite suite = {
-                .name     = "store_lease",
-                .cases    = cases,
-                .n_cases  = sizeof(cases) / sizeof(cases[0]),
-                .setup    = setup,
-                .teardown = teardown,
-                .failures = st_failed_checks,
-                .chained  = true,
-        };
-
-        return cases_main(&suite, argc, argv);
+        return st_chained_main("store_lease", cases,
+                               sizeof(cases) / sizeof(cases[0]), setup,
+                               teardown, argc, argv);
 }

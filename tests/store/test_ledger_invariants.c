@@ -275,15 +275,7 @@ int main(int argc, char **argv)
                 { "balance_trigger", test_balance_trigger, NULL, NULL },
                 { "planted_violations", planted_violations, NULL, NULL },
         };
-        static const struct test_suite suite = {
-                .name     = "store_ledger_invariants",
-                .cases    = cases,
-                .n_cases  = sizeof(cases) / sizeof(cases[0]),
-                .setup    = setup,
-                .teardown = teardown,
-                .failures = st_failed_checks,
-                .chained  = true,
-        };
-
-        return cases_main(&suite, argc, argv);
+        return st_chained_main("store_ledger_invariants", cases,
+                               sizeof(cases) / sizeof(cases[0]), setup,
+                               teardown, argc, argv);
 }
