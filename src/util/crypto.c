@@ -1,12 +1,16 @@
 /* crypto: thin wrappers over OpenSSL's libcrypto. */
 #include "util/crypto.h"
+#include "util/xalloc.h"
 
 #include <limits.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/core_names.h>
 #include <openssl/hmac.h>
+#include <openssl/params.h>
 #include <openssl/rand.h>
 #include <openssl/sha.h>
 
@@ -21,6 +25,36 @@ void crypto_hmac_sha256(const void *key, size_t key_len, const void *data,
 {
         unsigned int outlen = CRYPTO_SHA256_LEN;
         HMAC(EVP_sha256(), key, (int)key_len, data, len, out, &outlen);
+}
+
+void crypto_hmac_sha256_parts(const void *key, size_t key_len,
+                              const struct crypto_part *parts, size_t n,
+                              unsigned char out[CRYPTO_SHA256_LEN])
+{
+        EVP_MAC *mac     = EVP_MAC_fetch(NULL, "HMAC", NULL);
+        EVP_MAC_CTX *ctx = mac ? EVP_MAC_CTX_new(mac) : NULL;
+        OSSL_PARAM params[2];
+        char digest[] = "SHA256";
+        size_t outlen = 0;
+        bool ok;
+
+        params[0] =
+            OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0);
+        params[1] = OSSL_PARAM_construct_end();
+        ok        = ctx && EVP_MAC_init(ctx, key, key_len, params);
+        for (size_t i = 0; ok && i < n; i++)
+                ok = EVP_MAC_update(ctx, parts[i].data, parts[i].len);
+        ok = ok && EVP_MAC_final(ctx, out, &outlen, CRYPTO_SHA256_LEN) &&
+             outlen == CRYPTO_SHA256_LEN;
+        EVP_MAC_CTX_free(ctx);
+        EVP_MAC_free(mac);
+        if (!ok) /* only when OpenSSL itself is broken or out of memory */
+                xalloc_die();
+}
+
+void crypto_wipe(void *p, size_t len)
+{
+        OPENSSL_cleanse(p, len);
 }
 
 void crypto_hex(const unsigned char *in, size_t len, char *out)

@@ -25,6 +25,19 @@ size_t crypto_base64_encode(const unsigned char *in, size_t len, char *out);
  * into out (outsz bytes); never writes past the decoded length. Returns
  * that length, or -1 if the input is not valid base64 or does not fit.
  */
+/* One piece of a message hashed in parts. */
+struct crypto_part {
+        const void *data;
+        size_t len;
+};
+
+/* HMAC-SHA256 of the concatenation of parts[0..n), without copying them
+ * together. */
+void crypto_hmac_sha256_parts(const void *key, size_t key_len,
+                              const struct crypto_part *parts, size_t n,
+                              unsigned char out[CRYPTO_SHA256_LEN]);
+/* Overwrites p[0..len) with zeros in a way the compiler keeps. */
+void crypto_wipe(void *p, size_t len);
 long crypto_base64_decode(const char *in, size_t len, unsigned char *out,
                           size_t outsz) CO_MUST_CHECK;
 /* Constant-time comparison of two equal-length buffers. */
