@@ -8,25 +8,34 @@
 
 #define WHSEC "whsec_"
 
+/* The next space-separated token of *p (its length in *n), *p moved past
+ * it; NULL at the end. */
+static const char *next_token(const char **p, size_t *n)
+{
+        const char *t = *p, *e;
+
+        while (*t == ' ')
+                t++;
+        if (!*t)
+                return NULL;
+        e  = strchr(t, ' ');
+        *n = e ? (size_t)(e - t) : strlen(t);
+        *p = t + *n;
+        return t;
+}
+
 int gateway_webhook_secrets_parse(const char *spec,
                                   struct gateway_webhook_secrets *out,
                                   char *errstr, size_t errstr_size)
 {
-        const char *p = spec;
+        const char *p = spec, *t;
+        size_t n;
 
         memset(out, 0, sizeof(*out));
-        while (*p) {
-                const char *e;
-                size_t n;
+        while ((t = next_token(&p, &n))) {
                 long k;
                 unsigned char key[GATEWAY_WEBHOOK_KEY_MAX + 3];
 
-                while (*p == ' ')
-                        p++;
-                if (!*p)
-                        break;
-                e = strchr(p, ' ');
-                n = e ? (size_t)(e - p) : strlen(p);
                 if (out->n == GATEWAY_WEBHOOK_SECRETS_MAX) {
                         snprintf(errstr, errstr_size,
                                  "more than %d webhook secrets",
@@ -34,13 +43,13 @@ int gateway_webhook_secrets_parse(const char *spec,
                         goto fail;
                 }
                 if (n <= sizeof(WHSEC) - 1 ||
-                    memcmp(p, WHSEC, sizeof(WHSEC) - 1) != 0) {
+                    memcmp(t, WHSEC, sizeof(WHSEC) - 1) != 0) {
                         snprintf(errstr, errstr_size,
                                  "webhook secret %zu is not whsec_<base64>",
                                  out->n + 1);
                         goto fail;
                 }
-                k = crypto_base64_decode(p + sizeof(WHSEC) - 1,
+                k = crypto_base64_decode(t + sizeof(WHSEC) - 1,
                                          n - (sizeof(WHSEC) - 1), key,
                                          sizeof(key));
                 if (k <= 0 || k > GATEWAY_WEBHOOK_KEY_MAX) {
@@ -55,7 +64,6 @@ int gateway_webhook_secrets_parse(const char *spec,
                 out->s[out->n].len = (size_t)k;
                 out->n++;
                 crypto_wipe(key, sizeof(key));
-                p += n;
         }
         if (out->n == 0) {
                 snprintf(errstr, errstr_size, "no webhook secret");
@@ -169,7 +177,8 @@ gateway_webhook_verify(const struct gateway_webhook_secrets *secrets,
                        int64_t now_s, int64_t tolerance_s, int64_t *ts_out)
 {
         unsigned char macs[GATEWAY_WEBHOOK_SECRETS_MAX][CRYPTO_SHA256_LEN];
-        const char *p;
+        const char *p, *t;
+        size_t n;
         int64_t ts;
         bool ok  = false;
         int seen = 0;
@@ -192,22 +201,13 @@ gateway_webhook_verify(const struct gateway_webhook_secrets *secrets,
         for (size_t i = 0; i < secrets->n; i++)
                 mac_of(secrets->s[i].key, secrets->s[i].len, id, timestamp,
                        body, len, macs[i]);
-        for (p = signature; *p && seen < GATEWAY_WEBHOOK_SIGS_MAX;) {
-                const char *e;
-                size_t n;
-
-                while (*p == ' ')
-                        p++;
-                if (!*p)
-                        break;
-                e = strchr(p, ' ');
-                n = e ? (size_t)(e - p) : strlen(p);
+        p = signature;
+        while (seen < GATEWAY_WEBHOOK_SIGS_MAX && (t = next_token(&p, &n))) {
                 /* every entry is looked at: no early exit on a match */
                 ok |= sig_matches(
-                    p, n, (const unsigned char(*)[CRYPTO_SHA256_LEN])macs,
+                    t, n, (const unsigned char(*)[CRYPTO_SHA256_LEN])macs,
                     secrets->n);
                 seen++;
-                p += n;
         }
         crypto_wipe(macs, sizeof(macs));
         return ok ? GATEWAY_WEBHOOK_OK : GATEWAY_WEBHOOK_BAD_SIGNATURE;
