@@ -13,7 +13,8 @@ enum flow_step flow_drain_step(struct flow_drain *d, int level, int64_t now_ms,
         if (!d->draining) {
                 d->draining    = true;
                 d->deadline_ms = now_ms + budget_ms;
-                return FLOW_STEP_BEGIN;
+                /* nothing in hand: drained already */
+                return left == 0 ? FLOW_STEP_DONE : FLOW_STEP_BEGIN;
         }
         if (left == 0 || now_ms > d->deadline_ms)
                 return FLOW_STEP_DONE;

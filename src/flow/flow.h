@@ -55,8 +55,9 @@ enum flow_step {
 /*
  * One turn: level from flow_stop_level(), now_ms, the drain budget
  * (deadline = start + budget_ms) and how much work is still in hand.
- * BEGIN is returned once; DONE from then on when left == 0 or the
- * deadline passed (also on the BEGIN turn's successor when left == 0).
+ * The turn the drain starts returns BEGIN when work is in hand and DONE
+ * when none is (no caller needs a special case for an idle stop); later
+ * turns return DONE once left == 0 or the deadline passed.
  */
 enum flow_step flow_drain_step(struct flow_drain *d, int level, int64_t now_ms,
                                int64_t budget_ms, size_t left);

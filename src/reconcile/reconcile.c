@@ -375,8 +375,7 @@ int reconcile_run(struct reconciler *r, const atomic_int *stop)
                                  "stopping: no new takeovers, "
                                  "finishing %zu in hand",
                                  r->live.n);
-                if (step == FLOW_STEP_DONE ||
-                    (step == FLOW_STEP_BEGIN && r->live.n == 0))
+                if (step == FLOW_STEP_DONE)
                         break;
                 maybe_take_over(r, now);
                 renew_at_gateway(r);

@@ -29,9 +29,11 @@ static void test_drain(void **state)
         assert_int_equal(flow_drain_step(&d, FLOW_EXIT, 152, 50, 3),
                          FLOW_STEP_EXIT);
 
+        /* a stop with nothing in hand is drained on its first turn */
         d = (struct flow_drain){ 0 };
         assert_int_equal(flow_drain_step(&d, FLOW_DRAIN, 0, 50, 0),
-                         FLOW_STEP_BEGIN);
+                         FLOW_STEP_DONE);
+        assert_true(d.draining);
         assert_int_equal(flow_drain_step(&d, FLOW_DRAIN, 1, 50, 0),
                          FLOW_STEP_DONE);
         /* a second signal before any drain */
