@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* A signal handler may write a lock-free atomic (C11 7.14.1.1). */
@@ -64,7 +65,9 @@ struct cmd_engine_thread {
         cmd_engine_fn run;
         void *engine;
         atomic_int stop;
-        atomic_bool done;
+        pthread_mutex_t mu;
+        pthread_cond_t cv; /* signalled when done */
+        bool done;         /* under mu */
         int rc;
 };
 
@@ -72,8 +75,13 @@ static void *engine_main(void *arg)
 {
         struct cmd_engine_thread *t = arg;
 
-        t->rc = t->run(t->engine, &t->stop);
-        atomic_store(&t->done, true);
+        int rc = t->run(t->engine, &t->stop);
+
+        pthread_mutex_lock(&t->mu);
+        t->rc   = rc;
+        t->done = true;
+        pthread_cond_signal(&t->cv);
+        pthread_mutex_unlock(&t->mu);
         return NULL;
 }
 
@@ -87,10 +95,13 @@ struct cmd_engine_thread *cmd_engine_start(const char *name, cmd_engine_fn run,
         t->run    = run;
         t->engine = engine;
         atomic_init(&t->stop, FLOW_RUN);
-        atomic_init(&t->done, false);
+        pthread_mutex_init(&t->mu, NULL);
+        pthread_cond_init(&t->cv, NULL);
         if ((e = pthread_create(&t->thread, NULL, engine_main, t)) != 0) {
                 snprintf(errstr, errstr_size, "%s: cannot start its thread: %s",
                          name, strerror(e));
+                pthread_cond_destroy(&t->cv);
+                pthread_mutex_destroy(&t->mu);
                 free(t);
                 return NULL;
         }
@@ -104,14 +115,28 @@ int cmd_engine_stop(struct cmd_engine_thread *t, const atomic_int *sig)
         if (!t)
                 return 0;
         atomic_store(&t->stop, FLOW_DRAIN);
-        /* the drain may take a while: a second signal must still work */
-        while (!atomic_load(&t->done)) {
+        /* the drain may take a while: woken at once when it ends, and at
+         * least every 100 ms to see a second signal (a signal handler
+         * cannot signal a condition variable) */
+        pthread_mutex_lock(&t->mu);
+        while (!t->done) {
+                struct timespec until;
+
                 if (flow_stop_level(sig) >= FLOW_EXIT)
                         exit_now();
-                usleep(10000);
+                clock_gettime(CLOCK_REALTIME, &until);
+                until.tv_nsec += 100 * 1000000L;
+                if (until.tv_nsec >= 1000000000L) {
+                        until.tv_sec++;
+                        until.tv_nsec -= 1000000000L;
+                }
+                (void)pthread_cond_timedwait(&t->cv, &t->mu, &until);
         }
-        pthread_join(t->thread, NULL);
         rc = t->rc;
+        pthread_mutex_unlock(&t->mu);
+        pthread_join(t->thread, NULL);
+        pthread_cond_destroy(&t->cv);
+        pthread_mutex_destroy(&t->mu);
         free(t);
         return rc == FLOW_EXIT_NOW ? 1 : rc;
 }

@@ -193,17 +193,21 @@ struct pipeline *pipeline_new(const struct pipeline_opts *o, char *errstr,
         return pl;
 }
 
-static void take_done_jobs(struct pipeline *pl)
+/* Handles every finished database job; how many there were. */
+static size_t take_done_jobs(struct pipeline *pl)
 {
         struct dbjob *done;
+        size_t n = 0;
 
         while ((done = dbpool_take_done(pl->db))) {
                 while (done) {
                         struct dbjob *next = done->next;
                         pipeline_on_job_done(pl, done);
                         done = next;
+                        n++;
                 }
         }
+        return n;
 }
 
 /*
@@ -224,8 +228,8 @@ void pipeline_destroy(struct pipeline *pl)
         if (pl->db) {
                 dbpool_stop_retrying(pl->db);
                 while (dbpool_outstanding(pl->db) > 0 && time_mono_ms() < end) {
-                        take_done_jobs(pl);
-                        usleep(2000);
+                        if (take_done_jobs(pl) == 0)
+                                usleep(2000); /* none back yet */
                 }
         }
         /* calls still at the gateway end UNKNOWN: left processing */
@@ -306,7 +310,7 @@ static bool turn(struct pipeline *pl, bool draining, int64_t *at_cap_since)
                 pipeline_on_message(pl, msgs[i]);
         if (fatal)
                 return false;
-        take_done_jobs(pl);
+        (void)take_done_jobs(pl);
         pipeline_dlq_retry(pl);
         kproducer_poll(pl->dlq, 0);
         pipeline_flush_batches(pl, draining);
