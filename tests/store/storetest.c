@@ -193,9 +193,9 @@ bool st_exec(PGconn *conn, bool want_ok, const char *fmt, ...)
         return ok;
 }
 
-int st_chained_main(const char *name, const struct test_case *cases,
-                    size_t n_cases, int (*setup)(void), void (*teardown)(void),
-                    int argc, char **argv)
+int st_suite_main(const char *name, const struct test_case *cases,
+                  size_t n_cases, int (*setup)(void), void (*teardown)(void),
+                  bool chained, int argc, char **argv)
 {
         const struct test_suite suite = {
                 .name     = name,
@@ -204,7 +204,7 @@ int st_chained_main(const char *name, const struct test_case *cases,
                 .setup    = setup,
                 .teardown = teardown,
                 .failures = st_failed_checks,
-                .chained  = true,
+                .chained  = chained,
         };
 
         return cases_main(&suite, argc, argv);

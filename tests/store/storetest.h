@@ -69,13 +69,13 @@ int st_failed_checks(void);
 
 struct test_case;
 /*
- * main() of a store suite whose cases are one sequence on the database
- * setup() made (tests/common/cases.h, chained): cases_main() with
- * st_failed_checks as the failure count.
+ * main() of a store suite (tests/common/cases.h): cases_main() with
+ * st_failed_checks as the failure count; chained: the cases are one
+ * sequence on the database setup() made.
  */
-int st_chained_main(const char *name, const struct test_case *cases,
-                    size_t n_cases, int (*setup)(void), void (*teardown)(void),
-                    int argc, char **argv);
+int st_suite_main(const char *name, const struct test_case *cases,
+                  size_t n_cases, int (*setup)(void), void (*teardown)(void),
+                  bool chained, int argc, char **argv);
 
 /* A store on the test database, or exits. Owned by the caller. */
 struct store *st_store(void);

@@ -555,7 +555,7 @@ int main(int argc, char **argv)
                 { "mixed_batch", mixed_batch, NULL, NULL },
                 { "no_violations", no_violations, NULL, NULL },
         };
-        return st_chained_main("store_claim", cases,
-                               sizeof(cases) / sizeof(cases[0]), setup,
-                               teardown, argc, argv);
+        return st_suite_main("store_claim", cases,
+                             sizeof(cases) / sizeof(cases[0]), setup, teardown,
+                             true, argc, argv);
 }

@@ -315,14 +315,7 @@ int main(int argc, char **argv)
                 { "same_event", same_event, NULL, NULL },
                 { "deadlock_retry", deadlock_retry, NULL, NULL },
         };
-        static const struct test_suite suite = {
-                .name     = "store_concurrency",
-                .cases    = cases,
-                .n_cases  = sizeof(cases) / sizeof(cases[0]),
-                .setup    = setup,
-                .teardown = teardown,
-                .failures = st_failed_checks,
-        };
-
-        return cases_main(&suite, argc, argv);
+        return st_suite_main("store_concurrency", cases,
+                             sizeof(cases) / sizeof(cases[0]), setup, teardown,
+                             false, argc, argv);
 }

@@ -270,7 +270,7 @@ int main(int argc, char **argv)
                 { "old_holder_fenced", old_holder_fenced, NULL, NULL },
                 { "takeover_one", takeover_one, NULL, NULL },
         };
-        return st_chained_main("store_lease", cases,
-                               sizeof(cases) / sizeof(cases[0]), setup,
-                               teardown, argc, argv);
+        return st_suite_main("store_lease", cases,
+                             sizeof(cases) / sizeof(cases[0]), setup, teardown,
+                             true, argc, argv);
 }

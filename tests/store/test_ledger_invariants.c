@@ -275,7 +275,7 @@ int main(int argc, char **argv)
                 { "balance_trigger", test_balance_trigger, NULL, NULL },
                 { "planted_violations", planted_violations, NULL, NULL },
         };
-        return st_chained_main("store_ledger_invariants", cases,
-                               sizeof(cases) / sizeof(cases[0]), setup,
-                               teardown, argc, argv);
+        return st_suite_main("store_ledger_invariants", cases,
+                             sizeof(cases) / sizeof(cases[0]), setup, teardown,
+                             true, argc, argv);
 }

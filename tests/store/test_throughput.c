@@ -172,14 +172,7 @@ int main(int argc, char **argv)
                 { "one_connection", one_connection, NULL, NULL },
                 { "two_connections", two_connections, NULL, NULL },
         };
-        static const struct test_suite suite = {
-                .name     = "store_throughput",
-                .cases    = cases,
-                .n_cases  = sizeof(cases) / sizeof(cases[0]),
-                .setup    = setup,
-                .teardown = teardown,
-                .failures = st_failed_checks,
-        };
-
-        return cases_main(&suite, argc, argv);
+        return st_suite_main("store_throughput", cases,
+                             sizeof(cases) / sizeof(cases[0]), setup, teardown,
+                             false, argc, argv);
 }
