@@ -107,12 +107,6 @@ int cmd_consume(struct config *cfg, int argc, char **argv)
                 return 2;
         lc.component = "consume";
         cmd_opts_fill(&o, cfg);
-        if (o.pipeline.pk_secret_len == 0) {
-                log_error(&lc, "provider_key.secret is required: provider "
-                               "idempotency keys are derived from it");
-                cmd_opts_free(&o);
-                return 2;
-        }
         sig = cmd_signals_install();
         memset(&c, 0, sizeof(c));
         rc = consume_start(&c, &o, &lc);
