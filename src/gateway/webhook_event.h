@@ -17,38 +17,17 @@
 #ifndef CO_GATEWAY_WEBHOOK_EVENT_H
 #define CO_GATEWAY_WEBHOOK_EVENT_H
 
+#include "payment/webhook_rule.h"
 #include "util/compiler.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define GATEWAY_EVENT_REFERENCE_MAX 64   /* bytes; a payment id is 36 */
-#define GATEWAY_EVENT_CHARGE_ID_MAX 255  /* bytes */
-#define GATEWAY_EVENT_CODE_MAX      64   /* error.code, bytes */
-#define GATEWAY_EVENT_MESSAGE_MAX   1024 /* error.message, bytes, cut */
-
-enum gateway_event_type {
-        GATEWAY_EVENT_CHARGE_SUCCEEDED = 1,
-        GATEWAY_EVENT_CHARGE_FAILED,
-        GATEWAY_EVENT_CHARGE_REFUNDED,
-};
+/* The event's fields and types are defined in payment/webhook_rule.h (the
+ * ground floor) so that store/ sees them without including gateway/. */
 
 /* "charge.succeeded", ... */
 const char *gateway_event_type_name(enum gateway_event_type t);
-
-struct gateway_event {
-        enum gateway_event_type type;
-        /* data.reference: the payment id we sent (not checked to be one) */
-        char reference[GATEWAY_EVENT_REFERENCE_MAX + 1];
-        char charge_id[GATEWAY_EVENT_CHARGE_ID_MAX + 1]; /* data.id */
-        /* data.status: "succeeded" or "failed" as sent ("" if absent) */
-        char charge_status[16];
-        int64_t amount;   /* data.amount, 1..2^53-1 */
-        char currency[4]; /* data.currency, three upper-case letters */
-        /* data.error (charge.failed): "" when null or absent */
-        char error_code[GATEWAY_EVENT_CODE_MAX + 1];
-        char error_message[GATEWAY_EVENT_MESSAGE_MAX + 1];
-};
 
 /*
  * Decodes body[0..len) (len <= GATEWAY_WEBHOOK_BODY_MAX) into *ev.
@@ -58,8 +37,7 @@ struct gateway_event {
  * charge.failed: "failed"). Returns 0, or -1 with the reason in errstr
  * (e.g. "data.amount: not an integer in 1..2^53-1") and *ev zeroed.
  */
-int gateway_event_parse(const void *body, size_t len,
-                        struct gateway_event *ev, char *errstr,
-                        size_t errstr_size) CO_MUST_CHECK;
+int gateway_event_parse(const void *body, size_t len, struct gateway_event *ev,
+                        char *errstr, size_t errstr_size) CO_MUST_CHECK;
 
 #endif

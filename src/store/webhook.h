@@ -15,7 +15,7 @@
 #ifndef CO_STORE_WEBHOOK_H
 #define CO_STORE_WEBHOOK_H
 
-#include "gateway/webhook_event.h"
+#include "payment/webhook_rule.h" /* struct gateway_event */
 #include "store/store.h"
 
 #include <stdint.h>
@@ -37,7 +37,8 @@ enum store_webhook_result {
         STORE_WEBHOOK_UNKNOWN_REFERENCE,
 };
 
-/* "applied", "duplicate", ... (the label values of chargeonce_webhooks_total) */
+/* "applied", "duplicate", ... (the label values of chargeonce_webhooks_total)
+ */
 const char *store_webhook_result_name(enum store_webhook_result r);
 
 struct store_webhook_in {
