@@ -45,6 +45,11 @@ static const char *check_contract(const struct payment_result *r)
                 return "occurred_at is not RFC 3339";
         if ((r->error_code == NULL) != (r->error_message == NULL))
                 return "error needs both code and message";
+        if (r->resolves_review &&
+            (r->replayed || (r->status != PAYMENT_STATUS_SUCCEEDED &&
+                             r->status != PAYMENT_STATUS_FAILED)))
+                return "only an original succeeded or failed result "
+                       "resolves a review";
         switch (r->status) {
         case PAYMENT_STATUS_SUCCEEDED:
                 if (r->error_code != NULL)
@@ -158,6 +163,12 @@ int payment_result_build(const struct payment_result *r, char **out,
             json_object_set_new(root, "occurred_at",
                                 str_or_null(r->occurred_at, &bad))) {
                 why = "a string field";
+                goto fail;
+        }
+        /* optional, last, and absent unless true: older bytes unchanged */
+        if (r->resolves_review &&
+            json_object_set_new(root, "resolves_review", json_true())) {
+                why = "resolves_review";
                 goto fail;
         }
         /* an object always encodes: NULL is out of memory */

@@ -5,7 +5,8 @@
  * The value is compact JSON with the fields always in the contract's
  * order: schema_version, event_id, intent_event_id, tenant_id,
  * idempotency_key, order_id, payment_id, status, amount, currency,
- * provider_charge_id, error, replayed, occurred_at. The same struct always
+ * provider_charge_id, error, replayed, occurred_at (then resolves_review,
+ * only when true). The same struct always
  * gives the same bytes, so a re-published outbox row is byte-identical.
  *
  * Never invents a value: what the caller did not give is null, and only a
@@ -41,6 +42,14 @@ struct payment_result {
         const char *error_message;      /* required with error_code */
         bool replayed;
         const char *occurred_at; /* RFC 3339; required */
+        /*
+         * True for a result that finishes a payment first reported in
+         * review (a new, non-replayed result): emitted as
+         * "resolves_review":true after occurred_at, and only when true, so
+         * every other result keeps its bytes. Only with succeeded or
+         * failed, never replayed.
+         */
+        bool resolves_review;
 };
 
 /*

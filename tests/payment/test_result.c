@@ -76,6 +76,18 @@ static void test_succeeded_bytes(void **state)
                    "\"currency\":\"VND\",\"provider_charge_id\":\"ch_1\","
                    "\"error\":null,\"replayed\":false,\"occurred_at\":\"" WHEN
                    "\"}");
+        /* resolving a review: one more member, after occurred_at */
+        r.resolves_review = true;
+        builds(&r, "{\"schema_version\":1,\"event_id\":\"" RESULT_ID
+                   "\",\"intent_event_id\":\"" INTENT_ID
+                   "\",\"tenant_id\":\"shop-1\",\"idempotency_key\":"
+                   "\"ord-10063-pay-1\",\"order_id\":\"10063\","
+                   "\"payment_id\":\"" PAYMENT_ID
+                   "\",\"status\":\"succeeded\",\"amount\":1250000,"
+                   "\"currency\":\"VND\",\"provider_charge_id\":\"ch_1\","
+                   "\"error\":null,\"replayed\":false,\"occurred_at\":\"" WHEN
+                   "\",\"resolves_review\":true}");
+        r.resolves_review = false;
         r.replayed = true;
         builds(&r, "{\"schema_version\":1,\"event_id\":\"" RESULT_ID
                    "\",\"intent_event_id\":\"" INTENT_ID
@@ -168,6 +180,15 @@ static void test_refusals(void **state)
         (void)state;
         r        = succeeded();
         r.status = PAYMENT_STATUS_PROCESSING;
+        refuses(&r);
+        /* resolves_review: never on a replayed or a review result */
+        r                 = succeeded();
+        r.resolves_review = true;
+        r.replayed        = true;
+        refuses(&r);
+        r          = succeeded();
+        r.resolves_review = true;
+        r.status   = PAYMENT_STATUS_REVIEW;
         refuses(&r);
         r        = succeeded();
         r.status = (enum payment_status)42;
