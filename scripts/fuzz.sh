@@ -3,7 +3,7 @@
 # needed and runs each fuzz target for SECONDS, one after the other.
 #
 #   scripts/fuzz.sh SECONDS [TARGET...]     targets: intent classify config
-#                                           base64 webhook (all by default)
+#                                           base64 webhook webhook_event (all by default)
 #
 # A crash does not end a target's run: libFuzzer saves the input under
 # build-fuzz/tests/fuzz/crashes/ and the target is started again on its
@@ -20,14 +20,14 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 
 usage() {
-	echo "usage: scripts/fuzz.sh SECONDS [intent|classify|config|base64|webhook]..." >&2
+	echo "usage: scripts/fuzz.sh SECONDS [intent|classify|config|base64|webhook|webhook_event]..." >&2
 	exit 2
 }
 [ $# -ge 1 ] || usage
 secs=$1
 shift
 [[ "$secs" =~ ^[1-9][0-9]*$ ]] || usage
-all=(intent classify config base64 webhook)
+all=(intent classify config base64 webhook webhook_event)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 for t in "${targets[@]}"; do

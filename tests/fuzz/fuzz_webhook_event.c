@@ -1,0 +1,95 @@
+/*
+ * fuzz_webhook_event: gateway_event_parse() on any body
+ * (src/gateway/webhook_event.h).
+ *
+ * Invariants, for every input:
+ *   - it returns 0 or -1; on -1 the event is all zero and the reason is a
+ *     non-empty C string;
+ *   - on 0 the type is one of the three, every string is NUL-terminated
+ *     within its bound, valid UTF-8 and non-empty where required, the
+ *     amount is in 1..2^53-1, the currency three upper-case letters, the
+ *     status "" or one that agrees with the type, and an error only on a
+ *     charge.failed;
+ *   - when the body holds no escape ('\\'), each decoded string is a run
+ *     of the body's bytes (never invented);
+ *   - parsing again gives the same bytes and the same reason.
+ */
+#include <stdbool.h>
+#include <string.h>
+
+#include "fuzz.h"
+#include "gateway/webhook_event.h"
+#include "util/utf8.h"
+
+static void check_str(const char *s, size_t cap, bool nonempty)
+{
+        size_t n = strnlen(s, cap);
+
+        FUZZ_CHECK(n < cap);
+        FUZZ_CHECK(!nonempty || n > 0);
+        FUZZ_CHECK(utf8_valid(s, n));
+}
+
+static void check_in_body(const char *s, const uint8_t *data, size_t size)
+{
+        size_t n = strlen(s);
+
+        if (n)
+                FUZZ_CHECK(memmem(data, size, s, n) != NULL);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+        struct gateway_event ev, ev2, zero;
+        char err[256], err2[256];
+        int rc, rc2;
+
+        memset(&zero, 0, sizeof(zero));
+        rc  = gateway_event_parse(data, size, &ev, err, sizeof(err));
+        rc2 = gateway_event_parse(data, size, &ev2, err2, sizeof(err2));
+        FUZZ_CHECK(rc == 0 || rc == -1);
+        FUZZ_CHECK(rc == rc2);
+        FUZZ_CHECK(memcmp(&ev, &ev2, sizeof(ev)) == 0);
+        if (rc != 0) {
+                FUZZ_CHECK(memcmp(&ev, &zero, sizeof(ev)) == 0);
+                FUZZ_CHECK(strnlen(err, sizeof(err)) > 0);
+                FUZZ_CHECK(strcmp(err, err2) == 0);
+                return 0;
+        }
+        FUZZ_CHECK(gateway_event_type_name(ev.type) != NULL);
+        check_str(ev.reference, sizeof(ev.reference), true);
+        check_str(ev.charge_id, sizeof(ev.charge_id), true);
+        check_str(ev.error_code, sizeof(ev.error_code), false);
+        check_str(ev.error_message, sizeof(ev.error_message), false);
+        check_str(ev.charge_status, sizeof(ev.charge_status), false);
+        FUZZ_CHECK(ev.amount >= 1 && ev.amount <= 9007199254740991LL);
+        FUZZ_CHECK(strlen(ev.currency) == 3);
+        for (int i = 0; i < 3; i++)
+                FUZZ_CHECK(ev.currency[i] >= 'A' && ev.currency[i] <= 'Z');
+        switch (ev.type) {
+        case GATEWAY_EVENT_CHARGE_SUCCEEDED:
+                FUZZ_CHECK(!*ev.charge_status ||
+                           !strcmp(ev.charge_status, "succeeded"));
+                break;
+        case GATEWAY_EVENT_CHARGE_FAILED:
+                FUZZ_CHECK(!*ev.charge_status ||
+                           !strcmp(ev.charge_status, "failed"));
+                break;
+        case GATEWAY_EVENT_CHARGE_REFUNDED:
+                FUZZ_CHECK(!*ev.charge_status ||
+                           !strcmp(ev.charge_status, "succeeded") ||
+                           !strcmp(ev.charge_status, "refunded"));
+                break;
+        }
+        if (ev.type != GATEWAY_EVENT_CHARGE_FAILED)
+                FUZZ_CHECK(!*ev.error_code && !*ev.error_message);
+        FUZZ_CHECK(*ev.error_code || !*ev.error_message);
+        if (memchr(data, '\\', size) == NULL) {
+                check_in_body(ev.reference, data, size);
+                check_in_body(ev.charge_id, data, size);
+                check_in_body(ev.error_code, data, size);
+                check_in_body(ev.error_message, data, size);
+                check_in_body(ev.currency, data, size);
+        }
+        return 0;
+}
