@@ -3,13 +3,18 @@
  * invariant_violations view (double postings, unbalanced ledger entries,
  * results that disagree with their payment, ...) and every outbox row the
  * relay parked (kind outbox_parked, view outbox_parked of 0006: a result
- * that can never be produced as it is) as JSON lines on stdout.
- * Exit 0: none; 1: findings (or the database could not be read).
+ * that can never be produced as it is) and every webhook that contradicted
+ * a stored payment (kind webhook_contradiction, view
+ * webhook_contradictions of 0007: recorded, never applied) as JSON lines
+ * on stdout. Exit 0: none; 1: findings (or the database could not be
+ * read). A contradiction is a finding like a parked row: a person must
+ * look (and talk to the PSP); it stays listed, newest first.
  * Read-only: never repairs anything (`chargeonce relay --unpark` does).
  */
 #include "cmd/cmd.h"
 #include "store/relay_sql.h"
 #include "store/store.h"
+#include "store/webhook.h"
 #include "util/config.h"
 #include "util/jsonesc.h"
 #include "util/log.h"
@@ -29,12 +34,39 @@ static void put_str(const char *name, const char *v, bool comma)
         printf("%s\"%s\":\"%s\"", comma ? "," : "", name, esc);
 }
 
+/* Contradictions listed at most (newest first): they are never removed. */
+#define AUDIT_CONTRADICTIONS_MAX 1000
+
+/* The same fields as a violation; the webhook's facts in the detail. */
+static void put_contradiction(const struct store_webhook_contradiction *c)
+{
+        char detail[1024];
+
+        snprintf(detail, sizeof(detail),
+                 "webhook %s (%s, charge %s, %" PRId64 " %s) received at %s "
+                 "for a payment %s: %s",
+                 c->webhook_id ? c->webhook_id : "?",
+                 c->event_type ? c->event_type : "?",
+                 c->provider_charge_id ? c->provider_charge_id : "?",
+                 c->amount, c->currency,
+                 c->received_at ? c->received_at : "?",
+                 c->previous_status ? c->previous_status : "?",
+                 c->detail ? c->detail : "no reason");
+        putchar('{');
+        put_str("kind", "webhook_contradiction", false);
+        put_str("payment_id", c->payment_id, true);
+        put_str("tenant_id", NULL, true);
+        put_str("detail", detail, true);
+        printf("}\n");
+}
+
 int cmd_audit(struct config *cfg, int argc, char **argv)
 {
         struct store *st;
         struct store_violation *v    = NULL;
         struct store_relay_parked *p = NULL;
-        size_t n = 0, np = 0;
+        struct store_webhook_contradiction *w = NULL;
+        size_t n = 0, np = 0, nw = 0;
         char err[512];
         struct log_ctx lc = LOG_CTX_INIT;
 
@@ -44,7 +76,9 @@ int cmd_audit(struct config *cfg, int argc, char **argv)
                         printf("usage: chargeonce audit\n"
                                "Lists the invariant violations of the "
                                "database and the outbox rows the relay\n"
-                               "parked (kind outbox_parked) as JSON lines. "
+                               "parked (kind outbox_parked) and the webhooks\n"
+                               "that contradicted a payment (kind "
+                               "webhook_contradiction) as JSON lines.\n"
                                "Exit 0 when there are none, 1 otherwise.\n");
                         return 0;
                 }
@@ -65,6 +99,14 @@ int cmd_audit(struct config *cfg, int argc, char **argv)
                                     err, sizeof(err)) != STORE_OK) {
                 log_error(&lc, "%s", err);
                 store_violations_free(v, n);
+                store_destroy(st);
+                return 1;
+        }
+        if (store_webhook_contradictions(st, AUDIT_CONTRADICTIONS_MAX, &w, &nw,
+                                         err, sizeof(err)) != STORE_OK) {
+                log_error(&lc, "%s", err);
+                store_violations_free(v, n);
+                store_relay_parked_free(p, np);
                 store_destroy(st);
                 return 1;
         }
@@ -100,17 +142,25 @@ int cmd_audit(struct config *cfg, int argc, char **argv)
                 put_str("detail", detail, true);
                 printf("}\n");
         }
+        for (size_t i = 0; i < nw; i++)
+                put_contradiction(&w[i]);
         if (n)
                 log_error(&lc, "%zu invariant violation(s)", n);
+        if (nw)
+                log_error(&lc,
+                          "%zu webhook contradiction(s)%s: recorded, never "
+                          "applied; check each payment with the PSP",
+                          nw, nw == AUDIT_CONTRADICTIONS_MAX ? " (newest)" : "");
         if (np)
                 log_error(&lc,
                           "%zu parked outbox row(s): fix the cause, then "
                           "`chargeonce relay --unpark ID|all`",
                           np);
-        if (!n && !np)
+        if (!n && !np && !nw)
                 log_info(&lc, "no invariant violation");
         store_violations_free(v, n);
         store_relay_parked_free(p, np);
+        store_webhook_contradictions_free(w, nw);
         store_destroy(st);
-        return n || np ? 1 : 0;
+        return n || np || nw ? 1 : 0;
 }

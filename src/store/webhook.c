@@ -607,3 +607,65 @@ int store_webhook_apply(struct store *st, const struct store_webhook_in *in,
                 log_outcome(in, out);
         return rc;
 }
+
+void store_webhook_contradictions_free(struct store_webhook_contradiction *c,
+                                       size_t n)
+{
+        if (c == NULL)
+                return;
+        for (size_t i = 0; i < n; i++) {
+                free(c[i].webhook_id);
+                free(c[i].received_at);
+                free(c[i].event_type);
+                free(c[i].reference);
+                free(c[i].provider_charge_id);
+                free(c[i].previous_status);
+                free(c[i].detail);
+        }
+        free(c);
+}
+
+int store_webhook_contradictions(struct store *st, size_t max,
+                                 struct store_webhook_contradiction **out,
+                                 size_t *n_out, char *errstr,
+                                 size_t errstr_size)
+{
+        static const char sql[] =
+            "SELECT webhook_id, to_char(received_at AT TIME ZONE 'UTC',"
+            "  'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), event_type, reference,"
+            " payment_id, provider_charge_id, amount, currency,"
+            " previous_status, detail"
+            " FROM webhook_contradictions LIMIT $1::bigint";
+        struct wtx t = { st, errstr, errstr_size, false, STORE_ERR };
+        struct store_webhook_contradiction *c;
+        char lim[24];
+        const char *v[1] = { lim };
+        PGresult *res;
+        int n;
+
+        *out   = NULL;
+        *n_out = 0;
+        snprintf(lim, sizeof(lim), "%zu", max);
+        if ((res = run(&t, "webhook contradictions", sql, 1, v)) == NULL)
+                return t.rc;
+        n = PQntuples(res);
+        c = store_rows_calloc(res, sizeof(*c));
+        for (int i = 0; i < n; i++) {
+                c[i].webhook_id  = store_strdup_field(res, i, 0);
+                c[i].received_at = store_strdup_field(res, i, 1);
+                c[i].event_type  = store_strdup_field(res, i, 2);
+                c[i].reference   = store_strdup_field(res, i, 3);
+                store_copy_field(res, i, 4, c[i].payment_id,
+                                 sizeof(c[i].payment_id));
+                c[i].provider_charge_id = store_strdup_field(res, i, 5);
+                c[i].amount             = store_i64_field(res, i, 6);
+                store_copy_field(res, i, 7, c[i].currency,
+                                 sizeof(c[i].currency));
+                c[i].previous_status = store_strdup_field(res, i, 8);
+                c[i].detail          = store_strdup_field(res, i, 9);
+        }
+        PQclear(res);
+        *out   = c;
+        *n_out = (size_t)n;
+        return STORE_OK;
+}

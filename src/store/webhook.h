@@ -71,4 +71,32 @@ int store_webhook_apply(struct store *st, const struct store_webhook_in *in,
                         struct store_webhook_out *out, char *errstr,
                         size_t errstr_size) CO_MUST_CHECK;
 
+/* One row of the view webhook_contradictions (strings owned). */
+struct store_webhook_contradiction {
+        char *webhook_id;
+        char *received_at; /* RFC 3339 as the database prints it */
+        char *event_type;
+        char *reference;
+        char payment_id[UUID_STR_LEN]; /* "" when unknown */
+        char *provider_charge_id;
+        int64_t amount;
+        char currency[4];
+        char *previous_status; /* or NULL */
+        char *detail;          /* the rule's reason; never a key */
+};
+
+void store_webhook_contradictions_free(struct store_webhook_contradiction *c,
+                                       size_t n);
+
+/*
+ * Reads the view webhook_contradictions, newest first, at most max rows
+ * (read-only, locks nothing). *out (owned by the caller,
+ * store_webhook_contradictions_free) gets the rows, *n_out their number.
+ * Returns STORE_OK or a negative STORE_ERR*.
+ */
+int store_webhook_contradictions(struct store *st, size_t max,
+                                 struct store_webhook_contradiction **out,
+                                 size_t *n_out, char *errstr,
+                                 size_t errstr_size) CO_MUST_CHECK;
+
 #endif
