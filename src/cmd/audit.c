@@ -47,9 +47,8 @@ static void put_contradiction(const struct store_webhook_contradiction *c)
                  "for a payment %s: %s",
                  c->webhook_id ? c->webhook_id : "?",
                  c->event_type ? c->event_type : "?",
-                 c->provider_charge_id ? c->provider_charge_id : "?",
-                 c->amount, c->currency,
-                 c->received_at ? c->received_at : "?",
+                 c->provider_charge_id ? c->provider_charge_id : "?", c->amount,
+                 c->currency, c->received_at ? c->received_at : "?",
                  c->previous_status ? c->previous_status : "?",
                  c->detail ? c->detail : "no reason");
         putchar('{');
@@ -63,8 +62,8 @@ static void put_contradiction(const struct store_webhook_contradiction *c)
 int cmd_audit(struct config *cfg, int argc, char **argv)
 {
         struct store *st;
-        struct store_violation *v    = NULL;
-        struct store_relay_parked *p = NULL;
+        struct store_violation *v             = NULL;
+        struct store_relay_parked *p          = NULL;
         struct store_webhook_contradiction *w = NULL;
         size_t n = 0, np = 0, nw = 0;
         char err[512];
@@ -150,7 +149,8 @@ int cmd_audit(struct config *cfg, int argc, char **argv)
                 log_error(&lc,
                           "%zu webhook contradiction(s)%s: recorded, never "
                           "applied; check each payment with the PSP",
-                          nw, nw == AUDIT_CONTRADICTIONS_MAX ? " (newest)" : "");
+                          nw,
+                          nw == AUDIT_CONTRADICTIONS_MAX ? " (newest)" : "");
         if (np)
                 log_error(&lc,
                           "%zu parked outbox row(s): fix the cause, then "

@@ -104,8 +104,8 @@ static void locked_free(struct locked *p)
 static PGresult *run(struct wtx *t, const char *what, const char *sql, int n,
                      const char *const *v)
 {
-        PGconn *conn  = store_pgconn(t->st);
-        PGresult *res = PQexecParams(conn, sql, n, NULL, v, NULL, NULL, 0);
+        PGconn *conn     = store_pgconn(t->st);
+        PGresult *res    = PQexecParams(conn, sql, n, NULL, v, NULL, NULL, 0);
         ExecStatusType s = PQresultStatus(res);
         const char *state;
 
@@ -116,14 +116,14 @@ static PGresult *run(struct wtx *t, const char *what, const char *sql, int n,
         state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
         if (PQstatus(conn) != CONNECTION_OK)
                 t->rc = STORE_ERR_CONN;
-        else if (state && (strncmp(state, "22", 2) == 0 ||
-                           strncmp(state, "23", 2) == 0 ||
-                           strncmp(state, "54", 2) == 0))
+        else if (state &&
+                 (strncmp(state, "22", 2) == 0 ||
+                  strncmp(state, "23", 2) == 0 || strncmp(state, "54", 2) == 0))
                 t->rc = STORE_ERR_DATA;
         else
                 t->rc = STORE_ERR;
-        t->retry = state && (strcmp(state, "40P01") == 0 ||
-                             strcmp(state, "40001") == 0);
+        t->retry = state &&
+                   (strcmp(state, "40P01") == 0 || strcmp(state, "40001") == 0);
         PQclear(res);
         return NULL;
 }
@@ -182,8 +182,8 @@ struct finish {
 
 /* The result message of a finish (payment_result_build). */
 static bool build_result(struct wtx *t, const char *payment_id,
-                         const struct locked *p,
-                         const struct gateway_event *ev, struct finish *f)
+                         const struct locked *p, const struct gateway_event *ev,
+                         struct finish *f)
 {
         struct payment_result r;
         char now[40], err[160];
@@ -213,8 +213,8 @@ static bool build_result(struct wtx *t, const char *payment_id,
         r.error_message      = f->error_message;
         r.occurred_at        = now;
         r.resolves_review    = f->resolves_review;
-        if (payment_result_build(&r, &f->result_json, &len, err,
-                                 sizeof(err)) != 0) {
+        if (payment_result_build(&r, &f->result_json, &len, err, sizeof(err)) !=
+            0) {
                 snprintf(t->errstr, t->errstr_size, "webhook: %s", err);
                 t->rc = STORE_ERR_DATA;
                 return false;
@@ -265,10 +265,14 @@ static bool finish_payment(struct wtx *t, const char *payment_id,
             "                  AND (SELECT count(*) FROM ob) = 1,"
             "                  'webhook: finish'),"
             "  (SELECT lease_epoch FROM up)";
-        const char *v[9] = { payment_id,       f->status,
-                             ev->charge_id,    f->error_code,
-                             f->error_message, f->result_event_id,
-                             f->result_json,   f->resolves_review ? "t" : "f",
+        const char *v[9] = { payment_id,
+                             f->status,
+                             ev->charge_id,
+                             f->error_code,
+                             f->error_message,
+                             f->result_event_id,
+                             f->result_json,
+                             f->resolves_review ? "t" : "f",
                              prev };
         PGresult *res    = run(t, "webhook: finish", sql, 9, v);
 
@@ -362,8 +366,8 @@ static bool apply_action(struct wtx *t, const struct store_webhook_in *in,
         if (a == PAYMENT_WEBHOOK_FINISH_FAILED) {
                 bool own = ev->error_code[0] != '\0';
 
-                f.error_code    = own ? ev->error_code
-                                      : PAYMENT_WEBHOOK_FAILED_CODE;
+                f.error_code =
+                    own ? ev->error_code : PAYMENT_WEBHOOK_FAILED_CODE;
                 f.error_message = own && ev->error_message[0]
                                       ? ev->error_message
                                       : PAYMENT_WEBHOOK_FAILED_MESSAGE;
@@ -372,13 +376,13 @@ static bool apply_action(struct wtx *t, const struct store_webhook_in *in,
         if (!build_result(t, payment_id, p, ev, &f) ||
             !finish_payment(t, payment_id, p->status, ev, &f, &epoch))
                 goto out;
-        if (strcmp(f.status, "succeeded") == 0 && !post(t, payment_id, "charge"))
+        if (strcmp(f.status, "succeeded") == 0 &&
+            !post(t, payment_id, "charge"))
                 goto out;
         if (a == PAYMENT_WEBHOOK_FINISH_AND_REFUND &&
             !post(t, payment_id, "refund"))
                 goto out;
-        ok = evidence(t, payment_id, in, epoch,
-                      payment_webhook_action_name(a));
+        ok = evidence(t, payment_id, in, epoch, payment_webhook_action_name(a));
         snprintf(out->applied, sizeof(out->applied), "%s",
                  a == PAYMENT_WEBHOOK_FINISH_AND_REFUND ? "refunded"
                                                         : f.status);
@@ -424,9 +428,12 @@ static bool insert_id(struct wtx *t, const struct store_webhook_in *in,
             " ON CONFLICT (webhook_id) DO NOTHING RETURNING 1";
         const struct gateway_event *ev = in->event;
         char ts[24], amount[24];
-        const char *v[7] = { in->webhook_id,   ts,        event_type_name(
-                                                       ev->type),
-                             ev->reference,   ev->charge_id, amount,
+        const char *v[7] = { in->webhook_id,
+                             ts,
+                             event_type_name(ev->type),
+                             ev->reference,
+                             ev->charge_id,
+                             amount,
                              ev->currency };
         PGresult *res;
 
@@ -513,8 +520,8 @@ static int apply_once(struct wtx *t, const struct store_webhook_in *in,
         memset(out, 0, sizeof(*out));
         t->retry = false;
         t->rc    = STORE_ERR;
-        if (!run_ok(t, "webhook: begin",
-                    "BEGIN ISOLATION LEVEL READ COMMITTED", 0, NULL))
+        if (!run_ok(t, "webhook: begin", "BEGIN ISOLATION LEVEL READ COMMITTED",
+                    0, NULL))
                 return t->rc;
         if (!insert_id(t, in, &dup))
                 goto fail;

@@ -88,7 +88,7 @@ static void test_succeeded_bytes(void **state)
                    "\"error\":null,\"replayed\":false,\"occurred_at\":\"" WHEN
                    "\",\"resolves_review\":true}");
         r.resolves_review = false;
-        r.replayed = true;
+        r.replayed        = true;
         builds(&r, "{\"schema_version\":1,\"event_id\":\"" RESULT_ID
                    "\",\"intent_event_id\":\"" INTENT_ID
                    "\",\"tenant_id\":\"shop-1\",\"idempotency_key\":"
@@ -186,9 +186,9 @@ static void test_refusals(void **state)
         r.resolves_review = true;
         r.replayed        = true;
         refuses(&r);
-        r          = succeeded();
+        r                 = succeeded();
         r.resolves_review = true;
-        r.status   = PAYMENT_STATUS_REVIEW;
+        r.status          = PAYMENT_STATUS_REVIEW;
         refuses(&r);
         r        = succeeded();
         r.status = (enum payment_status)42;

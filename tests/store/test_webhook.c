@@ -150,10 +150,9 @@ static void no_violations(void)
 static void processing_finished(void)
 {
         struct pay *p = new_payment(1000), *f = new_payment(2000),
-                   *g = new_payment(3000);
-        struct gateway_event ev =
-            event(GATEWAY_EVENT_CHARGE_SUCCEEDED, p->c.payment_id, "ch_w1",
-                  1000, "VND");
+                   *g           = new_payment(3000);
+        struct gateway_event ev = event(GATEWAY_EVENT_CHARGE_SUCCEEDED,
+                                        p->c.payment_id, "ch_w1", 1000, "VND");
         struct store_webhook_out out;
 
         CHECK_EQ_I(apply("msg_p1", &ev, &out), STORE_WEBHOOK_APPLIED);
@@ -221,8 +220,8 @@ static void processing_finished(void)
         CHECK_EQ_I(apply("msg_g1", &ev, &out), STORE_WEBHOOK_APPLIED);
         CHECK_EQ_I(q(g->c.payment_id,
                      "SELECT count(*) FROM idempotency_keys WHERE"
-                     " payment_id = '%s' AND error_code = '"
-                     PAYMENT_WEBHOOK_FAILED_CODE "'"),
+                     " payment_id = '%s' AND error_code = "
+                     "'" PAYMENT_WEBHOOK_FAILED_CODE "'"),
                    1);
         no_violations();
         pay_free(p);
@@ -233,9 +232,8 @@ static void processing_finished(void)
 static void review_resolved(void)
 {
         struct pay *p = new_payment(1500), *f = new_payment(1600);
-        struct gateway_event ev =
-            event(GATEWAY_EVENT_CHARGE_SUCCEEDED, p->c.payment_id, "ch_r1",
-                  1500, "VND");
+        struct gateway_event ev = event(GATEWAY_EVENT_CHARGE_SUCCEEDED,
+                                        p->c.payment_id, "ch_r1", 1500, "VND");
         struct store_webhook_out out;
 
         CHECK_EQ_I(settle(st, p, SETTLE_REVIEW), SETTLE_OK);
@@ -350,8 +348,7 @@ static void contradictions(void)
                 snprintf(id, sizeof(id), "msg_c%zu", i);
                 CHECK_EQ_I(apply(id, &ev, &out), STORE_WEBHOOK_CONTRADICTION);
                 if (strcmp(out.detail, cs[i].detail) != 0) {
-                        fprintf(stderr, "case %zu: detail %s\n", i,
-                                out.detail);
+                        fprintf(stderr, "case %zu: detail %s\n", i, out.detail);
                         CHECK(0);
                 }
                 fingerprint(p->c.payment_id, after, sizeof(after));
@@ -402,8 +399,8 @@ static void refunds(void)
                      " AND status = 'succeeded' AND refunded_at IS NOT NULL"),
                    1);
         /* a refund of a payment still processing proves the charge */
-        ev = event(GATEWAY_EVENT_CHARGE_REFUNDED, r->c.payment_id, "ch_rr",
-                   950, "VND");
+        ev = event(GATEWAY_EVENT_CHARGE_REFUNDED, r->c.payment_id, "ch_rr", 950,
+                   "VND");
         CHECK_EQ_I(apply("msg_rf4", &ev, &out), STORE_WEBHOOK_APPLIED);
         CHECK(strcmp(out.applied, "refunded") == 0);
         CHECK_EQ_I(q(r->c.payment_id,
@@ -427,10 +424,9 @@ static void refunds(void)
 
 static void unknown_and_duplicate(void)
 {
-        struct pay *p = new_payment(400);
-        struct gateway_event ev =
-            event(GATEWAY_EVENT_CHARGE_SUCCEEDED, "not-a-uuid", "ch_u", 400,
-                  "VND");
+        struct pay *p           = new_payment(400);
+        struct gateway_event ev = event(GATEWAY_EVENT_CHARGE_SUCCEEDED,
+                                        "not-a-uuid", "ch_u", 400, "VND");
         struct store_webhook_out out;
         char before[1024], after[1024];
 
@@ -445,8 +441,8 @@ static void unknown_and_duplicate(void)
                                 " AND payment_id IS NULL"),
                    2);
         /* a replayed id changes nothing, whatever its body says now */
-        ev = event(GATEWAY_EVENT_CHARGE_SUCCEEDED, p->c.payment_id, "ch_d",
-                   400, "VND");
+        ev = event(GATEWAY_EVENT_CHARGE_SUCCEEDED, p->c.payment_id, "ch_d", 400,
+                   "VND");
         CHECK_EQ_I(apply("msg_d1", &ev, &out), STORE_WEBHOOK_APPLIED);
         fingerprint(p->c.payment_id, before, sizeof(before));
         CHECK_EQ_I(apply("msg_d1", &ev, &out), STORE_WEBHOOK_DUPLICATE);
@@ -549,8 +545,8 @@ static void race_with_settle(void)
 
                 snprintf(id, sizeof(id), "msg_rs%d", i);
                 r[0].id = id;
-                r[0].ev = event(GATEWAY_EVENT_CHARGE_SUCCEEDED,
-                                p->c.payment_id, "ch_test", 600, "VND");
+                r[0].ev = event(GATEWAY_EVENT_CHARGE_SUCCEEDED, p->c.payment_id,
+                                "ch_test", 600, "VND");
                 r[1].id = NULL;
                 r[1].p  = p;
                 race(r);
