@@ -11,10 +11,13 @@
 
 #include "gateway/webhook.h"
 #include "util/utf8.h"
+#include "util/xalloc.h"
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define AMOUNT_MAX 9007199254740991LL /* 2^53 - 1 */
@@ -75,6 +78,12 @@ static bool take_str(const json_t *obj, const char *name, size_t max, char *dst,
                 return false;
         if (len == 0 || len > max) {
                 *why = len == 0 ? "empty" : "too long";
+                return false;
+        }
+        /* U+FFFD: invalid UTF-8 cleaned out of the body (or sent so); an
+         * identifier is never guessed from a damaged one */
+        if (memmem(s, len, "\xEF\xBF\xBD", 3) != NULL) {
+                *why = "holds U+FFFD (invalid UTF-8)";
                 return false;
         }
         memcpy(dst, s, len);
@@ -230,6 +239,7 @@ int gateway_event_parse(const void *body, size_t len, struct gateway_event *ev,
 {
         json_error_t jerr;
         json_t *root = NULL;
+        char *clean  = NULL;
         const json_t *data;
         const char *field = "body", *why = NULL;
 
@@ -242,8 +252,20 @@ int gateway_event_parse(const void *body, size_t len, struct gateway_event *ev,
                 why = "over the body limit";
                 goto fail;
         }
-        /* NULs are allowed by the parser so the field checks can name the
-         * field; jansson refuses invalid UTF-8 anywhere in the body. */
+        /* A gateway may send a decline text that is not valid UTF-8 (one
+         * cut in the middle of a character): the body is cleaned first
+         * (each invalid sequence becomes U+FFFD, as classify.c does with
+         * answers), so the informational message survives and a damaged
+         * identifier is refused by take_str. The signature was checked
+         * over the raw bytes before this. NULs are allowed by the parser
+         * so the field checks can name the field. */
+        if (!utf8_valid(body, len)) {
+                size_t cap = len * 3 + 1;
+
+                clean = xmalloc(cap);
+                len   = utf8_clean(body, len, SIZE_MAX, clean, cap, NULL);
+                body  = clean;
+        }
         root = json_loadb(
             body, len,
             JSON_DECODE_ANY | JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
@@ -270,11 +292,13 @@ int gateway_event_parse(const void *body, size_t len, struct gateway_event *ev,
         if (!parse_data(data, ev, &field, &why))
                 goto fail;
         json_decref(root);
+        free(clean);
         return 0;
 fail:
         snprintf(errstr, errstr_size, "%s: %s", field, why);
 out:
         json_decref(root);
+        free(clean);
         memset(ev, 0, sizeof(*ev));
         return -1;
 }

@@ -5,9 +5,12 @@
  * Pure (jansson only); any thread.
  *
  * Treats every byte as hostile: a body that is not one JSON object, a
- * type outside the three, a missing or oversized field, a string that is
- * not valid UTF-8 or holds a NUL is refused with a reason that never
- * repeats a value. Unknown extra fields are ignored (the gateway may add
+ * type outside the three, a missing or oversized field, an identifier
+ * (type, id, reference, status, error code) that holds a NUL or was not
+ * valid UTF-8 is refused with a reason that never repeats a value. A body
+ * that is not valid UTF-8 is cleaned first (U+FFFD for each invalid
+ * sequence): the decline message keeps its text, a damaged identifier is
+ * refused. Unknown extra fields are ignored (the gateway may add
  * some). An over-long error message is cut at a code point boundary, not
  * refused (a decline text is the gateway's, and is informational).
  *

@@ -156,6 +156,30 @@ static void message_cut(void **state)
         free(body);
 }
 
+/* A decline text cut inside a character (the simulator's
+ * decline_message_invalid_utf8) is kept, cleaned to U+FFFD; the event is
+ * not refused (a PSP would retry a 400 forever). */
+static void failed_message_invalid_utf8_cleaned(void **state)
+{
+        static const char body[] =
+            "{\"type\":\"charge.failed\",\"data\":{\"id\":\"ch_1\","
+            "\"status\":\"failed\",\"amount\":5,\"currency\":\"VND\","
+            "\"reference\":\"r\",\"error\":{\"code\":\"card_declined\","
+            "\"message\":\"Th\xe1\xba\"}}}";
+        struct gateway_event ev;
+        char err[256];
+
+        (void)state;
+        assert_int_equal(
+            gateway_event_parse(body, sizeof(body) - 1, &ev, err, sizeof(err)),
+            0);
+        assert_int_equal(ev.type, GATEWAY_EVENT_CHARGE_FAILED);
+        assert_string_equal(ev.error_code, "card_declined");
+        /* utf8_clean: one U+FFFD per byte of the cut sequence */
+        assert_string_equal(ev.error_message, "Th\xef\xbf\xbd\xef\xbf\xbd");
+        assert_string_equal(ev.charge_id, "ch_1");
+}
+
 struct hostile {
         const char *body;
         const char *reason; /* exact errstr, or prefix when ending in '*' */
@@ -174,10 +198,16 @@ static const struct hostile hostile_bodies[] = {
         { "{\"type\":\"charge.succeeded\",\"data\":{\"id\":\"a\","
           "\"id\":\"b\"}}",
           "body: not one JSON document*" },
+        /* invalid UTF-8 is cleaned to U+FFFD, which no identifier holds */
         { "{\"type\":\"charge.succeeded\",\"data\":{\"id\":\"\xff\"}}",
-          "body: not one JSON document*" },
+          "data.id: holds U+FFFD (invalid UTF-8)" },
         { "{\"type\":\"charge.succeeded\",\"data\":{\"id\":\"\xed\xa0\x80\"}}",
-          "body: not one JSON document*" },
+          "data.id: holds U+FFFD (invalid UTF-8)" },
+        { "{\"type\":\"charge.succeeded\",\"data\":{\"id\":\"c\","
+          "\"reference\":\"r\xc3\"}}",
+          "data.reference: holds U+FFFD (invalid UTF-8)" },
+        { "{\"type\":\"charge.succeeded\xff\",\"data\":{}}",
+          "type: not charge.succeeded, charge.failed or charge.refunded" },
         { "{\"type\":\"charge.succeeded\",\"data\":{\"id\":\"\\ud800\"}}",
           "body: not one JSON document*" },
         { "{\"data\":{}}", "type: missing" },
@@ -355,6 +385,7 @@ int main(void)
                 cmocka_unit_test(ok_failed_and_refunded),
                 cmocka_unit_test(bounds),
                 cmocka_unit_test(message_cut),
+                cmocka_unit_test(failed_message_invalid_utf8_cleaned),
                 cmocka_unit_test(hostile),
                 cmocka_unit_test(limits),
                 cmocka_unit_test(reason_has_no_value),
