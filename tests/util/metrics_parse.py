@@ -9,9 +9,12 @@ usage: metrics_parse.py --sample <metrics_sample binary> --def metrics.def
 Exit 77 (skipped) when prometheus_client is not installed.
 """
 import argparse
-import re
+import os
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from metrics_def import read_def  # noqa: E402
 
 try:
     from prometheus_client.parser import text_string_to_metric_families
@@ -19,27 +22,6 @@ except ImportError:
     print("prometheus_client is missing: scripts/install-deps.sh installs "
           "python3-prometheus-client", file=sys.stderr)
     sys.exit(77)
-
-DEF_RE = re.compile(
-    r'CO_METRIC\(\s*(\w+),\s*"([^"]+)",\s*(\w+),\s*"(?:[^"\\]|\\.)*"\s*,'
-    r'\s*(NULL|"[^"]*")\s*,\s*(NULL|METRICS_DYNAMIC|"[^"]*")\s*\)', re.S)
-
-
-def read_def(path):
-    """{name: (type, label or None, [values] or None)} from metrics.def."""
-    text = open(path, encoding="utf-8").read()
-    # help texts may be split over lines as adjacent C strings
-    text = re.sub(r'"\s*\n\s*"', "", text)
-    out = {}
-    for m in DEF_RE.finditer(text):
-        _, name, typ, label, values = m.groups()
-        label = None if label == "NULL" else label.strip('"')
-        if values in ("NULL", "METRICS_DYNAMIC"):
-            values = None
-        else:
-            values = values.strip('"').split("|")
-        out[name] = (typ.lower(), label, values)
-    return out
 
 
 def fail(msg):
