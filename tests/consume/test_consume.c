@@ -1065,9 +1065,9 @@ static long metric(const char *text, const char *series)
         return (long)v;
 }
 
-#define INTENTS(o) "chargeonce_intents_total{outcome=\"" o "\"}"
+#define INTENTS(o)  "chargeonce_intents_total{outcome=\"" o "\"}"
 #define FINISHED(s) "chargeonce_payments_finished_total{status=\"" s "\"}"
-#define GW(r) "chargeonce_gateway_requests_total{result=\"" r "\"}"
+#define GW(r)       "chargeonce_gateway_requests_total{result=\"" r "\"}"
 
 /* Every partition's lag line, all 0, and no other partition. */
 static bool lag_zero(const char *text, int partitions)
@@ -1075,7 +1075,7 @@ static bool lag_zero(const char *text, int partitions)
         int lines = 0;
 
         for (const char *l = strstr(text, "\nchargeonce_consumer_lag{"); l;
-             l = strstr(l + 1, "\nchargeonce_consumer_lag{"))
+             l             = strstr(l + 1, "\nchargeonce_consumer_lag{"))
                 lines++;
         for (int p = 0; p < partitions; p++) {
                 char series[96];
@@ -1103,8 +1103,8 @@ static void metrics_exact(void)
         char listen[64], url[96], ev[OK][40], *t = NULL;
         const char *xs[] = { "consumer.batch_linger=2ms", listen, NULL };
         struct intent_spec is[OK + DECLINED];
-        struct intent_spec a = { NULL,  "shop-x", "m-ip",  "o-ip",
-                                 777,   "VND",    "pm_tok" };
+        struct intent_spec a = { NULL, "shop-x", "m-ip",  "o-ip",
+                                 777,  "VND",    "pm_tok" };
         json_t *st;
         long produced = 0, sum = 0, posts;
 
@@ -1126,10 +1126,15 @@ static void metrics_exact(void)
 
                 snprintf(key, 32, "m-key-%d", i);
                 snprintf(order, 32, "m-order-%d", i);
-                is[i] = (struct intent_spec){
-                        NULL, "shop-x", key, order, 1000 + i, "VND",
-                        i < OK ? "pm_tok" : "pm_decline_insufficient"
-                };
+                is[i] =
+                    (struct intent_spec){ NULL,
+                                          "shop-x",
+                                          key,
+                                          order,
+                                          1000 + i,
+                                          "VND",
+                                          i < OK ? "pm_tok"
+                                                 : "pm_decline_insufficient" };
                 sc_produce_intent(&sc, -1, &is[i], i < OK ? ev[i] : NULL);
                 produced++;
         }
@@ -1155,9 +1160,10 @@ static void metrics_exact(void)
                 sc_produce_intent(&sc, -1, &d, NULL);
         }
         for (int i = 0; i < 2; i++) {
-                struct intent_spec r = { NULL, "shop-x", i ? "m-rej-1"
-                                                           : "m-rej-0",
-                                         "o-rej", -5, "VND", "pm_tok" };
+                struct intent_spec r = {
+                        NULL,  "shop-x", i ? "m-rej-1" : "m-rej-0", "o-rej", -5,
+                        "VND", "pm_tok"
+                };
                 sc_produce_intent(&sc, -1, &r, NULL);
         }
         sc_produce(&sc, 0, "m/poison", "not json at all", 15);
@@ -1236,9 +1242,9 @@ static void metrics_exact(void)
                  metric(t, INTENTS("dead_lettered")));
         {
                 static const char *const o[] = {
-                        INTENTS("new"),         INTENTS("duplicate_event"),
-                        INTENTS("in_progress"), INTENTS("replayed"),
-                        INTENTS("conflict"),    INTENTS("rejected"),
+                        INTENTS("new"),          INTENTS("duplicate_event"),
+                        INTENTS("in_progress"),  INTENTS("replayed"),
+                        INTENTS("conflict"),     INTENTS("rejected"),
                         INTENTS("dead_lettered")
                 };
                 for (size_t i = 0; i < sizeof(o) / sizeof(*o); i++)
@@ -1279,8 +1285,8 @@ static void metrics_exact(void)
                      metric(t, GW("failed")) == DECLINED &&
                      metric(t, GW("timeout")) == 0 &&
                      metric(t, GW("transport_error")) == 0,
-                 "gateway succeeded %ld failed %ld",
-                 metric(t, GW("succeeded")), metric(t, GW("failed")));
+                 "gateway succeeded %ld failed %ld", metric(t, GW("succeeded")),
+                 metric(t, GW("failed")));
         SC_CHECK(posts == OK + DECLINED + 1 &&
                      metric(t, "chargeonce_gateway_request_duration_seconds_"
                                "count") == posts,
