@@ -11,6 +11,7 @@ PKGS=(
 	kcat postgresql postgresql-contrib
 	openjdk-17-jre-headless maven
 	clang-format valgrind python3 python3-jsonschema gnuplot-nox
+	python3-prometheus-client python3-yaml
 	clang-14 libclang-rt-14-dev
 )
 

@@ -2,6 +2,7 @@
 #include "cmd/opts.h"
 #include "cmd/cmd.h"
 #include "util/config.h"
+#include "util/metrics.h"
 #include "util/xalloc.h"
 
 #include <stdio.h>
@@ -129,18 +130,26 @@ void cmd_opts_fill(struct cmd_opts *o, const struct config *cfg)
         const struct settings *st = config_settings(cfg);
 
         memset(o, 0, sizeof(*o));
+        o->metrics = metrics_new();
         fill_kafka(o, cfg);
         fill_owner(o, st);
         fill_gateway(&o->gateway, st);
         fill_pipeline(o, st);
         fill_relay(o, st);
         fill_reconcile(o, st);
+        /* one registry for every engine and adapter of this process */
+        o->gateway.metrics   = o->metrics;
+        o->pipeline.metrics  = o->metrics;
+        o->relay.metrics     = o->metrics;
+        o->reconcile.metrics = o->metrics;
 }
 
 void cmd_opts_free(struct cmd_opts *o)
 {
         free(o->kprops);
         o->kprops = NULL;
+        metrics_destroy(o->metrics);
+        o->metrics = NULL;
 }
 
 int cmd_opts_check_kafka(const struct config *cfg, char *errstr,

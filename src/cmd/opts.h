@@ -23,6 +23,7 @@ struct cmd_opts {
         char owner[128];           /* worker.id, else "<host>:<pid>" */
         char rec_owner[192];       /* owner + "/reconcile" */
         struct kafka_prop *kprops; /* owned */
+        struct metrics *metrics;   /* owned: this run's registry */
         struct kafka_opts kafka;
         struct gateway_opts gateway;
         struct pipeline_opts pipeline;

@@ -35,6 +35,7 @@
 #include "util/compiler.h"
 
 struct gateway; /* opaque */
+struct metrics;
 
 /* What query_settle_ms is set to: no configuration key (docs/gateway.md). */
 #define GATEWAY_QUERY_SETTLE_MS 2000
@@ -67,6 +68,7 @@ struct gateway_opts {
         int64_t lease_margin_ms;
         struct retry_policy retry; /* every field required, > 0 */
         uint64_t jitter_seed;      /* 0: seeded from crypto_random() */
+        struct metrics *metrics;   /* every attempt counted; may be NULL */
 };
 
 /* Every attempt of a call, kept for the reconciler and for review. */

@@ -17,6 +17,7 @@
  */
 #include "gateway/client_int.h"
 
+#include "util/metrics.h"
 #include "util/timeutil.h"
 
 #include <errno.h>
@@ -89,6 +90,7 @@ void gateway_attempt_start(struct gw_call *c)
         gateway_list_del(&gw->waiting, c);
         c->state      = CALL_ACTIVE;
         c->attempt_ms = time_mono_ms();
+        c->attempt_us = time_mono_us();
         gateway_list_push(&gw->active, c);
         c->res.attempts++;
         if (c->next_post)
@@ -124,6 +126,45 @@ static void evidence_add(struct gw_call *c, const struct gateway_attempt *a)
         }
 }
 
+/* The result label of an attempt: how its transport ended, else what
+ * the classification made of the answer. */
+static unsigned metric_result(enum gw_transport t, enum gw_outcome o)
+{
+        if (t == GW_TRANSPORT_TIMEOUT)
+                return MG_TIMEOUT;
+        if (t != GW_TRANSPORT_OK)
+                return MG_TRANSPORT_ERROR;
+        switch (o) {
+        case GW_SUCCEEDED:
+                return MG_SUCCEEDED;
+        case GW_FAILED:
+                return MG_FAILED;
+        case GW_IN_PROGRESS:
+                return MG_IN_PROGRESS;
+        case GW_RETRY_AFTER:
+                return MG_RATE_LIMITED;
+        case GW_DEFECT:
+                return MG_DEFECT;
+        case GW_NOT_FOUND:
+                return MG_NOT_FOUND;
+        case GW_UNKNOWN:
+                break;
+        }
+        return MG_UNKNOWN;
+}
+
+/* Every attempt that ended (once each), by result, and its duration. */
+static void attempt_count(struct gw_call *c, enum gw_transport transport,
+                          enum gw_outcome outcome)
+{
+        struct metrics *m = c->gw->opts.metrics;
+
+        metrics_inc(m, METRIC_GATEWAY_REQUESTS,
+                    metric_result(transport, outcome));
+        metrics_observe(m, METRIC_GATEWAY_DURATION,
+                        (double)(time_mono_us() - c->attempt_us) / 1e6);
+}
+
 /* Classifies the answer of the attempt that ended at now into v, keeps it
  * as evidence and in c's result. */
 static void attempt_classify(struct gw_call *c, enum gw_transport transport,
@@ -155,6 +196,7 @@ static void attempt_classify(struct gw_call *c, enum gw_transport transport,
         ev.at_ms       = c->attempt_ms - c->started_ms;
         ev.duration_ms = now - c->attempt_ms;
         evidence_add(c, &ev);
+        attempt_count(c, transport, v->outcome);
 
         c->res.http_status = http_status;
         if (v->retry_after_ms >= 0)

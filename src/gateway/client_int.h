@@ -69,6 +69,7 @@ struct gw_call {
 
         int64_t started_ms; /* gateway_charge / gateway_query */
         int64_t attempt_ms; /* current attempt's start */
+        int64_t attempt_us; /* the same, for its duration metric */
         int64_t due_ms;     /* CALL_WAITING: when to go */
 
         gateway_done_cb *cb;

@@ -20,7 +20,17 @@ struct kconsumer {
         bool paused;
         int32_t *held; /* partitions held by kconsumer_hold() */
         int n_held, cap_held;
+        /* per partition: the offset last stored, else the committed one
+         * (kconsumer_lag); KC_BASE_UNKNOWN before either is known */
+        int64_t *base;
+        int32_t n_base;
 };
+
+#define KC_BASE_UNKNOWN INT64_MIN
+/* asked once, nothing committed (or no answer): position or low mark */
+#define KC_BASE_NONE (INT64_MIN + 1)
+/* How long kconsumer_lag waits for the committed offsets. */
+#define KC_COMMITTED_TIMEOUT_MS 100
 
 static bool is_held(const struct kconsumer *kc, int32_t p)
 {
@@ -53,6 +63,21 @@ static void pause_one(struct kconsumer *kc, int32_t p, bool pause)
         rd_kafka_topic_partition_list_destroy(l);
 }
 
+/* Sets the lag base of partition p (grows the table). */
+static void base_set(struct kconsumer *kc, int32_t p, int64_t off)
+{
+        if (p < 0)
+                return;
+        if (p >= kc->n_base) {
+                int64_t *b = xrealloc(kc->base, (size_t)(p + 1) * sizeof(*b));
+                for (int32_t i = kc->n_base; i <= p; i++)
+                        b[i] = KC_BASE_UNKNOWN;
+                kc->base   = b;
+                kc->n_base = p + 1;
+        }
+        kc->base[p] = off;
+}
+
 static void parts_of(const rd_kafka_topic_partition_list_t *l, int32_t *out,
                      int *n)
 {
@@ -77,6 +102,8 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
                 log_info(&lc, "assigned %d partition(s) (%s)", n,
                          coop ? "cooperative" : "eager");
+                for (int i = 0; i < n; i++)
+                        base_set(kc, ps[i], KC_BASE_UNKNOWN);
                 kc->hooks.assigned(kc->hooks.opaque, ps, n);
                 if (coop) {
                         rd_kafka_error_t *e =
@@ -97,8 +124,10 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                 log_info(&lc, "revoking %d partition(s)%s", n,
                          lost ? " (assignment lost)" : "");
                 /* a hold ends with the assignment */
-                for (int i = 0; i < n; i++)
+                for (int i = 0; i < n; i++) {
                         unhold(kc, ps[i]);
+                        base_set(kc, ps[i], KC_BASE_UNKNOWN);
+                }
                 kc->hooks.revoking(kc->hooks.opaque, ps, n, lost);
                 /* a failed commit is logged; what it missed is
                  * redelivered to the next owner, which dedupes */
@@ -188,6 +217,7 @@ fail:
         if (kc->rk)
                 rd_kafka_destroy(kc->rk);
         free(kc->held);
+        free(kc->base);
         free(kc->topic);
         free(kc);
         return NULL;
@@ -202,6 +232,7 @@ void kconsumer_destroy(struct kconsumer *kc)
         rd_kafka_consumer_close(kc->rk);
         rd_kafka_destroy(kc->rk);
         free(kc->held);
+        free(kc->base);
         free(kc->topic);
         free(kc);
 }
@@ -245,6 +276,8 @@ void kconsumer_store(struct kconsumer *kc, int32_t p, int64_t offset)
             rd_kafka_topic_partition_list_new(1);
         rd_kafka_topic_partition_list_add(l, kc->topic, p)->offset = offset;
         rd_kafka_resp_err_t err = rd_kafka_offsets_store(kc->rk, l);
+        if (!err && !l->elems[0].err)
+                base_set(kc, p, offset);
         if (err || l->elems[0].err) {
                 struct log_ctx lc = LOG_CTX_INIT;
                 lc.component      = "kafka";
@@ -324,4 +357,73 @@ void kconsumer_resume(struct kconsumer *kc)
 bool kconsumer_paused(const struct kconsumer *kc)
 {
         return kc->paused;
+}
+
+/* Asks the group once per assignment for the committed offsets of the
+ * partitions of a whose base is still unknown. */
+static void fetch_committed(struct kconsumer *kc,
+                            const rd_kafka_topic_partition_list_t *a)
+{
+        rd_kafka_topic_partition_list_t *l =
+            rd_kafka_topic_partition_list_new(a->cnt);
+
+        for (int i = 0; i < a->cnt; i++) {
+                int32_t p = a->elems[i].partition;
+                if (p >= kc->n_base || kc->base[p] == KC_BASE_UNKNOWN)
+                        rd_kafka_topic_partition_list_add(l, kc->topic, p);
+        }
+        if (l->cnt > 0) {
+                bool ok =
+                    rd_kafka_committed(kc->rk, l, KC_COMMITTED_TIMEOUT_MS) == 0;
+
+                for (int i = 0; i < l->cnt; i++)
+                        base_set(kc, l->elems[i].partition,
+                                 ok && !l->elems[i].err &&
+                                         l->elems[i].offset >= 0
+                                     ? l->elems[i].offset
+                                     : KC_BASE_NONE);
+        }
+        rd_kafka_topic_partition_list_destroy(l);
+}
+
+/* The offset partition p's lag counts from (see kconsumer_lag), or -1. */
+static int64_t lag_base(struct kconsumer *kc, int32_t p, int64_t low)
+{
+        rd_kafka_topic_partition_list_t *l;
+        int64_t pos = -1;
+
+        if (p < kc->n_base && kc->base[p] >= 0)
+                return kc->base[p];
+        l = rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(l, kc->topic, p);
+        if (rd_kafka_position(kc->rk, l) == 0 && !l->elems[0].err)
+                pos = l->elems[0].offset;
+        rd_kafka_topic_partition_list_destroy(l);
+        return pos >= 0 ? pos : low;
+}
+
+size_t kconsumer_lag(struct kconsumer *kc, int32_t *parts, int64_t *lags,
+                     size_t max)
+{
+        rd_kafka_topic_partition_list_t *a = NULL;
+        size_t n                           = 0;
+
+        if (rd_kafka_assignment(kc->rk, &a) != 0 || !a)
+                return 0;
+        fetch_committed(kc, a);
+        for (int i = 0; i < a->cnt && n < max; i++) {
+                int32_t p   = a->elems[i].partition;
+                int64_t low = -1, high = -1, base;
+
+                if (rd_kafka_get_watermark_offsets(kc->rk, kc->topic, p, &low,
+                                                   &high) != 0 ||
+                    high < 0)
+                        continue;
+                base     = lag_base(kc, p, low);
+                parts[n] = p;
+                lags[n]  = base >= 0 && high > base ? high - base : 0;
+                n++;
+        }
+        rd_kafka_topic_partition_list_destroy(a);
+        return n;
 }

@@ -69,5 +69,17 @@ bool kconsumer_paused(const struct kconsumer *kc);
  */
 void kconsumer_hold(struct kconsumer *kc, int32_t p, bool hold);
 
+/*
+ * The lag of up to max assigned partitions (for the consumer_lag metric):
+ * the high watermark librdkafka last saw (cached, no broker round trip)
+ * minus the offset stored for commit; before anything was stored, minus
+ * the position, else the group's committed offset (asked once per
+ * assignment, 100 ms at most), else the low watermark (auto.offset.reset
+ * earliest, our default). A partition whose high watermark is not known
+ * yet is left out. Returns how many were written. Owner thread.
+ */
+size_t kconsumer_lag(struct kconsumer *kc, int32_t *parts, int64_t *lags,
+                     size_t max);
+
 
 #endif

@@ -56,6 +56,8 @@ static void start_item(struct pipeline *pl, struct item *it);
 void pipeline_item_free(struct pipeline *pl, struct item *it)
 {
         flow_list_remove(&pl->all, &it->live);
+        if (it->payment_id[0]) /* claimed new: no longer held */
+                metrics_gauge_add(pl->o.metrics, METRIC_IN_FLIGHT, -1);
         intent_reset(&it->in);
         free(it->result_json);
         free(it->qkey);
@@ -95,8 +97,13 @@ void pipeline_finish(struct pipeline *pl, struct item *it, bool handled)
 {
         struct keyq_node *next = NULL;
 
-        if (handled)
+        if (handled) {
                 offsets_done(pl->ot, it->partition, it->gen, it->offset);
+                /* answered durably: counted once, under one outcome */
+                if (it->outcome >= 0)
+                        metrics_inc(pl->o.metrics, METRIC_INTENTS,
+                                    (unsigned)it->outcome);
+        }
         if (it->qkey)
                 next = keyq_pop(pl->kq, it->qkey, it->qkey_len);
         if (it->overflow) {
@@ -186,6 +193,7 @@ void pipeline_reject(struct pipeline *pl, struct item *it)
         it->status = PAYMENT_STATUS_REJECTED;
         pipeline_set_error(it, it->in.reason, it->in.message);
         pl->st.rejected++;
+        it->outcome = MI_REJECTED;
         pipeline_to_outbox(pl, it, OUTBOX_REJECTED, NULL);
 }
 
@@ -283,6 +291,7 @@ static void dlq_done(void *opaque, rd_kafka_resp_err_t err)
         pl->dlq_backoff_ms = 0;
         log_warn(&lc, "dead-lettered: %s", it->in.reason);
         pl->st.dlq++;
+        it->outcome = MI_DEAD_LETTERED;
         pipeline_finish(pl, it, true);
 }
 
@@ -375,6 +384,7 @@ void pipeline_on_message(struct pipeline *pl, rd_kafka_message_t *m)
         it->offset     = m->offset;
         it->gen        = gen_of(pl, m->partition);
         it->t_start_us = time_mono_us();
+        it->outcome    = -1;
         atomic_init(&it->lease_until_ms, 0);
         intent_init(&it->in);
         pl->in_flight++;

@@ -239,6 +239,7 @@ static void replay_stored(struct pipeline *pl, struct item *it,
                           const struct store_outcome *stored)
 {
         pl->st.replayed++;
+        it->outcome = MI_REPLAYED;
         if (!payment_status_parse(stored->status, &it->status) ||
             !payment_status_is_result(it->status)) {
                 pipeline_dead_letter(pl, it, "stored_outcome_invalid");
@@ -275,6 +276,7 @@ static void on_probed(struct pipeline *pl, struct item *it,
         case PROBE_PROCESSING:
                 /* the first copy's result answers this one */
                 pl->st.in_progress++;
+                it->outcome = MI_IN_PROGRESS;
                 pipeline_finish(pl, it, true);
                 return;
         case PROBE_NONE:
@@ -292,6 +294,8 @@ static void on_claimed(struct pipeline *pl, struct item *it,
         switch (c->outcome) {
         case CLAIM_NEW:
                 pl->st.claimed++;
+                it->outcome = MI_NEW;
+                metrics_gauge_add(pl->o.metrics, METRIC_IN_FLIGHT, 1);
                 snprintf(it->payment_id, sizeof(it->payment_id), "%s",
                          c->payment_id);
                 snprintf(it->provider_key, sizeof(it->provider_key), "%s",
@@ -307,6 +311,7 @@ static void on_claimed(struct pipeline *pl, struct item *it,
         case CLAIM_IN_PROGRESS:
                 /* the first copy's result answers this one */
                 pl->st.in_progress++;
+                it->outcome = MI_IN_PROGRESS;
                 pipeline_ctx(pl, it, &lc);
                 log_debug(&lc, "copy of an intent in progress: no result of "
                                "its own");
@@ -314,6 +319,7 @@ static void on_claimed(struct pipeline *pl, struct item *it,
                 return;
         case CLAIM_DUP_EVENT:
                 pl->st.dup_event++;
+                it->outcome = MI_DUPLICATE_EVENT;
                 pipeline_finish(pl, it, true);
                 return;
         case CLAIM_REPLAY:
@@ -321,7 +327,8 @@ static void on_claimed(struct pipeline *pl, struct item *it,
                 return;
         case CLAIM_CONFLICT:
                 pl->st.conflict++;
-                it->status = PAYMENT_STATUS_CONFLICT;
+                it->outcome = MI_CONFLICT;
+                it->status  = PAYMENT_STATUS_CONFLICT;
                 pipeline_set_error(
                     it, "idempotency_key_reused",
                     "the idempotency key was already used in this "
@@ -411,6 +418,23 @@ static void lease_renewed(struct pipeline *pl, const struct lease_item *l,
         }
 }
 
+/* The settle of it committed: counted by its final status. */
+static void settled_ok(struct pipeline *pl, const struct item *it)
+{
+        unsigned f = MF_REVIEW;
+
+        if (it->status == PAYMENT_STATUS_SUCCEEDED) {
+                pl->st.succeeded++;
+                f = MF_SUCCEEDED;
+        } else if (it->status == PAYMENT_STATUS_FAILED) {
+                pl->st.failed++;
+                f = MF_FAILED;
+        } else {
+                pl->st.review++;
+        }
+        metrics_inc(pl->o.metrics, METRIC_PAYMENTS_FINISHED, f);
+}
+
 void pipeline_on_job_done(struct pipeline *pl, struct dbjob *j)
 {
         for (size_t i = 0; i < j->n; i++) {
@@ -441,12 +465,7 @@ void pipeline_on_job_done(struct pipeline *pl, struct dbjob *j)
                         pipeline_ctx(pl, it, &lc);
                         switch (j->settles[i].outcome) {
                         case SETTLE_OK:
-                                if (it->status == PAYMENT_STATUS_SUCCEEDED)
-                                        pl->st.succeeded++;
-                                else if (it->status == PAYMENT_STATUS_FAILED)
-                                        pl->st.failed++;
-                                else
-                                        pl->st.review++;
+                                settled_ok(pl, it);
                                 log_debug(&lc, "settled %s",
                                           payment_status_name(it->status));
                                 break;
@@ -455,6 +474,8 @@ void pipeline_on_job_done(struct pipeline *pl, struct dbjob *j)
                                 break;
                         case SETTLE_FENCED:
                                 pl->st.fenced++;
+                                metrics_inc(pl->o.metrics,
+                                            METRIC_SETTLES_FENCED, 0);
                                 log_warn(
                                     &lc,
                                     "settle fenced: lease epoch %lld "

@@ -32,6 +32,48 @@
 #define DRAIN_SLACK_MS 10000
 /* At most this many messages taken per turn. */
 #define POLL_BATCH 500
+/* Between two refreshes of the consumer_lag table. */
+#define LAG_EVERY_MS 1000
+
+/* ------------------------------------------------------------------ */
+/* metrics of the group                                                 */
+
+/*
+ * Replaces the consumer_lag table with the lag of every assigned partition
+ * (kconsumer_lag: cached watermarks, nothing waits on a broker but the
+ * committed offsets asked once per assignment).
+ */
+static void lag_refresh(struct pipeline *pl)
+{
+        size_t want = (size_t)(pl->n_assigned > 0 ? pl->n_assigned : 0), n;
+
+        if (!pl->o.metrics)
+                return;
+        if (want > pl->lag_cap) {
+                pl->lag_parts =
+                    xrealloc(pl->lag_parts, want * sizeof(*pl->lag_parts));
+                pl->lag_values =
+                    xrealloc(pl->lag_values, want * sizeof(*pl->lag_values));
+                pl->lag_cap = want;
+        }
+        n = want && pl->kc
+                ? kconsumer_lag(pl->kc, pl->lag_parts, pl->lag_values, want)
+                : 0;
+        metrics_lag_set(pl->o.metrics, pl->lag_parts, pl->lag_values, n);
+}
+
+/*
+ * consumer_group_joined: 1 from the first assignment (an empty one too:
+ * the group answered), 0 once everything is revoked, the assignment is
+ * lost, or the consumer closes. The lag table follows the assignment.
+ */
+static void group_changed(struct pipeline *pl, bool joined)
+{
+        metrics_set(pl->o.metrics, METRIC_CONSUMER_JOINED, joined ? 1 : 0);
+        pl->lag_tick.next_ms = 0; /* refreshed at the next turn */
+        if (!joined)
+                metrics_lag_set(pl->o.metrics, NULL, NULL, 0);
+}
 
 /* ------------------------------------------------------------------ */
 /* rebalance hooks                                                      */
@@ -51,6 +93,8 @@ static void hook_assigned(void *opaque, const int32_t *parts, int n)
                 }
                 pl->gens[p] = offsets_assign(pl->ot, p);
         }
+        pl->n_assigned += n;
+        group_changed(pl, true);
 }
 
 static void store_offset(struct pipeline *pl, int32_t p, int64_t off)
@@ -65,8 +109,10 @@ static void store_offset(struct pipeline *pl, int32_t p, int64_t off)
 static void hook_revoking(void *opaque, const int32_t *parts, int n, bool lost)
 {
         struct pipeline *pl = opaque;
-        if (lost)
+        if (lost) {
+                group_changed(pl, false);
                 return;
+        }
         for (int i = 0; i < n; i++) {
                 int64_t off = offsets_take_committable(pl->ot, parts[i]);
                 if (off >= 0)
@@ -84,6 +130,13 @@ static void hook_revoked(void *opaque, const int32_t *parts, int n)
                 offsets_revoke(pl->ot, parts[i]);
                 if (parts[i] < pl->n_gens)
                         pl->gens[parts[i]] = 0;
+        }
+        pl->n_assigned -= n;
+        if (pl->n_assigned <= 0) {
+                pl->n_assigned = 0;
+                group_changed(pl, false);
+        } else {
+                group_changed(pl, true);
         }
 }
 
@@ -178,6 +231,8 @@ struct pipeline *pipeline_new(const struct pipeline_opts *o, char *errstr,
         pl->ot                  = offsets_new();
         pl->kq                  = keyq_new();
         pl->stats_tick.every_ms = STATS_EVERY_MS;
+        pl->lag_tick.every_ms   = LAG_EVERY_MS;
+        pl->loop_id             = -1;
         flow_renew_init(&pl->renew, o->lease_ms);
         if ((rc = connect_all(pl, errstr, errstr_size)) < 0) {
                 pipeline_destroy(pl);
@@ -248,12 +303,16 @@ void pipeline_destroy(struct pipeline *pl)
                 pipeline_item_free(pl, item_of_live(pl->all.head));
         /* the consumer leaves the group after a final commit */
         kconsumer_destroy(pl->kc);
+        pl->kc = NULL;
+        group_changed(pl, false);
         dbpool_destroy(pl->db);
         offsets_destroy(pl->ot);
         if (pl->kq)
                 keyq_destroy(pl->kq);
         free(pl->gens);
         free(pl->hot);
+        free(pl->lag_parts);
+        free(pl->lag_values);
         free(pl);
 }
 
@@ -317,6 +376,9 @@ static bool turn(struct pipeline *pl, bool draining, int64_t *at_cap_since)
         store_offsets(pl);
         pipeline_renew_leases(pl);
         log_stats(pl, false);
+        if (flow_tick_due(&pl->lag_tick, time_mono_ms()))
+                lag_refresh(pl);
+        metrics_loop_beat(pl->o.metrics, pl->loop_id);
 
         timeout = pl->claims.n || pl->settles.n || pl->outbox.n ||
                           pl->probes.n || dbpool_outstanding(pl->db)
@@ -335,6 +397,7 @@ int pipeline_run(struct pipeline *pl, const atomic_int *stop)
         int rc                  = 0;
 
         lc.component = "consume";
+        pl->loop_id  = metrics_loop_register(pl->o.metrics, "pipeline");
         for (;;) {
                 size_t left = pl->in_flight + pl->overflow;
 
@@ -342,6 +405,8 @@ int pipeline_run(struct pipeline *pl, const atomic_int *stop)
                     &drain, flow_stop_level(stop), time_mono_ms(),
                     pl->o.deadline_ms + DRAIN_SLACK_MS, left)) {
                 case FLOW_STEP_EXIT:
+                        metrics_loop_unregister(pl->o.metrics, pl->loop_id);
+                        pl->loop_id = -1;
                         return FLOW_EXIT_NOW;
                 case FLOW_STEP_BEGIN:
                         kconsumer_pause(pl->kc);
@@ -362,6 +427,8 @@ int pipeline_run(struct pipeline *pl, const atomic_int *stop)
                 }
         }
 out:
+        metrics_loop_unregister(pl->o.metrics, pl->loop_id);
+        pl->loop_id = -1;
         log_stats(pl, true);
         if (drain.draining)
                 log_info(&lc,

@@ -25,6 +25,7 @@
 
 struct gateway_opts;
 struct kafka_opts;
+struct metrics;
 struct pipeline;
 
 /* The pipeline's options, filled by cmd/ from the configuration
@@ -42,6 +43,8 @@ struct pipeline_opts {
         size_t pk_secret_len;
         size_t max_in_flight, batch_size, max_per_key, max_message_bytes;
         int64_t linger_us, lease_ms, deadline_ms, key_retention_ms;
+        /* counts intents, settles, in flight, lag, the group; may be NULL */
+        struct metrics *metrics;
 };
 
 /*

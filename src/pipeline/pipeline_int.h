@@ -20,6 +20,7 @@
 #include "store/store.h"
 #include "util/compiler.h"
 #include "util/log.h"
+#include "util/metrics.h"
 #include "util/uuid.h"
 
 #include <stdatomic.h>
@@ -77,6 +78,9 @@ struct item {
         char *result_json;
 
         int64_t t_start_us;
+        /* how its message was answered (enum metric_intent_outcome), -1
+         * before: counted once, when it finishes handled */
+        int outcome;
         bool overflow;     /* queued past consumer.max_per_key */
         bool dlq_truncate; /* the DLQ refused the whole value: send a cut */
 };
@@ -110,6 +114,14 @@ struct pipeline {
         struct flow_list all;
         struct pipeline_stats st, st_logged;
         struct flow_tick stats_tick;
+
+        /* metrics (o.metrics, may be NULL) */
+        int32_t n_assigned;        /* partitions assigned now */
+        struct flow_tick lag_tick; /* consumer_lag refresh */
+        int32_t *lag_parts;        /* scratch for the lag table */
+        int64_t *lag_values;
+        size_t lag_cap;
+        int loop_id; /* metrics_loop_register */
 };
 
 static inline struct item *item_of_live(struct flow_link *k)

@@ -70,6 +70,7 @@ static void settled(struct reconciler *r, const struct reconcile_item *it,
                          (long long)it->p->lease_epoch, s->current_status,
                          (long long)s->current_epoch);
                 r->st.fenced++;
+                metrics_inc(r->o.metrics, METRIC_SETTLES_FENCED, 0);
                 return;
         }
         if (it->step == RECONCILE_STEP_QUERY &&
@@ -78,6 +79,10 @@ static void settled(struct reconciler *r, const struct reconcile_item *it,
         else if (it->step == RECONCILE_STEP_CHARGE &&
                  it->status != PAYMENT_STATUS_REVIEW)
                 r->st.settled_after_repost++;
+        metrics_inc(r->o.metrics, METRIC_PAYMENTS_FINISHED,
+                    it->status == PAYMENT_STATUS_SUCCEEDED ? MF_SUCCEEDED
+                    : it->status == PAYMENT_STATUS_FAILED  ? MF_FAILED
+                                                           : MF_REVIEW);
         if (it->status == PAYMENT_STATUS_SUCCEEDED) {
                 r->st.succeeded++;
                 log_info(&lc, "settled succeeded (%s)", it->v.reason);

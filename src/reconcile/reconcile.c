@@ -59,6 +59,7 @@ int64_t reconcile_item_age(const struct reconcile_item *it, int64_t mono_ms)
 void reconcile_item_free(struct reconciler *r, struct reconcile_item *it)
 {
         flow_list_remove(&r->live, &it->link);
+        metrics_gauge_add(r->o.metrics, METRIC_IN_FLIGHT, -1);
         free(it->result_json);
         if (--it->batch->live == 0) {
                 store_payments_free(it->batch->p, it->batch->n);
@@ -135,6 +136,7 @@ static void adopt(struct reconciler *r, struct store_payment *p, size_t n,
                 it->p     = &p[i];
                 b->live++;
                 flow_list_add(&r->live, &it->link);
+                metrics_gauge_add(r->o.metrics, METRIC_IN_FLIGHT, 1);
                 it->taken_db_ms     = db_now;
                 it->taken_mono_ms   = mono;
                 it->renewed_mono_ms = mono;
@@ -185,6 +187,7 @@ static void take_over(struct reconciler *r)
         if (n == 0)
                 return;
         r->st.takeovers += n;
+        metrics_add(r->o.metrics, METRIC_LEASE_TAKEOVERS, 0, n);
         if (FAILPOINT("reconcile.after_takeover") < 0) {
                 log_warn(&lc,
                          "failpoint reconcile.after_takeover: %zu "
@@ -354,7 +357,8 @@ int reconcile_run(struct reconciler *r, const atomic_int *stop)
         int rc = 0;
 
         log_ctx_init(&lc);
-        r->drain = (struct flow_drain){ 0 };
+        r->drain   = (struct flow_drain){ 0 };
+        r->loop_id = metrics_loop_register(r->o.metrics, "reconcile");
         for (;;) {
                 int64_t now = time_mono_ms();
                 enum flow_step step =
@@ -382,8 +386,11 @@ int reconcile_run(struct reconciler *r, const atomic_int *stop)
                 reconcile_act_answered(r);
                 log_stats(r, false);
                 publish_stats(r);
+                metrics_loop_beat(r->o.metrics, r->loop_id);
                 poll_gateway(r, now);
         }
+        metrics_loop_unregister(r->o.metrics, r->loop_id);
+        r->loop_id = -1;
         if (rc == 0 && r->live.n)
                 log_warn(&lc,
                          "%zu payment(s) still at the gateway after the "

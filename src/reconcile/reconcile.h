@@ -38,6 +38,7 @@
 #include <stdint.h>
 
 struct gateway_opts;
+struct metrics;
 struct reconciler; /* opaque */
 
 /* The reconciler's options, filled by cmd/ from the configuration
@@ -53,6 +54,8 @@ struct reconcile_opts {
         int64_t deadline_ms;      /* gateway.deadline */
         int64_t call_timeout_ms;  /* gateway.timeout */
         size_t batch_size, max_in_flight;
+        /* takeovers, settles, in flight; may be NULL */
+        struct metrics *metrics;
 };
 
 /* Counters since start. */

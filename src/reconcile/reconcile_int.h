@@ -23,6 +23,7 @@
 #include "reconcile/reconcile.h"
 #include "util/compiler.h"
 #include "util/log.h"
+#include "util/metrics.h"
 #include "util/uuid.h"
 
 #include <pthread.h>
@@ -105,6 +106,7 @@ struct reconciler {
         struct flow_tick stats_tick;
         int64_t next_scan_ms;
         struct reconcile_stats st, st_logged; /* the loop's own */
+        int loop_id;                          /* metrics_loop_register */
 
         pthread_mutex_t mu;               /* guards stats_pub */
         struct reconcile_stats stats_pub; /* a snapshot of st, any thread */

@@ -57,6 +57,7 @@ void relay_stats_add(struct relay *r, uint64_t published, uint64_t failed,
 {
         pthread_mutex_lock(&r->mu);
         r->stats.published += published;
+        metrics_add(r->o.metrics, METRIC_RESULTS_PUBLISHED, 0, published);
         r->stats.publish_failures += failed;
         r->stats.parked += parked;
         r->stats.deleted += deleted;
@@ -324,6 +325,7 @@ int relay_run(struct relay *r, const atomic_int *stop)
         r->stop      = stop;
         r->drain     = (struct flow_drain){ 0 };
         r->abandoned = false;
+        r->loop_id   = metrics_loop_register(r->o.metrics, "relay");
         log_info(&r->lc,
                  "relaying the outbox to %s: %d shard(s), batches of %zu, "
                  "poll every %" PRId64 " ms",
@@ -331,6 +333,7 @@ int relay_run(struct relay *r, const atomic_int *stop)
         for (;;) {
                 enum flow_step step;
 
+                metrics_loop_beat(r->o.metrics, r->loop_id);
                 now  = time_mono_ms();
                 step = flow_drain_step(&r->drain, flow_stop_level(stop), now,
                                        r->o.drain_ms, 0);
@@ -361,6 +364,8 @@ int relay_run(struct relay *r, const atomic_int *stop)
                         continue;
                 idle_wait(r, &l, now);
         }
+        metrics_loop_unregister(r->o.metrics, r->loop_id);
+        r->loop_id = -1;
         if (rc == 0)
                 log_stats(r);
         r->stop = NULL;

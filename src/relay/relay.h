@@ -45,6 +45,7 @@
 #include <stdint.h>
 
 struct kafka_opts;
+struct metrics;
 struct relay;
 
 /* The relay's options, filled by cmd/ from the configuration (relay.*,
@@ -59,6 +60,7 @@ struct relay_opts {
         int64_t poll_ms, rebalance_ms, drain_ms, cleanup_ms, retention_ms;
         int64_t stats_ms;
         int cleanup_batch;
+        struct metrics *metrics; /* results published; may be NULL */
 };
 
 /* Counters of one relay since it started, for logs and metrics. */

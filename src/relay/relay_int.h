@@ -12,6 +12,7 @@
 #include "relay/relay.h"
 #include "util/compiler.h"
 #include "util/log.h"
+#include "util/metrics.h"
 
 #include <librdkafka/rdkafka.h>
 
@@ -62,6 +63,7 @@ struct relay {
         const atomic_int *stop;  /* relay_run's flag */
         struct flow_drain drain; /* once the flag asks for a drain */
 
+        int loop_id;        /* metrics_loop_register */
         pthread_mutex_t mu; /* guards stats */
         struct relay_stats stats;
         struct log_ctx lc;

@@ -7,6 +7,8 @@
  *   test_consume gateway_faults   decline, answer lost, slow answer
  *   test_consume mixed            1,000 intents, 20% duplicates of each kind
  *   test_consume key_order        results of one key come out in order
+ *   test_consume metrics_exact    GET /metrics after a known mix: every
+ *                                 counter equals the database and the mix
  *   test_consume rebalance_eager / rebalance_cooperative
  *                                 consumers join and leave mid-run (eager
  *                                 or cooperative-sticky), one stopped with
@@ -19,12 +21,18 @@
 #include "scenario.h"
 #include "testenv.h"
 
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <math.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #define T_WAIT 90000
 
@@ -961,6 +969,353 @@ static void dlq_unwritable(void)
         sc_cleanup(&sc);
 }
 
+/* ------------------------------------------------------------------ */
+/* metrics_exact                                                        */
+
+/* A port free now on 127.0.0.1 (the kernel's pick). */
+static int free_port(void)
+{
+        struct sockaddr_in a = { 0 };
+        socklen_t len        = sizeof(a);
+        int fd               = socket(AF_INET, SOCK_STREAM, 0), port;
+
+        SC_CHECK(fd >= 0, "socket");
+        a.sin_family      = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        SC_CHECK(bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+                     getsockname(fd, (struct sockaddr *)&a, &len) == 0,
+                 "bind a free port");
+        port = ntohs(a.sin_port);
+        close(fd);
+        return port;
+}
+
+struct body {
+        char *p;
+        size_t n;
+};
+
+static size_t on_body(char *d, size_t sz, size_t nm, void *u)
+{
+        struct body *b = u;
+        char *p        = realloc(b->p, b->n + sz * nm + 1);
+
+        SC_CHECK(p, "out of memory");
+        b->p = p;
+        memcpy(b->p + b->n, d, sz * nm);
+        b->n += sz * nm;
+        b->p[b->n] = '\0';
+        return sz * nm;
+}
+
+/* GET url: the body (malloc'd) with HTTP 200, else NULL. */
+static char *http_get(const char *url)
+{
+        CURL *c       = curl_easy_init();
+        struct body b = { NULL, 0 };
+        long status   = 0;
+
+        curl_easy_setopt(c, CURLOPT_URL, url);
+        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+        curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+        curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
+        if (curl_easy_perform(c) == CURLE_OK)
+                curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+        curl_easy_cleanup(c);
+        if (status != 200) {
+                free(b.p);
+                return NULL;
+        }
+        return b.p ? b.p : calloc(1, 1);
+}
+
+/* /metrics, waiting up to 20 s for the listener. */
+static char *scrape(const char *url)
+{
+        for (int i = 0; i < 200; i++) {
+                char *t = http_get(url);
+                if (t)
+                        return t;
+                usleep(100 * 1000);
+        }
+        SC_CHECK(false, "GET %s never answered 200", url);
+        return NULL;
+}
+
+/* The value of the sample `series` (name with its labels, exactly as
+ * exposed); NAN when absent. */
+static double sample(const char *text, const char *series)
+{
+        size_t n = strlen(series);
+
+        for (const char *l = text; l && *l; l = strchr(l, '\n')) {
+                if (*l == '\n')
+                        l++;
+                if (!strncmp(l, series, n) && l[n] == ' ')
+                        return strtod(l + n + 1, NULL);
+        }
+        return NAN;
+}
+
+static long metric(const char *text, const char *series)
+{
+        double v = sample(text, series);
+
+        SC_CHECK(!isnan(v), "%s missing from /metrics", series);
+        return (long)v;
+}
+
+#define INTENTS(o)  "chargeonce_intents_total{outcome=\"" o "\"}"
+#define FINISHED(s) "chargeonce_payments_finished_total{status=\"" s "\"}"
+#define GW(r)       "chargeonce_gateway_requests_total{result=\"" r "\"}"
+
+/* Every partition's lag line, all 0, and no other partition. */
+static bool lag_zero(const char *text, int partitions)
+{
+        int lines = 0;
+
+        for (const char *l = strstr(text, "\nchargeonce_consumer_lag{"); l;
+             l             = strstr(l + 1, "\nchargeonce_consumer_lag{"))
+                lines++;
+        for (int p = 0; p < partitions; p++) {
+                char series[96];
+
+                snprintf(series, sizeof(series),
+                         "chargeonce_consumer_lag{partition=\"%d\"}", p);
+                if (sample(text, series) != 0)
+                        return false;
+        }
+        return lines == partitions;
+}
+
+/*
+ * A run with a known mix; then every counter on /metrics is compared with
+ * the mix and with the database: intents by outcome (their sum is every
+ * message), payments finished, gateway requests (the simulator's POSTs),
+ * results published, in flight back to 0, the group joined, lag 0.
+ */
+static void metrics_exact(void)
+{
+        enum { OK = 6, DECLINED = 3 };
+        struct scenario sc;
+        struct sim s;
+        struct co c;
+        char listen[64], url[96], ev[OK][40], *t = NULL;
+        const char *xs[] = { "consumer.batch_linger=2ms", listen, NULL };
+        struct intent_spec is[OK + DECLINED];
+        struct intent_spec a = { NULL, "shop-x", "m-ip",  "o-ip",
+                                 777,  "VND",    "pm_tok" };
+        json_t *st;
+        long produced = 0, sum = 0, posts;
+
+        snprintf(listen, sizeof(listen), "http.listen=127.0.0.1:%d",
+                 free_port());
+        snprintf(url, sizeof(url), "http://%s/metrics",
+                 listen + strlen("http.listen="));
+        sc_init(&sc, "metrics", 3);
+        sim_start(&sc, &s, "");
+        sim_config(&s, "{\"p_drop_after_charge\":0,\"p_slow\":0,"
+                       "\"p_500_after_charge\":0,\"p_500_before_charge\":0,"
+                       "\"p_429\":0,\"p_tail\":0}");
+        co_start(&sc, &c, "consume", &s, xs, NULL);
+        free(scrape(url)); /* listening */
+
+        /* 6 that succeed, 3 declined */
+        for (int i = 0; i < OK + DECLINED; i++) {
+                char *key = malloc(32), *order = malloc(32);
+
+                snprintf(key, 32, "m-key-%d", i);
+                snprintf(order, 32, "m-order-%d", i);
+                is[i] =
+                    (struct intent_spec){ NULL,
+                                          "shop-x",
+                                          key,
+                                          order,
+                                          1000 + i,
+                                          "VND",
+                                          i < OK ? "pm_tok"
+                                                 : "pm_decline_insufficient" };
+                sc_produce_intent(&sc, -1, &is[i], i < OK ? ev[i] : NULL);
+                produced++;
+        }
+        sc_flush(&sc);
+        SC_CHECK(sc_wait_sql(&sc,
+                             "SELECT count(*) = 9 FROM outbox WHERE NOT"
+                             " replayed AND status IN ('succeeded', 'failed')",
+                             T_WAIT),
+                 "first results");
+        /* 2 redeliveries (same event id), 3 client retries of finished
+         * intents, 2 conflicts, 2 rejected, 1 not JSON */
+        for (int i = 0; i < 2; i++) {
+                struct intent_spec d = is[i];
+                d.event_id           = ev[i];
+                sc_produce_intent(&sc, -1, &d, NULL);
+        }
+        sc_produce_intent(&sc, -1, &is[2], NULL);
+        sc_produce_intent(&sc, -1, &is[3], NULL);
+        sc_produce_intent(&sc, -1, &is[OK], NULL);
+        for (int i = 4; i < 6; i++) {
+                struct intent_spec d = is[i];
+                d.amount += 1;
+                sc_produce_intent(&sc, -1, &d, NULL);
+        }
+        for (int i = 0; i < 2; i++) {
+                struct intent_spec r = {
+                        NULL,  "shop-x", i ? "m-rej-1" : "m-rej-0", "o-rej", -5,
+                        "VND", "pm_tok"
+                };
+                sc_produce_intent(&sc, -1, &r, NULL);
+        }
+        sc_produce(&sc, 0, "m/poison", "not json at all", 15);
+        produced += 10;
+        sc_flush(&sc);
+        SC_CHECK(sc_wait_consumed(&sc, T_WAIT), "not everything consumed");
+
+        /* in progress: a copy claimed while the first is at a slow gateway
+         * (other Kafka keys, so both run at once) */
+        /* 1.5 s: well inside gateway.timeout (3 s in tests), one POST */
+        sim_config(&s, "{\"p_slow\":1,\"slow_ms\":1500}");
+        t = sc_intent_json(&a, NULL);
+        sc_produce(&sc, 1, "ip/a", t, strlen(t));
+        free(t);
+        t = NULL;
+        sc_flush(&sc);
+        SC_CHECK(sc_wait_sql(&sc,
+                             "SELECT count(*) = 1 FROM payments WHERE"
+                             " idem_key = 'm-ip' AND status = 'processing'",
+                             T_WAIT),
+                 "the slow payment never started");
+        t = sc_intent_json(&a, NULL);
+        sc_produce(&sc, 2, "ip/b", t, strlen(t));
+        free(t);
+        t = NULL;
+        produced += 2;
+        sc_flush(&sc);
+        SC_CHECK(sc_wait_consumed(&sc, T_WAIT), "not everything consumed");
+        SC_CHECK(sc_wait_sql(&sc,
+                             "SELECT count(*) = 0 FROM payments WHERE status"
+                             " = 'processing'",
+                             T_WAIT),
+                 "a payment left processing");
+        SC_CHECK(sc_wait_sql(&sc,
+                             "SELECT count(*) = 0 FROM outbox WHERE"
+                             " published_at IS NULL",
+                             T_WAIT),
+                 "results not all published");
+
+        /* the lag is refreshed every second: wait until it shows 0 */
+        for (int i = 0; i < 100; i++) {
+                free(t);
+                t = scrape(url);
+                if (lag_zero(t, sc.partitions) &&
+                    sample(t, "chargeonce_in_flight") == 0)
+                        break;
+                usleep(100 * 1000);
+        }
+        SC_CHECK(lag_zero(t, sc.partitions), "lag not 0 on every partition");
+        SC_CHECK(metric(t, "chargeonce_in_flight") == 0, "in flight not 0");
+        SC_CHECK(metric(t, "chargeonce_consumer_group_joined") == 1,
+                 "not joined");
+
+        /* intents: the mix, and the database */
+        SC_CHECK(metric(t, INTENTS("new")) == OK + DECLINED + 1 &&
+                     metric(t, INTENTS("new")) ==
+                         sc_sql_long(&sc, "SELECT count(*) FROM payments"),
+                 "new %ld", metric(t, INTENTS("new")));
+        SC_CHECK(metric(t, INTENTS("duplicate_event")) == 2, "duplicates %ld",
+                 metric(t, INTENTS("duplicate_event")));
+        SC_CHECK(metric(t, INTENTS("in_progress")) == 1, "in progress %ld",
+                 metric(t, INTENTS("in_progress")));
+        SC_CHECK(metric(t, INTENTS("replayed")) == 3 &&
+                     sc_sql_long(&sc, "SELECT count(*) FROM outbox WHERE"
+                                      " replayed") == 3,
+                 "replayed %ld", metric(t, INTENTS("replayed")));
+        SC_CHECK(metric(t, INTENTS("conflict")) == 2 &&
+                     sc_sql_long(&sc, "SELECT count(*) FROM outbox WHERE"
+                                      " status = 'conflict'") == 2,
+                 "conflict %ld", metric(t, INTENTS("conflict")));
+        SC_CHECK(metric(t, INTENTS("rejected")) == 2 &&
+                     sc_sql_long(&sc, "SELECT count(*) FROM outbox WHERE"
+                                      " status = 'rejected'") == 2,
+                 "rejected %ld", metric(t, INTENTS("rejected")));
+        SC_CHECK(metric(t, INTENTS("dead_lettered")) == 1, "dead letters %ld",
+                 metric(t, INTENTS("dead_lettered")));
+        {
+                static const char *const o[] = {
+                        INTENTS("new"),          INTENTS("duplicate_event"),
+                        INTENTS("in_progress"),  INTENTS("replayed"),
+                        INTENTS("conflict"),     INTENTS("rejected"),
+                        INTENTS("dead_lettered")
+                };
+                for (size_t i = 0; i < sizeof(o) / sizeof(*o); i++)
+                        sum += metric(t, o[i]);
+        }
+        SC_CHECK(sum == produced, "intents_total sums to %ld, %ld produced",
+                 sum, produced);
+
+        /* payments finished: the database's final statuses */
+        SC_CHECK(metric(t, FINISHED("succeeded")) == OK + 1 &&
+                     metric(t, FINISHED("succeeded")) ==
+                         sc_sql_long(&sc, "SELECT count(*) FROM payments"
+                                          " WHERE status = 'succeeded'"),
+                 "succeeded %ld", metric(t, FINISHED("succeeded")));
+        SC_CHECK(metric(t, FINISHED("failed")) == DECLINED &&
+                     metric(t, FINISHED("failed")) ==
+                         sc_sql_long(&sc, "SELECT count(*) FROM payments"
+                                          " WHERE status = 'failed'"),
+                 "failed %ld", metric(t, FINISHED("failed")));
+        SC_CHECK(metric(t, FINISHED("review")) == 0, "review");
+        SC_CHECK(metric(t, "chargeonce_settles_fenced_total") == 0 &&
+                     metric(t, "chargeonce_lease_takeovers_total") == 0,
+                 "fenced or taken over");
+        SC_CHECK(metric(t, "chargeonce_results_published_total") ==
+                     sc_sql_long(&sc, "SELECT count(*) FROM outbox"),
+                 "published %ld, outbox %ld",
+                 metric(t, "chargeonce_results_published_total"),
+                 sc_sql_long(&sc, "SELECT count(*) FROM outbox"));
+
+        /* gateway: every POST the simulator saw, by its answer */
+        for (const char *l = strstr(t, "\nchargeonce_gateway_requests_total{");
+             l; l = strstr(l + 1, "\nchargeonce_gateway_requests_total{"))
+                printf("%.*s\n", (int)strcspn(l + 1, "\n"), l + 1);
+        st    = sim_stats(&s);
+        posts = sim_stat(st, "posts");
+        json_decref(st);
+        SC_CHECK(metric(t, GW("succeeded")) == OK + 1 &&
+                     metric(t, GW("failed")) == DECLINED &&
+                     metric(t, GW("timeout")) == 0 &&
+                     metric(t, GW("transport_error")) == 0,
+                 "gateway succeeded %ld failed %ld", metric(t, GW("succeeded")),
+                 metric(t, GW("failed")));
+        SC_CHECK(posts == OK + DECLINED + 1 &&
+                     metric(t, "chargeonce_gateway_request_duration_seconds_"
+                               "count") == posts,
+                 "%ld POSTs, histogram count %ld", posts,
+                 metric(t, "chargeonce_gateway_request_duration_seconds_"
+                           "count"));
+        SC_CHECK(metric(t, "chargeonce_gateway_request_duration_seconds_"
+                           "bucket{le=\"+Inf\"}") == posts &&
+                     metric(t, "chargeonce_gateway_request_duration_seconds_"
+                               "bucket{le=\"1\"}") == posts - 1 &&
+                     metric(t, "chargeonce_gateway_request_duration_seconds_"
+                               "bucket{le=\"2.5\"}") == posts &&
+                     sample(t, "chargeonce_gateway_request_duration_seconds_"
+                               "sum") >= 1.5,
+                 "the slow answer is not in the histogram");
+        free(t);
+        sc_check_invariants(&sc);
+        stop_ok(&c);
+        printf("metrics_exact: %ld messages, every counter on /metrics "
+               "equals the mix and the database\n",
+               produced);
+        for (int i = 0; i < OK + DECLINED; i++) {
+                free((char *)is[i].key);
+                free((char *)is[i].order);
+        }
+        sim_stop(&s);
+        sc_cleanup(&sc);
+}
+
 static int setup(void)
 {
         return testenv_have_services() ? 0 : TESTENV_SKIP;
@@ -981,6 +1336,7 @@ int main(int argc, char **argv)
                 { "db_refused", db_refused, NULL, NULL },
                 { "hot_key", hot_key, NULL, NULL },
                 { "dlq_unwritable", dlq_unwritable, NULL, NULL },
+                { "metrics_exact", metrics_exact, NULL, NULL },
         };
         static const struct test_suite suite = {
                 .name    = "test_consume",
