@@ -64,9 +64,10 @@ enum metric_webhook_result {
 };
 
 /* Histogram bucket upper bounds in seconds (+Inf is implicit). */
-#define METRICS_BUCKETS \
+#define METRICS_BUCKETS                                                        \
         0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
-/* Most partitions the lag gauge keeps (more are summed in partition="other"). */
+/* Most partitions the lag gauge keeps (more are summed in partition="other").
+ */
 #define METRICS_LAG_MAX 1024
 
 struct metrics;
