@@ -54,6 +54,10 @@ static int consume_start(struct consume *c, const struct cmd_opts *o,
         char err[1024];
         int rc;
 
+        if (o->http_enabled && http_opts_check(&o->http, err, sizeof(err))) {
+                log_error(lc, "%s", err);
+                return 2;
+        }
         if (!(c->pl = pipeline_new(&o->pipeline, err, sizeof(err)))) {
                 int why = errno;
 

@@ -58,16 +58,36 @@ void cmd_serve_stop(struct cmd_serve *s, const atomic_int *signals)
 int cmd_serve_beside(const struct cmd_engine_kind *k, const void *opts,
                      const struct http_opts *o, bool enabled)
 {
+        struct log_ctx lc = LOG_CTX_INIT;
         struct cmd_serve s;
         const atomic_int *sig;
+        char err[1024];
+        void *e;
         int rc;
 
         if (!enabled)
                 return cmd_engine_main(k, opts);
+        /* as cmd_engine_main, with the server started once the whole
+         * configuration was judged (a busy port is not a config error) */
+        lc.component = k->component;
+        if (failpoint_init() < 0)
+                return 2;
+        if (http_opts_check(o, err, sizeof(err)) < 0) {
+                log_error(&lc, "cannot start: %s", err);
+                return 2;
+        }
         sig = cmd_signals_install();
-        if ((rc = cmd_serve_start(&s, o)) != 0)
+        if (!(e = k->make(opts, err, sizeof(err)))) {
+                rc = errno == EINVAL ? 2 : 1;
+                log_error(&lc, "cannot start: %s", err);
                 return rc;
-        rc = cmd_engine_main(k, opts);
+        }
+        if ((rc = cmd_serve_start(&s, o)) == 0) {
+                rc = cmd_engine_run(k->run, e, sig);
+                if (rc == 0)
+                        log_info(&lc, "stopped");
+        }
+        k->destroy(e);
         cmd_serve_stop(&s, sig);
         return rc;
 }

@@ -452,12 +452,12 @@ done:
         return rc;
 }
 
-struct http *http_new(const struct http_opts *o, char *errstr,
-                      size_t errstr_size)
+/* A server not yet listening: options checked, secrets read. NULL
+ * (errno EINVAL) with the reason naming the key. */
+static struct http *http_new_checked(const struct http_opts *o, char *errstr,
+                                     size_t errstr_size)
 {
-        struct log_ctx lc = http_ctx();
-        struct http *h    = xcalloc(1, sizeof(*h));
-        int fd, why = EINVAL;
+        struct http *h = xcalloc(1, sizeof(*h));
 
         h->o = *o;
         pthread_mutex_init(&h->ready_mu, NULL);
@@ -482,6 +482,32 @@ struct http *http_new(const struct http_opts *o, char *errstr,
         }
         if (load_secrets(h, errstr, errstr_size) < 0)
                 goto fail;
+        return h;
+fail:
+        http_destroy(h);
+        errno = EINVAL;
+        return NULL;
+}
+
+int http_opts_check(const struct http_opts *o, char *errstr, size_t errstr_size)
+{
+        struct http *h = http_new_checked(o, errstr, errstr_size);
+
+        if (!h)
+                return -1;
+        http_destroy(h);
+        return 0;
+}
+
+struct http *http_new(const struct http_opts *o, char *errstr,
+                      size_t errstr_size)
+{
+        struct log_ctx lc = http_ctx();
+        struct http *h;
+        int fd, why;
+
+        if (!(h = http_new_checked(o, errstr, errstr_size)))
+                return NULL;
         if (http_pool_init(&h->pool, o->db_connections) < 0) {
                 why = errno;
                 snprintf(errstr, errstr_size, "http: %s", strerror(why));

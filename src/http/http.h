@@ -67,6 +67,15 @@ struct http_opts {
 };
 
 /*
+ * Checks o as http_new would (http.listen's syntax, the secrets, reading
+ * webhook.secret_file) without binding anything: 0, or -1 with the
+ * reason naming the key. So a command judges its whole configuration
+ * before it starts anything. Any thread.
+ */
+int http_opts_check(const struct http_opts *o, char *errstr,
+                    size_t errstr_size) CO_MUST_CHECK;
+
+/*
  * Checks o, reads the secrets and starts listening (the server answers
  * from now on, on threads of its own). Returns the server (owned by the
  * caller: http_destroy) or NULL with the reason in errstr and errno
