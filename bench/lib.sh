@@ -61,7 +61,7 @@ co_start() { # co_start NAME [-X k=v]...: chargeonce consume in the background
 		-X "topic.dlq=$name.dlq" -X "group.id=$name.group" \
 		-X provider_key.secret=bench-provider-key-secret \
 		-X "gateway.url=$SIM_URL" -X gateway.api_key=sk_test_bench \
-		-X log.level=warn \
+		-X log.level=warn -X http.listen=127.0.0.1:0 \
 		"$@" consume >"$WORK/co-$name.log" 2>&1 &
 	CO_PID=$!
 	sleep 0.3

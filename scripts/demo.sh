@@ -225,7 +225,8 @@ xs=(-X "db.conninfo=$conninfo" -X "kafka.bootstrap.servers=$kafka"
 	-X relay.poll_interval=200ms -X consumer.batch_linger=2ms
 	-X kafka.session.timeout.ms=6000 -X kafka.heartbeat.interval.ms=1000
 	-X kafka.auto.commit.interval.ms=200
-	-X kafka.topic.metadata.refresh.interval.ms=2000)
+	-X kafka.topic.metadata.refresh.interval.ms=2000
+	-X http.listen=127.0.0.1:0)
 
 runs=0 beside=""
 start_chargeonce() {

@@ -24,6 +24,7 @@ int cmd_migrate(struct config *cfg, int argc, char **argv) CO_MUST_CHECK;
 int cmd_consume(struct config *cfg, int argc, char **argv) CO_MUST_CHECK;
 int cmd_relay(struct config *cfg, int argc, char **argv) CO_MUST_CHECK;
 int cmd_reconcile(struct config *cfg, int argc, char **argv) CO_MUST_CHECK;
+int cmd_webhook(struct config *cfg, int argc, char **argv) CO_MUST_CHECK;
 int cmd_audit(struct config *cfg, int argc, char **argv) CO_MUST_CHECK;
 int cmd_inspect(struct config *cfg, int argc, char **argv) CO_MUST_CHECK;
 int cmd_not_built(struct config *cfg, int argc, char **argv) CO_MUST_CHECK;

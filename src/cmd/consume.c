@@ -5,13 +5,16 @@
  * lifecycle (cmd/engine.h).
  *
  * Stop order: the pipeline drains first (its last results reach the
- * outbox), then the reconciler, last the relay, which finishes the round
+ * outbox), then the reconciler, then the relay, which finishes the round
  * in flight; results settled during the drain are published by the next
- * relay to run. A second signal ends the process at once at any point.
+ * relay to run; last the http server (http.listen, cmd/serve.h), so that
+ * /metrics and the probes answer until the end. A second signal ends the
+ * process at once at any point.
  */
 #include "cmd/cmd.h"
 #include "cmd/engine.h"
 #include "cmd/opts.h"
+#include "cmd/serve.h"
 #include "util/config.h"
 #include "util/failpoint.h"
 #include "util/log.h"
@@ -40,6 +43,7 @@ struct consume {
         struct relay *relay;
         struct reconciler *rec;
         struct cmd_engine_thread *relay_t, *rec_t;
+        struct cmd_serve http;
 };
 
 /* Makes the pipeline (its options are checked first: a configuration
@@ -48,13 +52,20 @@ static int consume_start(struct consume *c, const struct cmd_opts *o,
                          struct log_ctx *lc)
 {
         char err[1024];
+        int rc;
 
+        if (o->http_enabled && http_opts_check(&o->http, err, sizeof(err))) {
+                log_error(lc, "%s", err);
+                return 2;
+        }
         if (!(c->pl = pipeline_new(&o->pipeline, err, sizeof(err)))) {
                 int why = errno;
 
                 log_error(lc, "%s", err);
                 return why == EINVAL ? 2 : 1; /* configuration: 2 */
         }
+        if (o->http_enabled && (rc = cmd_serve_start(&c->http, &o->http)))
+                return rc;
         if (o->relay_enabled &&
             (!(c->relay = relay_new(&o->relay, err, sizeof(err))) ||
              !(c->relay_t = cmd_engine_start("relay", run_relay, c->relay, err,
@@ -81,6 +92,7 @@ static void consume_stop(struct consume *c, const atomic_int *sig)
         reconcile_destroy(c->rec);
         CO_IGNORE(cmd_engine_stop(c->relay_t, sig));
         relay_destroy(c->relay);
+        cmd_serve_stop(&c->http, sig);
 }
 
 int cmd_consume(struct config *cfg, int argc, char **argv)
@@ -107,7 +119,9 @@ int cmd_consume(struct config *cfg, int argc, char **argv)
                 return 2;
         lc.component = "consume";
         cmd_opts_fill(&o, cfg);
-        sig = cmd_signals_install();
+        o.http.webhooks             = HTTP_WEBHOOKS_IF_CONFIGURED;
+        o.http.ready_needs_consumer = true;
+        sig                         = cmd_signals_install();
         memset(&c, 0, sizeof(c));
         rc = consume_start(&c, &o, &lc);
         if (rc == 0)

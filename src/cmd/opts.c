@@ -105,6 +105,24 @@ static void fill_relay(struct cmd_opts *o, const struct settings *st)
         o->relay_enabled = st->relay_enabled;
 }
 
+static void fill_http(struct cmd_opts *o, const struct settings *st)
+{
+        struct http_opts *h = &o->http;
+
+        h->listen           = st->http_listen;
+        h->conninfo         = st->db_conninfo;
+        h->secret           = st->webhook_secret;
+        h->secret_file      = st->webhook_secret_file;
+        h->webhooks         = HTTP_WEBHOOKS_OFF;
+        h->db_connections   = (int)st->webhook_db_connections;
+        h->tolerance_ms     = st->webhook_tolerance_ms;
+        h->alive_timeout_ms = st->http_alive_timeout_ms;
+        h->refresh_ms       = st->metrics_refresh_interval_ms;
+        h->audit_ms         = st->metrics_audit_interval_ms;
+        h->actor            = o->owner;
+        o->http_enabled     = *st->http_listen != '\0';
+}
+
 static void fill_reconcile(struct cmd_opts *o, const struct settings *st)
 {
         struct reconcile_opts *r = &o->reconcile;
@@ -142,6 +160,8 @@ void cmd_opts_fill(struct cmd_opts *o, const struct config *cfg)
         o->pipeline.metrics  = o->metrics;
         o->relay.metrics     = o->metrics;
         o->reconcile.metrics = o->metrics;
+        fill_http(o, st);
+        o->http.metrics = o->metrics;
 }
 
 void cmd_opts_free(struct cmd_opts *o)

@@ -7,6 +7,7 @@
 #define CO_CMD_OPTS_H
 
 #include "gateway/client.h"
+#include "http/http.h"
 #include "kafka/kconf.h"
 #include "pipeline/pipeline.h"
 #include "reconcile/reconcile.h"
@@ -30,6 +31,10 @@ struct cmd_opts {
         struct relay_opts relay;
         struct reconcile_opts reconcile;
         bool relay_enabled, reconcile_enabled;
+        /* issue 13 (http): the server's options; http.listen empty: off.
+         * Each command sets http.webhooks and http.ready_needs_consumer. */
+        struct http_opts http;
+        bool http_enabled;
 };
 
 /* Fills o from cfg (every value was checked when set). Free with

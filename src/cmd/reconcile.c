@@ -9,6 +9,7 @@
 #include "cmd/cmd.h"
 #include "cmd/engine.h"
 #include "cmd/opts.h"
+#include "cmd/serve.h"
 #include "reconcile/reconcile.h"
 #include "util/failpoint.h"
 #include "util/log.h"
@@ -57,7 +58,9 @@ int cmd_reconcile(struct config *cfg, int argc, char **argv)
                                        argv[1]);
         }
         cmd_opts_fill(&o, cfg);
-        rc = cmd_engine_main(&reconciler, &o.reconcile);
+        o.http.webhooks = HTTP_WEBHOOKS_OFF;
+        rc              = cmd_serve_beside(&reconciler, &o.reconcile, &o.http,
+                                           o.http_enabled);
         cmd_opts_free(&o);
         return rc;
 }

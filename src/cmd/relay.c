@@ -19,6 +19,7 @@
 #include "cmd/cmd.h"
 #include "cmd/engine.h"
 #include "cmd/opts.h"
+#include "cmd/serve.h"
 #include "relay/relay.h"
 #include "util/failpoint.h"
 #include "util/log.h"
@@ -113,8 +114,9 @@ static void destroy(void *engine)
 static const struct cmd_engine_kind relay = { "relay", make, run, destroy };
 
 /* The arguments: --help, --unpark, --republish-* or nothing. */
-static int relay_args(const struct relay_opts *o, int argc, char **argv)
+static int relay_args(const struct cmd_opts *co, int argc, char **argv)
 {
+        const struct relay_opts *o = &co->relay;
         struct relay_republish sel = { NULL, NULL, NULL, NULL };
         char since[40], until[40], err[1024];
         bool republish = false;
@@ -186,7 +188,7 @@ static int relay_args(const struct relay_opts *o, int argc, char **argv)
                        n);
                 return 0;
         }
-        return cmd_engine_main(&relay, o);
+        return cmd_serve_beside(&relay, o, &co->http, co->http_enabled);
 }
 
 int cmd_relay(struct config *cfg, int argc, char **argv)
@@ -195,7 +197,8 @@ int cmd_relay(struct config *cfg, int argc, char **argv)
         int rc;
 
         cmd_opts_fill(&o, cfg);
-        rc = relay_args(&o.relay, argc, argv);
+        o.http.webhooks = HTTP_WEBHOOKS_OFF;
+        rc              = relay_args(&o, argc, argv);
         cmd_opts_free(&o);
         return rc;
 }

@@ -33,13 +33,30 @@
 struct store *store_connect(const char *conninfo, char *errstr,
                             size_t errstr_size)
 {
+        return store_connect_timeout(conninfo, 0, errstr, errstr_size);
+}
+
+struct store *store_connect_timeout(const char *conninfo, int timeout_s,
+                                    char *errstr, size_t errstr_size)
+{
         struct store *st = xcalloc(1, sizeof(*st));
         PGresult *res    = NULL;
+        /* dbname is expanded as a whole conninfo (either syntax); the
+         * keywords after it win, so the timeout applies to any of them */
+        const char *keys[] = { "dbname", "connect_timeout", NULL };
+        const char *vals[] = { conninfo ? conninfo : "", NULL, NULL };
+        char tmo[16];
 
+        if (timeout_s > 0) {
+                snprintf(tmo, sizeof(tmo), "%d", timeout_s);
+                vals[1] = tmo;
+        } else {
+                keys[1] = NULL;
+        }
         st->key_retention_ms = STORE_DEFAULT_RETENTION_MS;
         st->rand_state =
             (unsigned int)time_mono_us() ^ (unsigned int)(uintptr_t)st;
-        st->conn = PQconnectdb(conninfo ? conninfo : "");
+        st->conn = PQconnectdbParams(keys, vals, 1);
         if (!st->conn || PQstatus(st->conn) != CONNECTION_OK) {
                 snprintf(errstr, errstr_size, "database connection: %s",
                          st->conn ? PQerrorMessage(st->conn) : "out of memory");

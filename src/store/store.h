@@ -65,6 +65,14 @@ struct store;
  */
 struct store *store_connect(const char *conninfo, char *errstr,
                             size_t errstr_size) CO_MUST_CHECK;
+/*
+ * As store_connect, giving up a connection attempt (and every reconnect
+ * of this store) after timeout_s seconds (libpq connect_timeout; 0: as
+ * the conninfo says).
+ */
+struct store *store_connect_timeout(const char *conninfo, int timeout_s,
+                                    char *errstr,
+                                    size_t errstr_size) CO_MUST_CHECK;
 /* Closes the connection and frees st. NULL is ignored. */
 void store_destroy(struct store *st);
 

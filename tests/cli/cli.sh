@@ -19,7 +19,7 @@ check() { # check NAME WANT_RC [grep-pattern] -- command...
 	fi
 }
 check help 0 'migrate.*consume.*|COMMAND' -- "$bin" --help
-for c in migrate consume relay reconcile; do
+for c in migrate consume relay reconcile webhook; do
 	check "help lists $c" 0 "^  $c " -- "$bin" --help
 done
 check version 0 '^chargeonce [0-9]+\.[0-9]+\.[0-9]+' -- "$bin" --version
@@ -47,7 +47,35 @@ check env-applies 0 'group.id = fromenv' -- env CHARGEONCE_GROUP_ID=fromenv "$bi
 check consume-no-secret 2 'provider_key.secret is required' -- "$bin" consume
 check consume-bad-gateway 2 'gateway_opts.base_url' -- "$bin" -X provider_key.secret=s -X gateway.url=ftp://x consume
 check reconcile-bad-gateway 2 'base_url' -- "$bin" -X gateway.url=ftp://x reconcile
-for c in webhook replay gc; do
+# issue 13: the http engine's configuration errors exit 2 naming the key
+# (judged before anything listens or connects); secrets never printed
+whsec=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+check webhook-help 0 'usage: chargeonce webhook' -- "$bin" webhook --help
+check webhook-no-secret 2 'webhook.secret: not set' -- "$bin" webhook
+check webhook-bad-listen 2 'http.listen: .*nohost.* is not HOST:PORT' -- "$bin" -X http.listen=nohost -X "webhook.secret=$whsec" webhook
+check webhook-bad-port 2 'http.listen: ' -- "$bin" -X http.listen=127.0.0.1:70000 -X "webhook.secret=$whsec" webhook
+check webhook-empty-listen 2 'http.listen: empty' -- "$bin" -X http.listen= -X "webhook.secret=$whsec" webhook
+check webhook-bad-whsec 2 'webhook.secret: ' -- "$bin" -X "webhook.secret=whsec_!!notbase64" webhook
+check webhook-not-whsec 2 'webhook.secret: ' -- "$bin" -X "webhook.secret=hunter2hunter2" webhook
+wdir=$(mktemp -d)
+trap 'rm -rf "$wdir"' EXIT
+printf '%s\n' "$whsec" >"$wdir/whsec"
+check webhook-both-secrets 2 'webhook.secret and webhook.secret_file' -- "$bin" -X "webhook.secret=$whsec" -X "webhook.secret_file=$wdir/whsec" webhook
+check webhook-secret-file-missing 2 'webhook.secret_file: cannot open' -- "$bin" -X "webhook.secret_file=$wdir/none" webhook
+printf 'whsec_%%%%%%\n' >"$wdir/bad"
+check webhook-secret-file-bad 2 'webhook.secret_file: ' -- "$bin" -X "webhook.secret_file=$wdir/bad" webhook
+check consume-bad-listen 2 'http.listen: ' -- "$bin" -X provider_key.secret=s -X http.listen=nohost consume
+check relay-bad-listen 2 'http.listen: ' -- "$bin" -X http.listen=nohost relay
+check reconcile-bad-listen 2 'http.listen: ' -- "$bin" -X http.listen=nohost reconcile
+check consume-both-secrets 2 'webhook.secret and webhook.secret_file' -- "$bin" -X provider_key.secret=s -X "webhook.secret=$whsec" -X "webhook.secret_file=$wdir/whsec" consume
+out=$("$bin" -X "webhook.secret=$whsec" --dump-config 2>&1; "$bin" -X "webhook.secret=${whsec}x" webhook 2>&1)
+if grep -q "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" <<<"$out"; then
+	echo "FAIL webhook-secret-hidden: the secret was printed"
+	fails=$((fails + 1))
+else
+	passes=$((passes + 1))
+fi
+for c in replay gc; do
 	check "not-built $c" 2 'not built yet' -- "$bin" "$c"
 done
 echo "$passes passed, $fails failed"

@@ -409,6 +409,9 @@ void co_start(struct scenario *sc, struct co *c, const char *command,
         X("log.level=%s", getenv("CHARGEONCE_TEST_LOG_LEVEL")
                               ? getenv("CHARGEONCE_TEST_LOG_LEVEL")
                               : "info");
+        /* never the default port: tests run side by side (xs may name
+         * a port of its own, later -X win) */
+        X("http.listen=127.0.0.1:0");
         for (int i = 0; xs && xs[i]; i++)
                 X("%s", xs[i]);
         ARG("%s", command);

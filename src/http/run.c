@@ -1,0 +1,151 @@
+/*
+ * http/run: http_run(), the loop beside the server: beats (healthz sees
+ * it), refreshes the database gauges every metrics.refresh_interval and
+ * the audit gauges every metrics.audit_interval, on a connection of its
+ * own, every read bounded by a statement_timeout.
+ *
+ * Must never: hold up the server (it runs on its own threads), or stop
+ * on a database error (the gauges keep their last value; logged once per
+ * outage).
+ */
+#include "http/http_int.h"
+
+#include "flow/flow.h"
+#include "store/gauges.h"
+#include "store/store.h"
+#include "util/log.h"
+#include "util/metrics.h"
+#include "util/timeutil.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <time.h>
+
+/* The audit view may take longer than a probe: its own timeout. */
+#define HTTP_AUDIT_STATEMENT_MS 30000
+#define HTTP_LOOP_MS            100
+
+struct gauge_loop {
+        struct store *st;
+        bool failing; /* the last read failed: logged already */
+};
+
+static struct log_ctx run_ctx(void)
+{
+        struct log_ctx lc = LOG_CTX_INIT;
+
+        lc.component = "http";
+        return lc;
+}
+
+/* A connected store, or NULL (err set). */
+static struct store *loop_store(struct http *h, struct gauge_loop *g, char *err,
+                                size_t errsz)
+{
+        if (g->st && !store_ok(g->st)) {
+                store_destroy(g->st);
+                g->st = NULL;
+        }
+        if (!g->st)
+                g->st = store_connect_timeout(h->o.conninfo, HTTP_DB_CONNECT_S,
+                                              err, errsz);
+        return g->st;
+}
+
+static void loop_result(struct gauge_loop *g, const char *what, int rc,
+                        char *err)
+{
+        struct log_ctx lc = run_ctx();
+
+        for (char *p = err; *p; p++)
+                if (*p == '\n' || *p == '\t')
+                        *p = ' '; /* libpq's messages: one line */
+
+        if (rc == STORE_OK && g->failing)
+                log_info(&lc, "http: %s: the database answers again", what);
+        else if (rc != STORE_OK && !g->failing)
+                log_warn(&lc, "http: %s: %s (gauges keep their last value)",
+                         what, err);
+        g->failing = rc != STORE_OK;
+}
+
+static void refresh(struct http *h, struct gauge_loop *g)
+{
+        struct metrics *m = h->o.metrics;
+        struct store_gauges v;
+        char err[512];
+        int rc = STORE_ERR_CONN;
+
+        if (loop_store(h, g, err, sizeof(err)))
+                rc = store_gauges(g->st, HTTP_DB_STATEMENT_MS, &v, err,
+                                  sizeof(err));
+        if (rc == STORE_OK) {
+                metrics_set(m, METRIC_PROCESSING_OLDEST, v.processing_oldest_s);
+                metrics_set(m, METRIC_OUTBOX_UNPUBLISHED,
+                            (double)v.outbox_unpublished);
+                metrics_set(m, METRIC_OUTBOX_OLDEST, v.outbox_oldest_s);
+                metrics_set(m, METRIC_OUTBOX_PARKED, (double)v.outbox_parked);
+                metrics_set(m, METRIC_REVIEW_PAYMENTS, (double)v.review);
+        }
+        loop_result(g, "gauges", rc, err);
+}
+
+static void audit(struct http *h, struct gauge_loop *g)
+{
+        struct store_violation *v = NULL;
+        size_t n                  = 0;
+        int64_t contradictions    = 0;
+        char err[512];
+        int rc = STORE_ERR_CONN;
+
+        /* store_ping sets the session's statement_timeout for the audit */
+        if (loop_store(h, g, err, sizeof(err)) &&
+            (rc = store_ping(g->st, HTTP_AUDIT_STATEMENT_MS, err,
+                             sizeof(err))) == STORE_OK &&
+            (rc = store_invariant_violations(g->st, &v, &n, err,
+                                             sizeof(err))) == STORE_OK) {
+                metrics_set(h->o.metrics, METRIC_INVARIANT_VIOLATIONS,
+                            (double)n);
+                store_violations_free(v, n);
+                rc = store_webhook_contradictions(
+                    g->st, HTTP_AUDIT_STATEMENT_MS, &contradictions, err,
+                    sizeof(err));
+                if (rc == STORE_OK)
+                        metrics_set(h->o.metrics, METRIC_WEBHOOK_CONTRADICTIONS,
+                                    (double)contradictions);
+        }
+        loop_result(g, "audit", rc, err);
+}
+
+int http_run(struct http *h, const atomic_int *stop)
+{
+        struct gauge_loop g     = { NULL, false };
+        struct flow_tick gauges = { 0 }, audits = { 0 };
+        int loop = metrics_loop_register(h->o.metrics, "http");
+        int rc   = 0;
+
+        gauges.every_ms = h->o.refresh_ms;
+        audits.every_ms = h->o.audit_ms;
+        for (;;) {
+                int level = flow_stop_level(stop);
+                int64_t now;
+                struct timespec ts = { 0, HTTP_LOOP_MS * 1000000L };
+
+                if (level == FLOW_EXIT) {
+                        rc = FLOW_EXIT_NOW;
+                        break;
+                }
+                if (level == FLOW_DRAIN)
+                        break;
+                metrics_loop_beat(h->o.metrics, loop);
+                now = time_mono_ms();
+                if (flow_tick_due(&gauges, now))
+                        refresh(h, &g);
+                if (flow_tick_due(&audits, now))
+                        audit(h, &g);
+                nanosleep(&ts, NULL);
+        }
+        metrics_loop_unregister(h->o.metrics, loop);
+        store_destroy(g.st);
+        return rc;
+}

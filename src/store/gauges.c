@@ -1,0 +1,121 @@
+/*
+ * store/gauges: cheap reads for the gauges and readiness (gauges.h).
+ *
+ * Each read is one simple-query round trip that first sets its own
+ * statement_timeout, so that a reconnect (which loses session settings)
+ * never leaves a read unbounded. Never prepared: these run every few
+ * seconds on a connection of their own, not in a hot path.
+ *
+ * Must never: write, lock, or scan payments or outbox beyond their
+ * partial indexes (the review count reads the status column; see
+ * docs/operations.md for its cost).
+ */
+#include "store/gauges.h"
+#include "store/store_int.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/*
+ * The backlog in one statement. processing: the partial index
+ * payments_processing_lease_idx holds exactly the processing rows;
+ * outbox: outbox_unpublished_idx holds exactly the unpublished ones, of
+ * which the parked are counted apart (they wait for an operator, not for
+ * the relay, and would otherwise pin the oldest age forever).
+ */
+#define GAUGES_SQL                                                             \
+        "SELECT (SELECT coalesce(extract(epoch FROM now() - min(created_at))," \
+        "0) FROM payments WHERE status = 'processing'),"                       \
+        " o.unpublished, o.oldest, o.parked,"                                  \
+        " (SELECT count(*) FROM payments WHERE status = 'review')"             \
+        " FROM (SELECT count(*) FILTER (WHERE parked_at IS NULL) AS "          \
+        "unpublished, coalesce(extract(epoch FROM now() - min(created_at)"     \
+        " FILTER (WHERE parked_at IS NULL)), 0) AS oldest,"                    \
+        " count(*) FILTER (WHERE parked_at IS NOT NULL) AS parked"             \
+        " FROM outbox WHERE published_at IS NULL) o"
+
+/*
+ * Runs "SET statement_timeout; sql" and returns the last result (one row
+ * expected) or NULL with *rc and errstr set.
+ */
+static PGresult *query(struct store *st, int64_t timeout_ms, const char *sql,
+                       int *rc, char *errstr, size_t errstr_size)
+{
+        PGconn *conn = store_pgconn(st);
+        char text[2048];
+        PGresult *res;
+
+        if (!conn || PQstatus(conn) != CONNECTION_OK) {
+                if (conn)
+                        PQreset(conn);
+                if (!conn || PQstatus(conn) != CONNECTION_OK) {
+                        snprintf(errstr, errstr_size, "no database connection");
+                        *rc = STORE_ERR_CONN;
+                        return NULL;
+                }
+        }
+        snprintf(text, sizeof(text), "SET statement_timeout = %" PRId64 "; %s",
+                 timeout_ms, sql);
+        res = PQexec(conn, text);
+        if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
+                return res;
+        store_format_error(res, conn, "gauges", errstr, errstr_size);
+        *rc = PQstatus(conn) == CONNECTION_OK ? STORE_ERR : STORE_ERR_CONN;
+        PQclear(res);
+        return NULL;
+}
+
+static double dbl_field(const PGresult *res, int col)
+{
+        return PQgetisnull(res, 0, col) ? 0
+                                        : strtod(PQgetvalue(res, 0, col), NULL);
+}
+
+int store_gauges(struct store *st, int64_t timeout_ms, struct store_gauges *out,
+                 char *errstr, size_t errstr_size)
+{
+        PGresult *res;
+        int rc;
+
+        res = query(st, timeout_ms, GAUGES_SQL, &rc, errstr, errstr_size);
+        if (!res)
+                return rc;
+        out->processing_oldest_s = dbl_field(res, 0);
+        out->outbox_unpublished  = store_i64_field(res, 0, 1);
+        out->outbox_oldest_s     = dbl_field(res, 2);
+        out->outbox_parked       = store_i64_field(res, 0, 3);
+        out->review              = store_i64_field(res, 0, 4);
+        PQclear(res);
+        return STORE_OK;
+}
+
+int store_webhook_contradictions(struct store *st, int64_t timeout_ms,
+                                 int64_t *n, char *errstr, size_t errstr_size)
+{
+        PGresult *res;
+        int rc;
+
+        res = query(st, timeout_ms,
+                    "SELECT count(*) FROM "
+                    "webhook_contradictions",
+                    &rc, errstr, errstr_size);
+        if (!res)
+                return rc;
+        *n = store_i64_field(res, 0, 0);
+        PQclear(res);
+        return STORE_OK;
+}
+
+int store_ping(struct store *st, int64_t timeout_ms, char *errstr,
+               size_t errstr_size)
+{
+        PGresult *res;
+        int rc;
+
+        res = query(st, timeout_ms, "SELECT 1", &rc, errstr, errstr_size);
+        if (!res)
+                return rc;
+        PQclear(res);
+        return STORE_OK;
+}

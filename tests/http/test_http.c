@@ -1,0 +1,516 @@
+/*
+ * test_http: the http engine (src/http) as a process, on the real
+ * PostgreSQL and Kafka: `chargeonce webhook` and `chargeonce consume`
+ * with http.listen=127.0.0.1:0, requests made with libcurl, webhooks
+ * signed here with util/crypto (checked once against a vector computed by
+ * Python's hmac, so the signer is not our verifier agreeing with itself).
+ *
+ * Cases that need a payment applied by a webhook end to end are in
+ * tests/http (replay) and, with the simulator, left to the e2e run.
+ */
+#include "cases.h"
+#include "scenario.h"
+#include "testenv.h"
+#include "util/crypto.h"
+
+#include <curl/curl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SECRET  "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+#define SECRET2 "whsec_c2Vjb25kLXNlY3JldC1mb3Itcm90YXRpb24="
+
+/* ---- requests ---- */
+
+struct answer {
+        long status;
+        char body[256 * 1024];
+        size_t len;
+        char ctype[128];
+        double seconds;
+};
+
+static size_t on_body(char *p, size_t sz, size_t n, void *ud)
+{
+        struct answer *a = ud;
+        size_t k         = sz * n;
+
+        if (a->len + k >= sizeof(a->body))
+                k = sizeof(a->body) - 1 - a->len;
+        memcpy(a->body + a->len, p, k);
+        a->len += k;
+        a->body[a->len] = '\0';
+        return sz * n;
+}
+
+/* One request; body NULL: GET (or method). chunked: no Content-Length. */
+static void req(int port, const char *method, const char *path,
+                const char *const *hdrs, const void *body, size_t len,
+                bool chunked, struct answer *a)
+{
+        CURL *c                = curl_easy_init();
+        struct curl_slist *h   = NULL;
+        char url[256], *ct     = NULL;
+
+        memset(a, 0, sizeof(*a));
+        snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
+        curl_easy_setopt(c, CURLOPT_URL, url);
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+        curl_easy_setopt(c, CURLOPT_WRITEDATA, a);
+        curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
+        for (int i = 0; hdrs && hdrs[i]; i++)
+                h = curl_slist_append(h, hdrs[i]);
+        h = curl_slist_append(h, "Expect:");
+        if (chunked)
+                h = curl_slist_append(h, "Transfer-Encoding: chunked");
+        if (body) {
+                curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+                if (!chunked)
+                        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE,
+                                         (curl_off_t)len);
+        }
+        curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+        a->status = curl_easy_perform(c) == CURLE_OK ? 0 : -1;
+        if (a->status == 0)
+                curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &a->status);
+        curl_easy_getinfo(c, CURLINFO_TOTAL_TIME, &a->seconds);
+        if (curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &ct) == CURLE_OK && ct)
+                snprintf(a->ctype, sizeof(a->ctype), "%s", ct);
+        curl_slist_free_all(h);
+        curl_easy_cleanup(c);
+}
+
+static void get(int port, const char *path, struct answer *a)
+{
+        req(port, "GET", path, NULL, NULL, 0, false, a);
+}
+
+/* "v1,<base64 HMAC-SHA256(key of whsec, id.ts.body)>" */
+static void sign(const char *whsec, const char *id, const char *ts,
+                 const void *body, size_t len, char *out, size_t outsz)
+{
+        unsigned char key[64], mac[CRYPTO_SHA256_LEN];
+        const char *b64 = whsec + 6;
+        long klen = crypto_base64_decode(b64, strlen(b64), key, sizeof(key));
+        struct crypto_part parts[5] = {
+                { id, strlen(id) }, { ".", 1 }, { ts, strlen(ts) },
+                { ".", 1 },         { body, len },
+        };
+        char enc[64];
+
+        SC_CHECK(klen > 0, "bad test secret");
+        crypto_hmac_sha256_parts(key, (size_t)klen, parts, 5, mac);
+        enc[crypto_base64_encode(mac, sizeof(mac), enc)] = '\0';
+        snprintf(out, outsz, "v1,%s", enc);
+}
+
+/* POSTs a webhook with these header values (NULL: left out). */
+static void post_hook(int port, const char *id, const char *ts,
+                      const char *sig, const char *body, struct answer *a)
+{
+        char h[3][600];
+        const char *hdrs[4];
+        int n = 0;
+
+        if (id) {
+                snprintf(h[n], sizeof(h[n]), "webhook-id: %s", id);
+                hdrs[n] = h[n], n++;
+        }
+        if (ts) {
+                snprintf(h[n], sizeof(h[n]), "webhook-timestamp: %s", ts);
+                hdrs[n] = h[n], n++;
+        }
+        if (sig) {
+                snprintf(h[n], sizeof(h[n]), "webhook-signature: %s", sig);
+                hdrs[n] = h[n], n++;
+        }
+        hdrs[n] = NULL;
+        req(port, "POST", "/webhooks/gateway", hdrs, body, strlen(body), false,
+            a);
+}
+
+/* ---- processes ---- */
+
+static struct scenario the_sc;
+static bool sc_made;
+
+static struct scenario *scenario(void)
+{
+        if (!sc_made) {
+                sc_init(&the_sc, "http", 1);
+                sc_made = true;
+        }
+        return &the_sc;
+}
+
+/* The port from the process's "http: listening on 127.0.0.1:PORT". */
+static int wait_port(struct co *c)
+{
+        for (int i = 0; i < 300; i++) {
+                FILE *f = fopen(c->log, "r");
+                char line[4096];
+                int port = 0;
+
+                while (f && fgets(line, sizeof(line), f)) {
+                        const char *p = strstr(line, "listening on 127.0.0.1:");
+                        if (p)
+                                port = atoi(p + strlen("listening on "
+                                                       "127.0.0.1:"));
+                }
+                if (f)
+                        fclose(f);
+                if (port > 0)
+                        return port;
+                SC_CHECK(co_alive(c), "chargeonce ended before listening");
+                usleep(50 * 1000);
+        }
+        SC_CHECK(false, "chargeonce never logged its http port");
+        return 0;
+}
+
+static struct co hook_co;
+static int hook_port;
+
+/* One `chargeonce webhook` for the cases that need only it. */
+static int hook_server(void)
+{
+        static const char *const xs[] = {
+                "webhook.secret=" SECRET2 " " SECRET,
+                "metrics.refresh_interval=200ms", NULL
+        };
+
+        if (!hook_port) {
+                co_start(scenario(), &hook_co, "webhook", NULL, xs, NULL);
+                hook_port = wait_port(&hook_co);
+        }
+        return hook_port;
+}
+
+static long metric(int port, const char *line_prefix)
+{
+        struct answer a;
+        const char *p;
+
+        get(port, "/metrics", &a);
+        SC_CHECK(a.status == 200, "/metrics answered %ld", a.status);
+        for (p = a.body; (p = strstr(p, line_prefix)); p++)
+                if (p == a.body || p[-1] == '\n')
+                        return atol(p + strlen(line_prefix));
+        SC_CHECK(false, "/metrics has no %s", line_prefix);
+        return -1;
+}
+
+/* What a refused webhook must not have written. */
+static long written(void)
+{
+        return sc_sql_long(scenario(),
+                           "SELECT (SELECT count(*) FROM webhook_events) + "
+                           "(SELECT count(*) FROM ledger_transactions) + "
+                           "(SELECT count(*) FROM outbox) + "
+                           "(SELECT count(*) FROM gateway_evidence)");
+}
+
+static void now_ts(char *out, size_t outsz, long delta)
+{
+        snprintf(out, outsz, "%ld", (long)time(NULL) + delta);
+}
+
+static const char *event_body(const char *reference)
+{
+        static char b[512];
+
+        snprintf(b, sizeof(b),
+                 "{\"type\":\"charge.succeeded\",\"data\":{\"id\":\"ch_t1\","
+                 "\"reference\":\"%s\",\"status\":\"succeeded\","
+                 "\"amount\":1250,\"currency\":\"EUR\"}}",
+                 reference);
+        return b;
+}
+
+/* ---- cases ---- */
+
+/* The signer against HMAC-SHA256 computed by Python's hmac module (the
+ * Standard Webhooks example: secret, id, timestamp, body). */
+static void sig_vector(void)
+{
+        const char *body = "{\"test\": 2432232314}";
+        char sig[128];
+
+        sign(SECRET, "msg_p5jXN8AQM9LWM0D4loKWxJek", "1614265330", body,
+             strlen(body), sig, sizeof(sig));
+        SC_CHECK(!strcmp(sig, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="),
+                 "signer disagrees with the Python vector: %s", sig);
+}
+
+static void routes(void)
+{
+        int port = hook_server();
+        struct answer a;
+
+        get(port, "/nope", &a);
+        SC_CHECK(a.status == 404, "/nope: %ld", a.status);
+        get(port, "/metrics/", &a);
+        SC_CHECK(a.status == 404, "/metrics/: %ld", a.status);
+        req(port, "POST", "/metrics", NULL, "x", 1, false, &a);
+        SC_CHECK(a.status == 405, "POST /metrics: %ld", a.status);
+        get(port, "/webhooks/gateway", &a);
+        SC_CHECK(a.status == 405, "GET /webhooks/gateway: %ld", a.status);
+        req(port, "DELETE", "/healthz", NULL, NULL, 0, false, &a);
+        SC_CHECK(a.status == 405, "DELETE /healthz: %ld", a.status);
+}
+
+static void oversized(void)
+{
+        int port       = hook_server();
+        size_t n       = 64 * 1024 + 1;
+        char *big      = malloc(n + 1);
+        long rejected0 = metric(port, "chargeonce_webhooks_total{result="
+                                      "\"rejected\"} ");
+        long w0        = written();
+        struct answer a;
+
+        memset(big, 'a', n);
+        big[n] = '\0';
+        req(port, "POST", "/webhooks/gateway", NULL, big, n, false, &a);
+        SC_CHECK(a.status == 413, "Content-Length over 64 KiB: %ld", a.status);
+        req(port, "POST", "/webhooks/gateway", NULL, big, n, true, &a);
+        SC_CHECK(a.status == 413, "chunked over 64 KiB: %ld", a.status);
+        /* exactly 64 KiB is read (and refused for its signature) */
+        req(port, "POST", "/webhooks/gateway", NULL, big, n - 1, false, &a);
+        SC_CHECK(a.status == 400, "64 KiB unsigned: %ld", a.status);
+        SC_CHECK(metric(port, "chargeonce_webhooks_total{result="
+                              "\"rejected\"} ") == rejected0 + 3,
+                 "three refusals counted");
+        SC_CHECK(written() == w0, "a refused webhook wrote something");
+        free(big);
+}
+
+static void attacks(void)
+{
+        int port = hook_server();
+        const char *body = event_body("6f1d1c9e-6a43-4d7e-9d8e-3c0f1a2b3c4d");
+        char ts[32], old[32], fut[32], sig[128], sig2[128], re[600];
+        long rejected0, w0;
+        struct answer a;
+
+        now_ts(ts, sizeof(ts), 0);
+        now_ts(old, sizeof(old), -301);
+        now_ts(fut, sizeof(fut), 301);
+        rejected0 = metric(port, "chargeonce_webhooks_total{result="
+                                 "\"rejected\"} ");
+        w0        = written();
+        /* forged: signed with another key */
+        sign("whsec_Zm9yZ2VkLWtleS1vZi10aGUtYXR0YWNrZXI=", "msg_forged", ts,
+             body, strlen(body), sig, sizeof(sig));
+        post_hook(port, "msg_forged", ts, sig, body, &a);
+        SC_CHECK(a.status == 400, "forged: %ld", a.status);
+        /* stale and future, correctly signed */
+        sign(SECRET, "msg_stale", old, body, strlen(body), sig, sizeof(sig));
+        post_hook(port, "msg_stale", old, sig, body, &a);
+        SC_CHECK(a.status == 400, "stale: %ld", a.status);
+        sign(SECRET, "msg_future", fut, body, strlen(body), sig, sizeof(sig));
+        post_hook(port, "msg_future", fut, sig, body, &a);
+        SC_CHECK(a.status == 400, "future: %ld", a.status);
+        /* re-serialized: same JSON, other bytes */
+        sign(SECRET, "msg_reser", ts, body, strlen(body), sig, sizeof(sig));
+        snprintf(re, sizeof(re), "%s ", body);
+        post_hook(port, "msg_reser", ts, sig, re, &a);
+        SC_CHECK(a.status == 400, "re-serialized: %ld", a.status);
+        /* no signature, no headers */
+        post_hook(port, "msg_nosig", ts, NULL, body, &a);
+        SC_CHECK(a.status == 400, "unsigned: %ld", a.status);
+        /* malformed JSON with a valid signature */
+        sign(SECRET, "msg_badjson", ts, "{\"type\":", 8, sig, sizeof(sig));
+        post_hook(port, "msg_badjson", ts, sig, "{\"type\":", &a);
+        SC_CHECK(a.status == 400, "malformed JSON: %ld", a.status);
+        SC_CHECK(metric(port, "chargeonce_webhooks_total{result="
+                              "\"rejected\"} ") == rejected0 + 6,
+                 "six refusals counted");
+        SC_CHECK(written() == w0, "a refused webhook wrote something");
+        /* rotation: a list with one bad entry and one valid (second
+         * configured secret) is enough */
+        sign(SECRET, "msg_rotation", ts, body, strlen(body), sig, sizeof(sig));
+        sign("whsec_Zm9yZ2VkLWtleS1vZi10aGUtYXR0YWNrZXI=", "msg_rotation", ts,
+             body, strlen(body), sig2, sizeof(sig2));
+        snprintf(re, sizeof(re), "%s %s", sig2, sig);
+        post_hook(port, "msg_rotation", ts, re, body, &a);
+        SC_CHECK(a.status == 200, "rotation list: %ld %s", a.status, a.body);
+        SC_CHECK(strstr(a.body, "unknown_reference"),
+                 "no such payment: %s", a.body);
+        SC_CHECK(metric(port, "chargeonce_webhooks_total{result="
+                              "\"unknown_reference\"} ") == 1,
+                 "unknown reference counted once");
+}
+
+/* The same delivery twice: 200 both times, the second a duplicate that
+ * changes nothing. */
+static void replay(void)
+{
+        int port = hook_server();
+        const char *body = event_body("0b7e2f4a-1c2d-4e5f-8a9b-0c1d2e3f4a5b");
+        char ts[32], sig[128];
+        struct answer a;
+        long w1;
+
+        now_ts(ts, sizeof(ts), 0);
+        sign(SECRET2, "msg_replay", ts, body, strlen(body), sig, sizeof(sig));
+        post_hook(port, "msg_replay", ts, sig, body, &a);
+        SC_CHECK(a.status == 200, "first: %ld", a.status);
+        w1 = written();
+        post_hook(port, "msg_replay", ts, sig, body, &a);
+        SC_CHECK(a.status == 200, "replayed: %ld", a.status);
+        SC_CHECK(strstr(a.body, "duplicate"), "replayed: %s", a.body);
+        SC_CHECK(written() == w1, "a replayed id wrote something");
+        SC_CHECK(metric(port, "chargeonce_webhooks_total{result="
+                              "\"duplicate\"} ") == 1,
+                 "duplicate counted once");
+}
+
+static void metrics_names(void)
+{
+        static const char *const names[] = {
+#define CO_METRIC(id, name, type, help, label, values) name,
+#include "util/metrics.def"
+#undef CO_METRIC
+        };
+        int port = hook_server();
+        struct answer a;
+        char want[256];
+
+        get(port, "/metrics", &a);
+        SC_CHECK(a.status == 200, "/metrics: %ld", a.status);
+        SC_CHECK(!strcmp(a.ctype, "text/plain; version=0.0.4; charset=utf-8"),
+                 "Content-Type %s", a.ctype);
+        for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++) {
+                snprintf(want, sizeof(want), "# HELP %s ", names[i]);
+                SC_CHECK(strstr(a.body, want), "no %s", want);
+                snprintf(want, sizeof(want), "# TYPE %s ", names[i]);
+                SC_CHECK(strstr(a.body, want), "no %s", want);
+        }
+}
+
+static void healthz(void)
+{
+        struct answer a;
+
+        get(hook_server(), "/healthz", &a);
+        SC_CHECK(a.status == 200 && !strcmp(a.body, "ok\n"), "/healthz: %ld %s",
+                 a.status, a.body);
+}
+
+/* consume: 503 naming the consumer until it joined its group, then 200. */
+static void readyz_consumer(void)
+{
+        static const char *const xs[] = { "relay.enabled=false",
+                                          "reconcile.enabled=false", NULL };
+        struct co c;
+        struct answer a;
+        bool saw_503 = false, saw_200 = false;
+        int port;
+
+        co_start(scenario(), &c, "consume", NULL, xs, NULL);
+        port = wait_port(&c);
+        for (int i = 0; i < 600 && !saw_200; i++) {
+                get(port, "/readyz", &a);
+                if (a.status == 503 && strstr(a.body, "consumer"))
+                        saw_503 = true;
+                else if (a.status == 200)
+                        saw_200 = true;
+                else
+                        SC_CHECK(false, "/readyz: %ld %s", a.status, a.body);
+                usleep(50 * 1000);
+        }
+        SC_CHECK(saw_503, "/readyz never said the consumer had not joined");
+        SC_CHECK(saw_200, "/readyz never became ready");
+        SC_CHECK(co_stop(&c, SIGTERM, 30000) == 0, "consume did not stop");
+}
+
+static void pg_service(const char *what)
+{
+        char cmd[1200];
+
+        snprintf(cmd, sizeof(cmd), "%s/tests/harness/services.sh %s '%s'",
+                 getenv("CHARGEONCE_SOURCE_DIR") ? getenv("CHARGEONCE_SOURCE_DIR")
+                                                 : ".",
+                 what, getenv("CHARGEONCE_TEST_DIR"));
+        SC_CHECK(system(cmd) == 0, "%s failed", cmd);
+}
+
+/* 503 (bounded: each answer within ~2 s) while PostgreSQL is stopped,
+ * 200 again after it restarts. */
+static void readyz_db(void)
+{
+        int port = hook_server();
+        struct answer a;
+        bool ok = false;
+
+        SC_CHECK(getenv("CHARGEONCE_TEST_DIR"), "CHARGEONCE_TEST_DIR unset");
+        get(port, "/readyz", &a);
+        SC_CHECK(a.status == 200, "/readyz before: %ld %s", a.status, a.body);
+        pg_service("stop-pg");
+        for (int i = 0; i < 5; i++) {
+                get(port, "/readyz", &a);
+                SC_CHECK(a.status == 503 && strstr(a.body, "database"),
+                         "/readyz with PostgreSQL down: %ld %s", a.status,
+                         a.body);
+                SC_CHECK(a.seconds < 3.0, "/readyz took %.1f s", a.seconds);
+        }
+        get(port, "/healthz", &a);
+        SC_CHECK(a.status == 200, "/healthz with PostgreSQL down: %ld",
+                 a.status);
+        pg_service("start-again-pg");
+        for (int i = 0; i < 300 && !ok; i++) {
+                get(port, "/readyz", &a);
+                ok = a.status == 200;
+                if (!ok)
+                        usleep(100 * 1000);
+        }
+        SC_CHECK(ok, "/readyz after the restart: %ld %s", a.status, a.body);
+}
+
+static int setup(void)
+{
+        if (!testenv_have_services())
+                return TESTENV_SKIP;
+        curl_global_init(CURL_GLOBAL_ALL);
+        return 0;
+}
+
+static void teardown(void)
+{
+        if (hook_port)
+                SC_CHECK(co_stop(&hook_co, SIGTERM, 10000) == 0,
+                         "chargeonce webhook did not exit 0 on SIGTERM");
+        if (sc_made)
+                sc_cleanup(&the_sc);
+}
+
+int main(int argc, char **argv)
+{
+        static const struct test_case cases[] = {
+                { "sig_vector", sig_vector, NULL, NULL },
+                { "routes", routes, NULL, NULL },
+                { "oversized", oversized, NULL, NULL },
+                { "attacks", attacks, NULL, NULL },
+                { "replay", replay, NULL, NULL },
+                { "metrics_names", metrics_names, NULL, NULL },
+                { "healthz", healthz, NULL, NULL },
+                { "readyz_consumer", readyz_consumer, NULL, NULL },
+                { "readyz_db", readyz_db, NULL, NULL },
+        };
+        static const struct test_suite suite = {
+                .name     = "test_http",
+                .cases    = cases,
+                .n_cases  = sizeof(cases) / sizeof(cases[0]),
+                .setup    = setup,
+                .teardown = teardown,
+        };
+
+        return cases_main(&suite, argc, argv);
+}
