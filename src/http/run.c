@@ -107,7 +107,7 @@ static void audit(struct http *h, struct gauge_loop *g)
                 metrics_set(h->o.metrics, METRIC_INVARIANT_VIOLATIONS,
                             (double)n);
                 store_violations_free(v, n);
-                rc = store_webhook_contradictions(
+                rc = store_webhook_contradictions_count(
                     g->st, HTTP_AUDIT_STATEMENT_MS, &contradictions, err,
                     sizeof(err));
                 if (rc == STORE_OK)

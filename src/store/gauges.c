@@ -90,8 +90,9 @@ int store_gauges(struct store *st, int64_t timeout_ms, struct store_gauges *out,
         return STORE_OK;
 }
 
-int store_webhook_contradictions(struct store *st, int64_t timeout_ms,
-                                 int64_t *n, char *errstr, size_t errstr_size)
+int store_webhook_contradictions_count(struct store *st, int64_t timeout_ms,
+                                       int64_t *n, char *errstr,
+                                       size_t errstr_size)
 {
         PGresult *res;
         int rc;

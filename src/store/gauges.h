@@ -31,9 +31,9 @@ int store_gauges(struct store *st, int64_t timeout_ms, struct store_gauges *out,
                  char *errstr, size_t errstr_size) CO_MUST_CHECK;
 
 /* SELECT count(*) FROM webhook_contradictions (sql/0007) into *n. */
-int store_webhook_contradictions(struct store *st, int64_t timeout_ms,
-                                 int64_t *n, char *errstr,
-                                 size_t errstr_size) CO_MUST_CHECK;
+int store_webhook_contradictions_count(struct store *st, int64_t timeout_ms,
+                                       int64_t *n, char *errstr,
+                                       size_t errstr_size) CO_MUST_CHECK;
 
 /*
  * SELECT 1 under statement_timeout timeout_ms: STORE_OK while the
