@@ -292,7 +292,17 @@ json_t *sim_stats(const struct sim *s)
 
 long sim_stat(json_t *stats, const char *field)
 {
-        json_t *v = json_object_get(stats, field);
+        const char *dot = strchr(field, '.');
+        json_t *v;
+
+        if (dot) { /* "webhooks.delivered": one level down */
+                char top[64];
+
+                snprintf(top, sizeof(top), "%.*s", (int)(dot - field), field);
+                stats = json_object_get(stats, top);
+                field = dot + 1;
+        }
+        v = json_object_get(stats, field);
         SC_CHECK(json_is_integer(v), "sim stats: no %s", field);
         return (long)json_integer_value(v);
 }

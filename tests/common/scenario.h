@@ -60,6 +60,7 @@ void sim_config(const struct sim *s, const char *json);
 void sim_reset(const struct sim *s);
 /* GET /_sim/stats (owned by the caller, json_decref). */
 json_t *sim_stats(const struct sim *s);
+/* field: a top-level name or "group.name" (e.g. "webhooks.delivered"). */
 long sim_stat(json_t *stats, const char *field);
 /* Successful charges recorded for (tenant, order) / for a reference. */
 long sim_charges_order(json_t *stats, const char *tenant, const char *order);

@@ -53,9 +53,9 @@ static void req(int port, const char *method, const char *path,
                 const char *const *hdrs, const void *body, size_t len,
                 bool chunked, struct answer *a)
 {
-        CURL *c                = curl_easy_init();
-        struct curl_slist *h   = NULL;
-        char url[256], *ct     = NULL;
+        CURL *c              = curl_easy_init();
+        struct curl_slist *h = NULL;
+        char url[256], *ct = NULL;
 
         memset(a, 0, sizeof(*a));
         snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
@@ -99,7 +99,7 @@ static void sign(const char *whsec, const char *id, const char *ts,
         const char *b64 = whsec + 6;
         long klen = crypto_base64_decode(b64, strlen(b64), key, sizeof(key));
         struct crypto_part parts[5] = {
-                { id, strlen(id) }, { ".", 1 }, { ts, strlen(ts) },
+                { id, strlen(id) }, { ".", 1 },    { ts, strlen(ts) },
                 { ".", 1 },         { body, len },
         };
         char enc[64];
@@ -111,8 +111,8 @@ static void sign(const char *whsec, const char *id, const char *ts,
 }
 
 /* POSTs a webhook with these header values (NULL: left out). */
-static void post_hook(int port, const char *id, const char *ts,
-                      const char *sig, const char *body, struct answer *a)
+static void post_hook(int port, const char *id, const char *ts, const char *sig,
+                      const char *body, struct answer *a)
 {
         char h[3][600];
         const char *hdrs[4];
@@ -180,10 +180,9 @@ static int hook_port;
 /* One `chargeonce webhook` for the cases that need only it. */
 static int hook_server(void)
 {
-        static const char *const xs[] = {
-                "webhook.secret=" SECRET2 " " SECRET,
-                "metrics.refresh_interval=200ms", NULL
-        };
+        static const char *const xs[] = { "webhook.secret=" SECRET2 " " SECRET,
+                                          "metrics.refresh_interval=200ms",
+                                          NULL };
 
         if (!hook_port) {
                 co_start(scenario(), &hook_co, "webhook", NULL, xs, NULL);
@@ -244,8 +243,9 @@ static void sig_vector(void)
 
         sign(SECRET, "msg_p5jXN8AQM9LWM0D4loKWxJek", "1614265330", body,
              strlen(body), sig, sizeof(sig));
-        SC_CHECK(!strcmp(sig, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="),
-                 "signer disagrees with the Python vector: %s", sig);
+        SC_CHECK(
+            !strcmp(sig, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="),
+            "signer disagrees with the Python vector: %s", sig);
 }
 
 static void routes(void)
@@ -293,7 +293,7 @@ static void oversized(void)
 
 static void attacks(void)
 {
-        int port = hook_server();
+        int port         = hook_server();
         const char *body = event_body("6f1d1c9e-6a43-4d7e-9d8e-3c0f1a2b3c4d");
         char ts[32], old[32], fut[32], sig[128], sig2[128], re[600];
         long rejected0, w0;
@@ -341,8 +341,8 @@ static void attacks(void)
         snprintf(re, sizeof(re), "%s %s", sig2, sig);
         post_hook(port, "msg_rotation", ts, re, body, &a);
         SC_CHECK(a.status == 200, "rotation list: %ld %s", a.status, a.body);
-        SC_CHECK(strstr(a.body, "unknown_reference"),
-                 "no such payment: %s", a.body);
+        SC_CHECK(strstr(a.body, "unknown_reference"), "no such payment: %s",
+                 a.body);
         SC_CHECK(metric(port, "chargeonce_webhooks_total{result="
                               "\"unknown_reference\"} ") == 1,
                  "unknown reference counted once");
@@ -352,7 +352,7 @@ static void attacks(void)
  * changes nothing. */
 static void replay(void)
 {
-        int port = hook_server();
+        int port         = hook_server();
         const char *body = event_body("0b7e2f4a-1c2d-4e5f-8a9b-0c1d2e3f4a5b");
         char ts[32], sig[128];
         struct answer a;
@@ -436,8 +436,9 @@ static void pg_service(const char *what)
         char cmd[1200];
 
         snprintf(cmd, sizeof(cmd), "%s/tests/harness/services.sh %s '%s'",
-                 getenv("CHARGEONCE_SOURCE_DIR") ? getenv("CHARGEONCE_SOURCE_DIR")
-                                                 : ".",
+                 getenv("CHARGEONCE_SOURCE_DIR")
+                     ? getenv("CHARGEONCE_SOURCE_DIR")
+                     : ".",
                  what, getenv("CHARGEONCE_TEST_DIR"));
         SC_CHECK(system(cmd) == 0, "%s failed", cmd);
 }
@@ -474,6 +475,147 @@ static void readyz_db(void)
         SC_CHECK(ok, "/readyz after the restart: %ld %s", a.status, a.body);
 }
 
+/* The simulator's own webhooks into a running `chargeonce consume`: signed,
+ * sent twice (p_webhook_dup), late and out of order (webhook_delay_ms),
+ * for charges whose answers were lost (p_drop_after_charge, with a slow
+ * retry so the webhook usually finishes the payment first) and for
+ * declines with a decline text that is not valid UTF-8. Afterwards: every
+ * delivery answered 2xx and counted exactly once by result, one
+ * webhook_events row per event, no contradiction, no rejection, the
+ * finished counters equal the database, no double charge, invariants. */
+static void sim_webhooks(void)
+{
+        enum { OK = 40, DECLINED = 12 };
+        static char secret_x[128];
+        const char *xs[] = { secret_x,
+                             "consumer.batch_linger=2ms",
+                             "gateway.backoff_base=1500ms",
+                             "gateway.backoff_max=3s",
+                             "reconcile.interval=500ms",
+                             "lease.duration=5s",
+                             NULL };
+        struct sim s;
+        struct co c;
+        char cfg[256];
+        json_t *st;
+        long events = 0, delivered = 0, dups = 0, sum = 0, n;
+        int port;
+        static const char *const results[] = {
+                "applied",  "duplicate",     "ignored",
+                "rejected", "contradiction", "unknown_reference"
+        };
+        long by[6];
+
+        snprintf(secret_x, sizeof(secret_x), "webhook.secret=%s", SECRET);
+        sim_start(scenario(), &s,
+                  "--webhook-secret " SECRET " --p-webhook-dup 0.4"
+                  " --webhook-delay-ms 300 --webhook-attempts 8"
+                  " --decline-message-invalid-utf8 --seed 7");
+        sim_config(&s, "{\"p_drop_after_charge\":0.3,\"p_slow\":0,"
+                       "\"p_500_after_charge\":0,\"p_500_before_charge\":0,"
+                       "\"p_429\":0,\"p_tail\":0}");
+        co_start(scenario(), &c, "consume", &s, xs, NULL);
+        port = wait_port(&c);
+        snprintf(cfg, sizeof(cfg),
+                 "{\"webhook_url\":\"http://127.0.0.1:%d/webhooks/gateway\"}",
+                 port);
+        sim_config(&s, cfg);
+
+        for (int i = 0; i < OK + DECLINED; i++) {
+                char key[32], order[32];
+                struct intent_spec is = { NULL,
+                                          "shop-wh",
+                                          key,
+                                          order,
+                                          1000 + i,
+                                          "VND",
+                                          i < OK ? "pm_tok" : "pm_decline_x" };
+
+                snprintf(key, sizeof(key), "wh-key-%d", i);
+                snprintf(order, sizeof(order), "wh-order-%d", i);
+                sc_produce_intent(scenario(), -1, &is, NULL);
+        }
+        sc_flush(scenario());
+        SC_CHECK(sc_wait_consumed(scenario(), 120000), "not consumed");
+        SC_CHECK(sc_wait_sql(scenario(),
+                             "SELECT count(*) = 0 FROM payments"
+                             " WHERE status = 'processing'",
+                             120000),
+                 "payments still processing");
+        /* every event and every copy delivered (or given up: a failure) */
+        for (int i = 0; i < 600; i++) {
+                st = sim_stats(&s);
+                events =
+                    sim_stat(st, "charges") + sim_stat(st, "failed_charges");
+                dups      = sim_stat(st, "faults.webhook_dup");
+                delivered = sim_stat(st, "webhooks.delivered");
+                n         = sim_stat(st, "webhooks.gave_up");
+                SC_CHECK(sim_stat(st, "double_charges") == 0, "double charge");
+                json_decref(st);
+                SC_CHECK(n == 0, "the simulator gave up %ld webhooks", n);
+                if (delivered == events + dups)
+                        break;
+                usleep(100 * 1000);
+        }
+        SC_CHECK(delivered == events + dups,
+                 "delivered %ld of %ld events + %ld copies", delivered, events,
+                 dups);
+        SC_CHECK(events == OK + DECLINED, "charge objects %ld", events);
+        SC_CHECK(dups > 0, "no duplicate was sent (seed)");
+
+        for (int i = 0; i < 6; i++) {
+                char pfx[96];
+
+                snprintf(pfx, sizeof(pfx),
+                         "chargeonce_webhooks_total{result=\"%s\"} ",
+                         results[i]);
+                by[i] = metric(port, pfx);
+                sum += by[i];
+        }
+        SC_CHECK(sum == delivered, "counted %ld of %ld deliveries", sum,
+                 delivered);
+        SC_CHECK(by[1] == dups, "duplicate %ld, copies sent %ld", by[1], dups);
+        SC_CHECK(by[3] == 0 && by[4] == 0 && by[5] == 0,
+                 "rejected %ld contradiction %ld unknown %ld", by[3], by[4],
+                 by[5]);
+        SC_CHECK(by[0] + by[2] == events, "applied %ld + ignored %ld != %ld",
+                 by[0], by[2], events);
+        SC_CHECK(sc_sql_long(scenario(),
+                             "SELECT count(*) FROM webhook_events") == events,
+                 "webhook_events rows");
+        SC_CHECK(sc_sql_long(scenario(), "SELECT count(*) FROM webhook_events"
+                                         " WHERE result = 'applied'") == by[0],
+                 "applied rows differ from the counter");
+        /* the decline texts were not valid UTF-8: cleaned, not refused */
+        SC_CHECK(sc_sql_long(scenario(),
+                             "SELECT count(*) FROM webhook_events"
+                             " WHERE event_type = 'charge.failed'") == DECLINED,
+                 "charge.failed events");
+        SC_CHECK(metric(port, "chargeonce_payments_finished_total{status="
+                              "\"succeeded\"} ") ==
+                     sc_sql_long(scenario(), "SELECT count(*) FROM payments"
+                                             " WHERE status = 'succeeded'"),
+                 "succeeded counter");
+        SC_CHECK(metric(port, "chargeonce_payments_finished_total{status="
+                              "\"failed\"} ") ==
+                     sc_sql_long(scenario(), "SELECT count(*) FROM payments"
+                                             " WHERE status = 'failed'"),
+                 "failed counter");
+        SC_CHECK(sc_sql_long(scenario(), "SELECT count(*) FROM payments"
+                                         " WHERE status = 'succeeded'") == OK,
+                 "succeeded payments");
+        fprintf(stderr,
+                "sim_webhooks: %ld events, %ld copies, applied %ld,"
+                " ignored %ld, drops %ld\n",
+                events, dups, by[0], by[2],
+                (st = sim_stats(&s),
+                 n  = sim_stat(st, "faults.drop_after_charge"), json_decref(st),
+                 n));
+        sc_check_invariants(scenario());
+        SC_CHECK(co_stop(&c, SIGTERM, 30000) == 0, "consume did not stop");
+        sim_stop(&s);
+}
+
 static int setup(void)
 {
         if (!testenv_have_services())
@@ -503,6 +645,7 @@ int main(int argc, char **argv)
                 { "healthz", healthz, NULL, NULL },
                 { "readyz_consumer", readyz_consumer, NULL, NULL },
                 { "readyz_db", readyz_db, NULL, NULL },
+                { "sim_webhooks", sim_webhooks, NULL, NULL },
         };
         static const struct test_suite suite = {
                 .name     = "test_http",
