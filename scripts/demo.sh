@@ -199,9 +199,21 @@ db_made=1
 "$demo" topics --bootstrap "$kafka" --intents-topic "$tin" --results "$tres" \
 	--dlq "$tdlq" --partitions 6
 
-# the gateway simulator: its ground truth decides double_charges
+# chargeonce's HTTP port (webhooks, /metrics, /healthz, /readyz): one free
+# port kept across the restart below, so the simulator's webhooks find the
+# restarted process (it retries a delivery that found nobody)
+hport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# the webhook signing secret both sides share (a demo value; secrets go
+# to chargeonce through the environment, never the command line)
+export CHARGEONCE_WEBHOOK_SECRET=whsec_ZGVtby13ZWJob29rLXNlY3JldC0wMTIzNDU2Nzg5YWI=
+
+# the gateway simulator: its ground truth decides double_charges; it
+# also sends a signed webhook for every charge, some twice, late
 "$demo" exec "$sim_bin" --port 0 --port-file "$work/sim.port" --seed "$seed" \
-	--api-key sk_demo_chargeonce "${sim_faults[@]}" >"$work/gatewaysim.log" 2>&1 &
+	--api-key sk_demo_chargeonce "${sim_faults[@]}" \
+	--webhook-url "http://127.0.0.1:$hport/webhooks/gateway" \
+	--webhook-secret "$CHARGEONCE_WEBHOOK_SECRET" --p-webhook-dup 0.1 \
+	--webhook-delay-ms 200 --webhook-attempts 10 >"$work/gatewaysim.log" 2>&1 &
 sim_pid=$!
 for ((i = 0; i < 100; i++)); do
 	[ -s "$work/sim.port" ] && break
@@ -226,7 +238,7 @@ xs=(-X "db.conninfo=$conninfo" -X "kafka.bootstrap.servers=$kafka"
 	-X kafka.session.timeout.ms=6000 -X kafka.heartbeat.interval.ms=1000
 	-X kafka.auto.commit.interval.ms=200
 	-X kafka.topic.metadata.refresh.interval.ms=2000
-	-X http.listen=127.0.0.1:0)
+	-X "http.listen=127.0.0.1:$hport")
 
 runs=0 beside=""
 start_chargeonce() {
@@ -295,6 +307,19 @@ start_chargeonce
 wait "$pub_pid" || { pub_pid=""; echo "demo.sh: publishing failed" >&2; cat "$work/publish.log" >&2; exit 1; }
 pub_pid=""
 sed 's/^/   /' "$work/publish.log"
+
+# what an operator's Prometheus sees: a few lines of /metrics
+echo "== GET http://127.0.0.1:$hport/metrics (the process started after the kill -9; its counters began at 0)"
+python3 - "$hport" <<'PY' || echo "demo.sh: /metrics did not answer" >&2
+import re, sys, urllib.request
+body = urllib.request.urlopen(
+    "http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=5).read().decode()
+for line in body.splitlines():
+    if re.match(r'chargeonce_(payments_finished_total\{|webhooks_total\{'
+                r'|intents_total\{outcome="(new|replayed|in_progress)"\} '
+                r'|lease_takeovers_total |invariant_violations )', line):
+        print("   " + line)
+PY
 
 # a clean stop: SIGTERM drains and exits 0
 stopped_ok=1
