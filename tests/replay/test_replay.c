@@ -1,0 +1,657 @@
+/*
+ * test_replay: `chargeonce replay` on the real services (issue 14).
+ *
+ *   test_replay predicts    a known mix, BEFORE any consume: the dry run
+ *                           predicts every category exactly, commits and
+ *                           writes nothing; `chargeonce consume` then counts
+ *                           the same numbers on /metrics; a second dry run
+ *                           counts 0 new; the rewind is refused while consume
+ *                           runs, --wait rewinds once it stopped, and a
+ *                           consume over the rewound range charges nothing
+ *   test_replay from_time   --from-time / --to-time pick the right offsets,
+ *                           for the dry run and the rewind
+ *   test_replay refusals    a partition the topic lacks, a start past the
+ *                           end: exit 2 naming the argument
+ */
+#include "cases.h"
+#include "scenario.h"
+#include "testenv.h"
+
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <fcntl.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define T_WAIT 90000
+
+static const char *const cats[] = { "new",      "duplicate_event",
+                                    "in_progress", "replayed",
+                                    "conflict", "rejected",
+                                    "dead_lettered" };
+#define N_CATS 7
+
+static int64_t now_ms(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ------------------------------------------------------------------ */
+/* running `chargeonce replay`                                          */
+
+struct run {
+        pid_t pid;
+        char out[300], err[300];
+};
+
+/* Starts `chargeonce -X ... replay ARGS...` (args: NULL-terminated). */
+static void replay_start(struct scenario *sc, struct run *r,
+                         const char *const *args)
+{
+        static int seq;
+        const char *bin = getenv("CHARGEONCE_BIN");
+        char x[6][1200];
+        char *argv[64];
+        int a = 0;
+
+        SC_CHECK(bin, "CHARGEONCE_BIN is not set");
+        snprintf(r->out, sizeof(r->out), "%s/replay-%d.out", sc->dir, ++seq);
+        snprintf(r->err, sizeof(r->err), "%s/replay-%d.err", sc->dir, seq);
+        snprintf(x[0], sizeof(x[0]), "db.conninfo=%s", sc->conninfo);
+        snprintf(x[1], sizeof(x[1]), "kafka.bootstrap.servers=%s",
+                 testenv_kafka());
+        snprintf(x[2], sizeof(x[2]), "topic.intents=%s", sc->t_intents);
+        snprintf(x[3], sizeof(x[3]), "group.id=%s", sc->group);
+        snprintf(x[4], sizeof(x[4]), "topic.dlq=%s", sc->t_dlq);
+        snprintf(x[5], sizeof(x[5]), "log.level=info");
+        argv[a++] = (char *)bin;
+        for (int i = 0; i < 6; i++) {
+                argv[a++] = (char *)"-X";
+                argv[a++] = x[i];
+        }
+        argv[a++] = (char *)"replay";
+        for (int i = 0; args[i]; i++)
+                argv[a++] = (char *)args[i];
+        argv[a] = NULL;
+        r->pid  = fork();
+        SC_CHECK(r->pid >= 0, "fork");
+        if (r->pid == 0) {
+                int o = open(r->out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+                int e = open(r->err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+                dup2(o, 1);
+                dup2(e, 2);
+                execv(bin, argv);
+                _exit(127);
+        }
+}
+
+/* Waits for it (timeout_ms); its exit status, -1 if it had to be killed. */
+static int replay_wait(struct run *r, int timeout_ms)
+{
+        int64_t end = now_ms() + timeout_ms;
+        int st;
+
+        while (now_ms() < end) {
+                pid_t p = waitpid(r->pid, &st, WNOHANG);
+
+                if (p == r->pid)
+                        return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+                usleep(50 * 1000);
+        }
+        kill(r->pid, SIGKILL);
+        waitpid(r->pid, &st, 0);
+        return -1;
+}
+
+static char *slurp(const char *path)
+{
+        FILE *f = fopen(path, "r");
+        char *b = calloc(1, 1 << 20);
+        size_t n;
+
+        SC_CHECK(f && b, "read %s", path);
+        n    = fread(b, 1, (1 << 20) - 1, f);
+        b[n] = '\0';
+        fclose(f);
+        return b;
+}
+
+/* Runs replay to the end: its exit status; stdout/stderr in *out / *err
+ * (malloc'd, may be NULL to drop). */
+static int replay(struct scenario *sc, const char *const *args, char **out,
+                  char **err)
+{
+        struct run r;
+        int rc;
+
+        replay_start(sc, &r, args);
+        rc = replay_wait(&r, 120000);
+        if (out)
+                *out = slurp(r.out);
+        if (err)
+                *err = slurp(r.err);
+        return rc;
+}
+
+/* A dry run with --json: its document (json_decref). */
+static json_t *dry_run(struct scenario *sc, const char *const *args)
+{
+        char *out = NULL, *err = NULL;
+        json_error_t je;
+        json_t *doc;
+        int rc = replay(sc, args, &out, &err);
+
+        SC_CHECK(rc == 0, "dry run exited %d: %s", rc, err);
+        doc = json_loads(out, 0, &je);
+        SC_CHECK(doc, "dry run output is not one JSON document (%s): %s",
+                 je.text, out);
+        free(out);
+        free(err);
+        return doc;
+}
+
+static long total(json_t *doc, const char *cat)
+{
+        json_t *v = json_object_get(json_object_get(doc, "totals"), cat);
+
+        SC_CHECK(json_is_integer(v), "totals.%s missing", cat);
+        return (long)json_integer_value(v);
+}
+
+/* ------------------------------------------------------------------ */
+/* truth: committed offsets, row counts, /metrics                       */
+
+/* The committed offsets of group for every partition (-1001: none). */
+static void committed(struct scenario *sc, const char *group, int64_t *out)
+{
+        rd_kafka_conf_t *conf = testenv_kafka_conf();
+        rd_kafka_topic_partition_list_t *l =
+            rd_kafka_topic_partition_list_new(sc->partitions);
+        char err[512];
+        rd_kafka_t *rk;
+
+        rd_kafka_conf_set(conf, "group.id", group, err, sizeof(err));
+        rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
+        SC_CHECK(rk, "%s", err);
+        for (int p = 0; p < sc->partitions; p++)
+                rd_kafka_topic_partition_list_add(l, sc->t_intents, p);
+        SC_CHECK(rd_kafka_committed(rk, l, 10000) == 0, "committed");
+        for (int p = 0; p < sc->partitions; p++)
+                out[p] = l->elems[p].offset;
+        rd_kafka_topic_partition_list_destroy(l);
+        rd_kafka_destroy(rk);
+}
+
+/* Rows of every table a dry run could write to, as one string. */
+static void rows(struct scenario *sc, char *out, size_t outsz)
+{
+        snprintf(out, outsz, "%s",
+                 sc_sql(sc, "SELECT (SELECT count(*) FROM inbox) || '/' ||"
+                            " (SELECT count(*) FROM idempotency_keys) || '/'"
+                            " || (SELECT count(*) FROM payments) || '/' ||"
+                            " (SELECT count(*) FROM outbox) || '/' ||"
+                            " (SELECT count(*) FROM ledger_transactions)"
+                            " || '/' || (SELECT count(*) FROM"
+                            " gateway_evidence)"));
+}
+
+static int free_port(void)
+{
+        struct sockaddr_in a = { 0 };
+        socklen_t len        = sizeof(a);
+        int fd               = socket(AF_INET, SOCK_STREAM, 0), port;
+
+        SC_CHECK(fd >= 0, "socket");
+        a.sin_family      = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        SC_CHECK(bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+                     getsockname(fd, (struct sockaddr *)&a, &len) == 0,
+                 "bind a free port");
+        port = ntohs(a.sin_port);
+        close(fd);
+        return port;
+}
+
+struct body {
+        char *p;
+        size_t n;
+};
+
+static size_t on_body(char *d, size_t sz, size_t nm, void *u)
+{
+        struct body *b = u;
+        char *p        = realloc(b->p, b->n + sz * nm + 1);
+
+        SC_CHECK(p, "out of memory");
+        b->p = p;
+        memcpy(b->p + b->n, d, sz * nm);
+        b->n += sz * nm;
+        b->p[b->n] = '\0';
+        return sz * nm;
+}
+
+/* GET url until 200 (20 s): the body (malloc'd). */
+static char *scrape(const char *url)
+{
+        for (int i = 0; i < 200; i++) {
+                CURL *c       = curl_easy_init();
+                struct body b = { NULL, 0 };
+                long status   = 0;
+
+                curl_easy_setopt(c, CURLOPT_URL, url);
+                curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+                curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+                curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
+                if (curl_easy_perform(c) == CURLE_OK)
+                        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+                curl_easy_cleanup(c);
+                if (status == 200)
+                        return b.p ? b.p : calloc(1, 1);
+                free(b.p);
+                usleep(100 * 1000);
+        }
+        SC_CHECK(false, "GET %s never answered 200", url);
+        return NULL;
+}
+
+/* chargeonce_intents_total{outcome="cat"} on the page. */
+static long intents_metric(const char *text, const char *cat)
+{
+        char series[96];
+        const char *l;
+
+        snprintf(series, sizeof(series),
+                 "\nchargeonce_intents_total{outcome=\"%s\"} ", cat);
+        l = strstr(text, series);
+        SC_CHECK(l, "%s missing from /metrics", series + 1);
+        return strtol(l + strlen(series), NULL, 10);
+}
+
+/* Starts consume with /metrics on a free port; url gets its address. */
+static void consume_start(struct scenario *sc, struct co *c,
+                          const struct sim *s, char *url, size_t urlsz)
+{
+        static char listen[64];
+        const char *xs[] = { "consumer.batch_linger=2ms", listen, NULL };
+
+        snprintf(listen, sizeof(listen), "http.listen=127.0.0.1:%d",
+                 free_port());
+        snprintf(url, urlsz, "http://%s/metrics",
+                 listen + strlen("http.listen="));
+        co_start(sc, c, "consume", s, xs, NULL);
+        free(scrape(url)); /* listening */
+}
+
+/* Waits until everything is consumed, settled and published. */
+static void settle(struct scenario *sc)
+{
+        SC_CHECK(sc_wait_consumed(sc, T_WAIT), "not everything consumed");
+        SC_CHECK(sc_wait_sql(sc,
+                             "SELECT count(*) = 0 FROM payments WHERE"
+                             " status = 'processing'",
+                             T_WAIT),
+                 "a payment left processing");
+        SC_CHECK(sc_wait_sql(sc,
+                             "SELECT count(*) = 0 FROM outbox WHERE"
+                             " published_at IS NULL",
+                             T_WAIT),
+                 "results not all published");
+}
+
+/* /metrics once every message is counted (sum of outcomes = n). */
+static char *metrics_when(const char *url, long n)
+{
+        char *t = NULL;
+
+        for (int i = 0; i < 200; i++) {
+                long sum = 0;
+
+                free(t);
+                t = scrape(url);
+                for (int c = 0; c < N_CATS; c++)
+                        sum += intents_metric(t, cats[c]);
+                if (sum >= n)
+                        return t;
+                usleep(100 * 1000);
+        }
+        SC_CHECK(false, "/metrics never counted %ld intents", n);
+        return NULL;
+}
+
+static void stop_ok(struct co *c)
+{
+        int rc = co_stop(c, SIGTERM, 60000);
+
+        SC_CHECK(rc == 0, "chargeonce consume exited %d on SIGTERM", rc);
+}
+
+/* ------------------------------------------------------------------ */
+/* predicts                                                             */
+
+static const char *const all_json[] = { "--dry-run", "--from-offset", "0",
+                                        "--json", NULL };
+
+/* The mix: 6 intents, 2 redeliveries, 2 client retries, 1 conflict, 1
+ * rejected, 1 not JSON; what the dry run must say of it. */
+static const long want_first[N_CATS] = { 6, 2, 0, 2, 1, 1, 1 };
+#define N_MIX 13
+
+static void produce_mix(struct scenario *sc)
+{
+        struct intent_spec is[6];
+        char ev[6][40], key[6][32], order[6][32];
+
+        for (int i = 0; i < 6; i++) {
+                snprintf(key[i], sizeof(key[i]), "r-key-%d", i);
+                snprintf(order[i], sizeof(order[i]), "r-order-%d", i);
+                is[i] = (struct intent_spec){ NULL,     "shop-r", key[i],
+                                              order[i], 1000 + i, "VND",
+                                              i == 5 ? "pm_decline_insufficient"
+                                                     : "pm_tok" };
+                sc_produce_intent(sc, -1, &is[i], ev[i]);
+        }
+        for (int i = 0; i < 2; i++) { /* redeliveries: same event id */
+                struct intent_spec d = is[i];
+
+                d.event_id = ev[i];
+                sc_produce_intent(sc, -1, &d, NULL);
+        }
+        sc_produce_intent(sc, -1, &is[2], NULL); /* client retries */
+        sc_produce_intent(sc, -1, &is[5], NULL);
+        {
+                struct intent_spec d = is[4]; /* another amount */
+
+                d.amount += 1;
+                sc_produce_intent(sc, -1, &d, NULL);
+        }
+        {
+                struct intent_spec r = { NULL,  "shop-r", "r-rej", "o-rej", -5,
+                                         "VND", "pm_tok" };
+
+                sc_produce_intent(sc, -1, &r, NULL);
+        }
+        sc_produce(sc, 0, "r/poison", "not json at all", 15);
+        sc_flush(sc);
+}
+
+/* The rewind: refused while consume runs, done by --wait once it stops. */
+static void rewind_checks(struct scenario *sc, struct co *c)
+{
+        static const char *const rewind[] = { "--from-offset", "0", NULL };
+        static const char *const wait[]   = { "--from-offset", "0", "--wait",
+                                              "60", NULL };
+        int64_t off[8];
+        char *out = NULL, *err = NULL;
+        struct run w;
+        int rc;
+
+        rc = replay(sc, rewind, &out, &err);
+        SC_CHECK(rc == 1 && strstr(err, sc->group) &&
+                     strstr(err, "1 active member") && strstr(err, "--wait"),
+                 "rewind while consume runs: exit %d, %s", rc, err);
+        free(out);
+        free(err);
+        committed(sc, sc->group, off);
+        for (int p = 0; p < sc->partitions; p++)
+                SC_CHECK(off[p] > 0, "the refused rewind moved partition %d",
+                         p);
+
+        replay_start(sc, &w, wait);
+        usleep(2500 * 1000);
+        SC_CHECK(waitpid(w.pid, &rc, WNOHANG) == 0,
+                 "replay --wait did not wait for the member");
+        stop_ok(c);
+        rc = replay_wait(&w, 60000);
+        out = slurp(w.out);
+        err = slurp(w.err);
+        SC_CHECK(rc == 0 && strstr(out, "->"), "replay --wait: exit %d: %s%s",
+                 rc, out, err);
+        printf("%s", out);
+        free(out);
+        free(err);
+        committed(sc, sc->group, off);
+        for (int p = 0; p < sc->partitions; p++)
+                SC_CHECK(off[p] == 0, "partition %d committed %lld after the "
+                                      "rewind",
+                         p, (long long)off[p]);
+}
+
+static void predicts(void)
+{
+        struct scenario sc;
+        struct sim s;
+        struct co c;
+        char url[96], before[256], after[256], *t;
+        int64_t off[8];
+        long posts, nonreplayed;
+        json_t *doc, *st;
+
+        sc_init(&sc, "replay", 3);
+        sim_start(&sc, &s, "");
+        sim_config(&s, "{\"p_drop_after_charge\":0,\"p_slow\":0,"
+                       "\"p_500_after_charge\":0,\"p_500_before_charge\":0,"
+                       "\"p_429\":0,\"p_tail\":0}");
+        produce_mix(&sc);
+
+        /* the dry run, before any consume */
+        rows(&sc, before, sizeof(before));
+        doc = dry_run(&sc, all_json);
+        for (int k = 0; k < N_CATS; k++)
+                SC_CHECK(total(doc, cats[k]) == want_first[k],
+                         "dry run: %s %ld, want %ld", cats[k],
+                         total(doc, cats[k]), want_first[k]);
+        SC_CHECK(json_integer_value(json_object_get(doc, "messages")) == N_MIX,
+                 "messages");
+        SC_CHECK(json_array_size(json_object_get(
+                     json_object_get(doc, "examples"), "new")) == 3,
+                 "3 examples of new");
+        rows(&sc, after, sizeof(after));
+        SC_CHECK(!strcmp(before, after), "the dry run wrote: %s -> %s", before,
+                 after);
+        committed(&sc, sc.group, off);
+        for (int p = 0; p < sc.partitions; p++)
+                SC_CHECK(off[p] == RD_KAFKA_OFFSET_INVALID,
+                         "the service group has an offset after a dry run");
+        committed(&sc,
+                  json_string_value(json_object_get(doc, "reader_group")),
+                  off);
+        for (int p = 0; p < sc.partitions; p++)
+                SC_CHECK(off[p] == RD_KAFKA_OFFSET_INVALID,
+                         "the dry run's own group committed");
+
+        /* the service over the same messages counts the same numbers */
+        consume_start(&sc, &c, &s, url, sizeof(url));
+        settle(&sc);
+        t = metrics_when(url, N_MIX);
+        for (int k = 0; k < N_CATS; k++)
+                SC_CHECK(intents_metric(t, cats[k]) == total(doc, cats[k]),
+                         "consume counted %s %ld, the dry run %ld", cats[k],
+                         intents_metric(t, cats[k]), total(doc, cats[k]));
+        free(t);
+        json_decref(doc);
+
+        /* now every message is answered: 0 new */
+        doc = dry_run(&sc, all_json);
+        SC_CHECK(total(doc, "new") == 0 &&
+                     total(doc, "duplicate_event") == N_MIX - 2 &&
+                     total(doc, "rejected") == 1 &&
+                     total(doc, "dead_lettered") == 1,
+                 "second dry run: new %ld duplicate_event %ld",
+                 total(doc, "new"), total(doc, "duplicate_event"));
+        json_decref(doc);
+
+        rewind_checks(&sc, &c);
+
+        /* a consume over the rewound range charges nothing new */
+        st    = sim_stats(&s);
+        posts = sim_stat(st, "posts");
+        json_decref(st);
+        rows(&sc, before, sizeof(before));
+        nonreplayed = sc_sql_long(&sc, "SELECT count(*) FROM outbox WHERE"
+                                       " NOT replayed");
+        consume_start(&sc, &c, &s, url, sizeof(url));
+        settle(&sc);
+        t = metrics_when(url, N_MIX);
+        SC_CHECK(intents_metric(t, "new") == 0 &&
+                     intents_metric(t, "duplicate_event") == N_MIX - 2,
+                 "the replay: new %ld duplicate_event %ld",
+                 intents_metric(t, "new"),
+                 intents_metric(t, "duplicate_event"));
+        free(t);
+        stop_ok(&c);
+        st = sim_stats(&s);
+        SC_CHECK(sim_stat(st, "posts") == posts, "the replay POSTed %ld",
+                 sim_stat(st, "posts") - posts);
+        json_decref(st);
+        SC_CHECK(sc_sql_long(&sc, "SELECT count(*) FROM outbox WHERE NOT"
+                                  " replayed") == nonreplayed &&
+                     sc_sql_long(&sc, "SELECT count(*) FROM payments") == 6,
+                 "the replay wrote a result that is not replayed, or a "
+                 "payment");
+        sc_check_invariants(&sc);
+        printf("predicts: the dry run's counts equal consume's, 0 new "
+               "after it; rewind refused, then done with --wait; the "
+               "replay charged nothing\n");
+        sim_stop(&s);
+        sc_cleanup(&sc);
+}
+
+/* ------------------------------------------------------------------ */
+/* from_time                                                            */
+
+static void from_time(void)
+{
+        struct scenario sc;
+        char t1[40], t2[40], *out = NULL, *err = NULL;
+        int64_t off[1];
+        json_t *doc, *p;
+        time_t secs;
+        struct tm tm;
+        int64_t mark;
+
+        sc_init(&sc, "replay_time", 1);
+        for (int i = 0; i < 3; i++)
+                sc_produce(&sc, 0, "k", "{}", 2);
+        sc_flush(&sc);
+        usleep(1200 * 1000);
+        mark = now_ms();
+        secs = (time_t)(mark / 1000);
+        gmtime_r(&secs, &tm);
+        strftime(t1, sizeof(t1), "%Y-%m-%dT%H:%M:%S", &tm);
+        snprintf(t1 + strlen(t1), sizeof(t1) - strlen(t1), ".%03dZ",
+                 (int)(mark % 1000));
+        usleep(200 * 1000);
+        for (int i = 0; i < 4; i++)
+                sc_produce(&sc, 0, "k", "{}", 2);
+        sc_flush(&sc);
+        usleep(1200 * 1000);
+        mark = now_ms();
+        secs = (time_t)(mark / 1000);
+        gmtime_r(&secs, &tm);
+        strftime(t2, sizeof(t2), "%Y-%m-%dT%H:%M:%S+00:00", &tm);
+        usleep(1200 * 1000);
+        for (int i = 0; i < 2; i++)
+                sc_produce(&sc, 0, "k", "{}", 2);
+        sc_flush(&sc);
+
+        {
+                const char *const a[] = { "--dry-run", "--from-time", t1,
+                                          "--to-time", t2,  "--json", NULL };
+                doc = dry_run(&sc, a);
+        }
+        p = json_array_get(json_object_get(doc, "partitions"), 0);
+        SC_CHECK(json_integer_value(json_object_get(p, "from")) == 3 &&
+                     json_integer_value(json_object_get(p, "to")) == 7 &&
+                     total(doc, "dead_lettered") == 4,
+                 "from %lld to %lld, %ld judged",
+                 (long long)json_integer_value(json_object_get(p, "from")),
+                 (long long)json_integer_value(json_object_get(p, "to")),
+                 total(doc, "dead_lettered"));
+        json_decref(doc);
+        {
+                const char *const a[] = { "--from-time", t1, NULL };
+                int rc = replay(&sc, a, &out, &err);
+
+                SC_CHECK(rc == 0, "rewind by time: exit %d: %s", rc, err);
+        }
+        committed(&sc, sc.group, off);
+        SC_CHECK(off[0] == 3, "rewound to %lld, want 3", (long long)off[0]);
+        printf("from_time: %s .. %s is offsets [3, 7); the rewind set 3\n%s",
+               t1, t2, out);
+        free(out);
+        free(err);
+        sc_cleanup(&sc);
+}
+
+/* ------------------------------------------------------------------ */
+/* refusals                                                             */
+
+static void refusals(void)
+{
+        static const struct {
+                const char *args[8];
+                int rc;
+                const char *says;
+        } cases[] = {
+                { { "--dry-run", "--from-offset", "0", "--partition", "3",
+                    NULL },
+                  2,
+                  "--partition 3" },
+                { { "--from-offset", "0", "--partition", "7", NULL },
+                  2,
+                  "--partition 7" },
+                { { "--from-offset", "5", NULL }, 2, "--from-offset 5" },
+                { { "--dry-run", "--from-offset", "0", "--to-offset", "1",
+                    "--wait", NULL },
+                  2,
+                  "--wait" },
+        };
+        struct scenario sc;
+
+        sc_init(&sc, "replay_refuse", 3);
+        sc_produce(&sc, 0, "k", "{}", 2);
+        sc_flush(&sc);
+        for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+                char *err = NULL;
+                int rc    = replay(&sc, cases[i].args, NULL, &err);
+
+                SC_CHECK(rc == cases[i].rc && strstr(err, cases[i].says),
+                         "case %zu: exit %d: %s", i, rc, err);
+                free(err);
+        }
+        sc_cleanup(&sc);
+}
+
+static int setup(void)
+{
+        return testenv_have_services() ? 0 : TESTENV_SKIP;
+}
+
+int main(int argc, char **argv)
+{
+        static const struct test_case cases[] = {
+                { "predicts", predicts, NULL, NULL },
+                { "from_time", from_time, NULL, NULL },
+                { "refusals", refusals, NULL, NULL },
+        };
+        static const struct test_suite suite = {
+                .name    = "test_replay",
+                .cases   = cases,
+                .n_cases = sizeof(cases) / sizeof(cases[0]),
+                .setup   = setup,
+        };
+
+        return cases_main(&suite, argc, argv);
+}
