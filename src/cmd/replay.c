@@ -224,7 +224,7 @@ static int judge_batch(struct dry *d, rd_kafka_message_t **msgs, size_t n,
         char err[512];
 
         for (size_t k = 0; k < n; k++) {
-                struct intent *in = &d->in[k];
+                struct intent *in     = &d->in[k];
                 rd_kafka_message_t *m = msgs[k];
 
                 intent_reset(in);
@@ -262,9 +262,10 @@ static int judge_batch(struct dry *d, rd_kafka_message_t **msgs, size_t n,
                 const char *why = NULL;
                 int i           = part_index(d->r, msgs[k]->partition);
 
-                f.verdict = in->verdict == INTENT_OK         ? JUDGE_MSG_OK
-                            : in->verdict == INTENT_REJECTED ? JUDGE_MSG_REJECTED
-                                                             : JUDGE_MSG_DLQ;
+                f.verdict = in->verdict == INTENT_OK ? JUDGE_MSG_OK
+                            : in->verdict == INTENT_REJECTED
+                                ? JUDGE_MSG_REJECTED
+                                : JUDGE_MSG_DLQ;
                 if (d->slot[k] >= 0) {
                         const struct judge_item *j = &d->ji[d->slot[k]];
 
@@ -274,11 +275,11 @@ static int judge_batch(struct dry *d, rd_kafka_message_t **msgs, size_t n,
                         f.hash_equal   = j->hash_equal;
                         f.stored_valid = payment_status_parse(j->status, &ps) &&
                                          payment_status_is_result(ps);
-                        jm.tenant_id    = in->tenant_id;
-                        jm.event_key    = in->event_key;
-                        jm.idem_key     = in->idempotency_key;
-                        jm.request_hash = in->has_hash ? in->request_hash
-                                                       : NULL;
+                        jm.tenant_id = in->tenant_id;
+                        jm.event_key = in->event_key;
+                        jm.idem_key  = in->idempotency_key;
+                        jm.request_hash =
+                            in->has_hash ? in->request_hash : NULL;
                 }
                 c = payment_judge_range_next(d->jr, &jm, &f, &why);
                 if (c == JUDGE_DEAD_LETTERED && in->verdict == INTENT_DLQ)
@@ -286,10 +287,9 @@ static int judge_batch(struct dry *d, rd_kafka_message_t **msgs, size_t n,
                 else if (c == JUDGE_REJECTED)
                         why = in->reason;
                 if (i >= 0)
-                        cmd_replay_report_add(&d->rep, i, msgs[k]->offset, c,
-                                              in->tenant_id,
-                                              in->idempotency_key,
-                                              in->event_id, why);
+                        cmd_replay_report_add(
+                            &d->rep, i, msgs[k]->offset, c, in->tenant_id,
+                            in->idempotency_key, in->event_id, why);
         }
         return 0;
 }
@@ -308,7 +308,7 @@ static int dry_read(struct dry *d, struct krange *kr, struct progress *pg,
                     struct log_ctx *lc)
 {
         rd_kafka_message_t *msgs[REPLAY_BATCH];
-        uint64_t total = range_total(d->r);
+        uint64_t total     = range_total(d->r);
         int64_t idle_since = time_mono_ms();
         bool done          = false;
         char err[512];
@@ -477,10 +477,10 @@ static int print_rewind(const struct cmd_opts *o, const struct range *r,
 
                         json_object_set_new(p, "partition",
                                             json_integer(r->parts[i]));
-                        json_object_set_new(
-                            p, "old",
-                            old[i] == KADMIN_OFFSET_NONE ? json_null()
-                                                         : json_integer(old[i]));
+                        json_object_set_new(p, "old",
+                                            old[i] == KADMIN_OFFSET_NONE
+                                                ? json_null()
+                                                : json_integer(old[i]));
                         json_object_set_new(p, "new", json_integer(now[i]));
                         json_array_append_new(a, p);
                 }
@@ -492,8 +492,7 @@ static int print_rewind(const struct cmd_opts *o, const struct range *r,
         }
         printf("rewound group %s on topic %s (committed offset: old -> "
                "new)\n%9s %12s    %12s\n",
-               o->pipeline.group, o->pipeline.topic, "partition", "old",
-               "new");
+               o->pipeline.group, o->pipeline.topic, "partition", "old", "new");
         for (int i = 0; i < r->n; i++) {
                 printf("%9d ", (int)r->parts[i]);
                 print_offset(stdout, old[i]);
@@ -550,8 +549,7 @@ int cmd_replay(struct config *cfg, int argc, char **argv)
         if (a.help)
                 return usage();
         cmd_opts_fill(&o, cfg);
-        if (!(ka = kadmin_new(&o.kafka, REPLAY_TIMEOUT_MS, err,
-                              sizeof(err)))) {
+        if (!(ka = kadmin_new(&o.kafka, REPLAY_TIMEOUT_MS, err, sizeof(err)))) {
                 cmd_opts_free(&o);
                 return cmd_usage_error("replay", "%s", err);
         }

@@ -68,8 +68,8 @@ bool cmd_replay_time_parse(const char *s, int64_t *ms)
         }
         t = ((days_from_civil(y, mo, d) * 24 + h) * 60 + mi) * 60 + sec;
         if (*p == '+' || *p == '-') {
-                int oh = (p[1] - '0') * 10 + (p[2] - '0');
-                int om = (p[4] - '0') * 10 + (p[5] - '0');
+                int oh      = (p[1] - '0') * 10 + (p[2] - '0');
+                int om      = (p[4] - '0') * 10 + (p[5] - '0');
                 int64_t off = (int64_t)(oh * 60 + om) * 60;
 
                 t += *p == '+' ? -off : off;
@@ -175,8 +175,8 @@ int cmd_replay_args_parse(int argc, char **argv, struct cmd_replay_args *a,
                         for (int k = 0; k < a->n_parts; k++)
                                 if (a->parts[k] == (int32_t)x)
                                         USAGE("--partition %s given twice", v);
-                        if (a->n_parts == (int)(sizeof(a->parts) /
-                                                sizeof(*a->parts)))
+                        if (a->n_parts ==
+                            (int)(sizeof(a->parts) / sizeof(*a->parts)))
                                 USAGE("--partition: at most %zu",
                                       sizeof(a->parts) / sizeof(*a->parts));
                         a->parts[a->n_parts++] = (int32_t)x;
@@ -221,7 +221,8 @@ int cmd_replay_args_parse(int argc, char **argv, struct cmd_replay_args *a,
                 USAGE("--wait is only for a rewind (a dry run joins no "
                       "group)");
         if (a->has_to && a->to_time == a->from_time && a->to < a->from)
-                USAGE("%s is before %s", a->to_time ? "--to-time" : "--to-offset",
+                USAGE("%s is before %s",
+                      a->to_time ? "--to-time" : "--to-offset",
                       a->from_time ? "--from-time" : "--from-offset");
         return 0;
 }

@@ -149,8 +149,7 @@ static json_t *counts_json(const uint64_t *counts)
 
 int cmd_replay_report_json(const struct replay_report *r, FILE *out)
 {
-        json_t *doc = json_object(), *parts = json_array(),
-               *ex = json_object();
+        json_t *doc = json_object(), *parts = json_array(), *ex = json_object();
         int rc;
 
         json_object_set_new(doc, "dry_run", json_true());
@@ -160,23 +159,21 @@ int cmd_replay_report_json(const struct replay_report *r, FILE *out)
         for (int i = 0; i < r->n; i++) {
                 json_t *p = json_object();
 
-                json_object_set_new(p, "partition",
-                                    json_integer(r->parts[i]));
+                json_object_set_new(p, "partition", json_integer(r->parts[i]));
                 json_object_set_new(p, "from", json_integer(r->from[i]));
                 json_object_set_new(p, "to", json_integer(r->to[i]));
                 json_object_set_new(p, "counts", counts_json(r->counts[i]));
                 json_array_append_new(parts, p);
         }
         json_object_set_new(doc, "partitions", parts);
-        json_object_set_new(doc, "messages",
-                            json_integer((json_int_t)r->read));
+        json_object_set_new(doc, "messages", json_integer((json_int_t)r->read));
         json_object_set_new(doc, "totals", counts_json(r->totals));
         for (int c = 0; c < JUDGE_N_CATEGORIES; c++) {
                 json_t *a = json_array();
 
                 for (size_t k = 0; k < r->n_ex[c]; k++) {
                         const struct replay_example *e = &r->ex[c][k];
-                        json_t *o = json_object();
+                        json_t *o                      = json_object();
 
                         json_object_set_new(o, "partition",
                                             json_integer(e->partition));

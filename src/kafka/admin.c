@@ -68,7 +68,7 @@ int kadmin_partitions(struct kadmin *ka, const char *topic, int32_t **parts,
 
         *parts = NULL;
         *n     = 0;
-        err = rd_kafka_metadata(ka->rk, 0, rkt, &md, ka->timeout_ms);
+        err    = rd_kafka_metadata(ka->rk, 0, rkt, &md, ka->timeout_ms);
         if (err) {
                 snprintf(errstr, errstr_size, "metadata of %s: %s", topic,
                          rd_kafka_err2str(err));
@@ -281,7 +281,7 @@ int kadmin_group_offsets(struct kadmin *ka, const char *group,
                          "list group offsets", errstr, errstr_size);
         if (!ev)
                 return -1;
-        gr  = rd_kafka_ListConsumerGroupOffsets_result_groups(
+        gr = rd_kafka_ListConsumerGroupOffsets_result_groups(
             rd_kafka_event_ListConsumerGroupOffsets_result(ev), &cnt);
         got = group_parts(gr, cnt, "list group offsets", errstr, errstr_size);
         if (!got)
@@ -333,7 +333,7 @@ int kadmin_group_alter(struct kadmin *ka, const char *group, const char *topic,
                          "alter group offsets", errstr, errstr_size);
         if (!ev)
                 return -1;
-        gr  = rd_kafka_AlterConsumerGroupOffsets_result_groups(
+        gr = rd_kafka_AlterConsumerGroupOffsets_result_groups(
             rd_kafka_event_AlterConsumerGroupOffsets_result(ev), &cnt);
         got = group_parts(gr, cnt, "alter group offsets", errstr, errstr_size);
         if (!got)

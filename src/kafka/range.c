@@ -45,9 +45,8 @@ static void finish(struct krange *kr, int i)
         rd_kafka_topic_partition_list_destroy(l);
 }
 
-static rd_kafka_t *open_consumer(const struct kafka_opts *ko,
-                                 const char *group, char *errstr,
-                                 size_t errstr_size)
+static rd_kafka_t *open_consumer(const struct kafka_opts *ko, const char *group,
+                                 char *errstr, size_t errstr_size)
 {
         rd_kafka_conf_t *conf =
             kconf_new(ko, KCONF_CONSUMER, errstr, errstr_size);
@@ -151,8 +150,7 @@ static int take(struct krange *kr, rd_kafka_message_t *m, char *errstr,
                     m->err == RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE ||
                     m->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET) {
                         snprintf(errstr, errstr_size, "reading [%d]: %s",
-                                 (int)m->partition,
-                                 rd_kafka_message_errstr(m));
+                                 (int)m->partition, rd_kafka_message_errstr(m));
                         return -1;
                 }
                 return 0; /* transient: librdkafka retries */

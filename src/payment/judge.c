@@ -21,8 +21,8 @@ const char *payment_judge_name(enum judge_category c)
         return (unsigned)c < JUDGE_N_CATEGORIES ? names[c] : "?";
 }
 
-static enum judge_category stored(const struct judge_facts *f,
-                                  const char **why, const char *reason)
+static enum judge_category stored(const struct judge_facts *f, const char **why,
+                                  const char *reason)
 {
         if (!f->stored_valid) {
                 *why = "stored_outcome_invalid";
@@ -32,8 +32,7 @@ static enum judge_category stored(const struct judge_facts *f,
         return JUDGE_REPLAYED;
 }
 
-enum judge_category payment_judge(const struct judge_facts *f,
-                                  const char **why)
+enum judge_category payment_judge(const struct judge_facts *f, const char **why)
 {
         const char *dummy;
 

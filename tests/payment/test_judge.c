@@ -18,8 +18,11 @@
 #include "util/metrics.h"
 
 enum { OK = JUDGE_MSG_OK, REJ = JUDGE_MSG_REJECTED, DLQ = JUDGE_MSG_DLQ };
-enum { NONE = JUDGE_KEY_NONE, PROC = JUDGE_KEY_PROCESSING,
-       FINAL = JUDGE_KEY_FINAL };
+enum {
+        NONE  = JUDGE_KEY_NONE,
+        PROC  = JUDGE_KEY_PROCESSING,
+        FINAL = JUDGE_KEY_FINAL
+};
 
 struct row {
         int verdict;
@@ -61,7 +64,7 @@ static void test_table(void **state)
 {
         (void)state;
         for (size_t i = 0; i < sizeof(table) / sizeof(*table); i++) {
-                const struct row *r = &table[i];
+                const struct row *r  = &table[i];
                 struct judge_facts f = {
                         .verdict      = (enum judge_msg_verdict)r->verdict,
                         .has_hash     = r->has_hash,
@@ -70,7 +73,7 @@ static void test_table(void **state)
                         .hash_equal   = r->equal,
                         .stored_valid = r->valid,
                 };
-                const char *why = NULL;
+                const char *why       = NULL;
                 enum judge_category c = payment_judge(&f, &why);
 
                 if (c != r->want)
@@ -120,7 +123,7 @@ static enum judge_category next(struct judge_range *r, int verdict,
 /* Copies within a range: the database says nothing of them. */
 static void test_range_copies(void **state)
 {
-        struct judge_range *r = payment_judge_range_new();
+        struct judge_range *r   = payment_judge_range_new();
         struct judge_facts none = { .stored_valid = false };
 
         (void)state;
@@ -159,10 +162,10 @@ static void test_range_copies(void **state)
 /* What the database says, and what the range adds to it. */
 static void test_range_over_database(void **state)
 {
-        struct judge_range *r = payment_judge_range_new();
-        struct judge_facts proc = { .key = JUDGE_KEY_PROCESSING,
+        struct judge_range *r   = payment_judge_range_new();
+        struct judge_facts proc = { .key        = JUDGE_KEY_PROCESSING,
                                     .hash_equal = true };
-        struct judge_facts dup = { .inbox_hit = true };
+        struct judge_facts dup  = { .inbox_hit = true };
 
         (void)state;
         /* a key processing in the database stays in progress, and an

@@ -33,9 +33,9 @@
 
 #define T_WAIT 90000
 
-static const char *const cats[] = { "new",      "duplicate_event",
-                                    "in_progress", "replayed",
-                                    "conflict", "rejected",
+static const char *const cats[] = { "new",          "duplicate_event",
+                                    "in_progress",  "replayed",
+                                    "conflict",     "rejected",
                                     "dead_lettered" };
 #define N_CATS 7
 
@@ -356,8 +356,12 @@ static void produce_mix(struct scenario *sc)
         for (int i = 0; i < 6; i++) {
                 snprintf(key[i], sizeof(key[i]), "r-key-%d", i);
                 snprintf(order[i], sizeof(order[i]), "r-order-%d", i);
-                is[i] = (struct intent_spec){ NULL,     "shop-r", key[i],
-                                              order[i], 1000 + i, "VND",
+                is[i] = (struct intent_spec){ NULL,
+                                              "shop-r",
+                                              key[i],
+                                              order[i],
+                                              1000 + i,
+                                              "VND",
                                               i == 5 ? "pm_decline_insufficient"
                                                      : "pm_tok" };
                 sc_produce_intent(sc, -1, &is[i], ev[i]);
@@ -377,8 +381,8 @@ static void produce_mix(struct scenario *sc)
                 sc_produce_intent(sc, -1, &d, NULL);
         }
         {
-                struct intent_spec r = { NULL,  "shop-r", "r-rej", "o-rej", -5,
-                                         "VND", "pm_tok" };
+                struct intent_spec r = { NULL, "shop-r", "r-rej", "o-rej",
+                                         -5,   "VND",    "pm_tok" };
 
                 sc_produce_intent(sc, -1, &r, NULL);
         }
@@ -413,7 +417,7 @@ static void rewind_checks(struct scenario *sc, struct co *c)
         SC_CHECK(waitpid(w.pid, &rc, WNOHANG) == 0,
                  "replay --wait did not wait for the member");
         stop_ok(c);
-        rc = replay_wait(&w, 60000);
+        rc  = replay_wait(&w, 60000);
         out = slurp(w.out);
         err = slurp(w.err);
         SC_CHECK(rc == 0 && strstr(out, "->"), "replay --wait: exit %d: %s%s",
@@ -423,8 +427,9 @@ static void rewind_checks(struct scenario *sc, struct co *c)
         free(err);
         committed(sc, sc->group, off);
         for (int p = 0; p < sc->partitions; p++)
-                SC_CHECK(off[p] == 0, "partition %d committed %lld after the "
-                                      "rewind",
+                SC_CHECK(off[p] == 0,
+                         "partition %d committed %lld after the "
+                         "rewind",
                          p, (long long)off[p]);
 }
 
@@ -464,8 +469,7 @@ static void predicts(void)
         for (int p = 0; p < sc.partitions; p++)
                 SC_CHECK(off[p] == RD_KAFKA_OFFSET_INVALID,
                          "the service group has an offset after a dry run");
-        committed(&sc,
-                  json_string_value(json_object_get(doc, "reader_group")),
+        committed(&sc, json_string_value(json_object_get(doc, "reader_group")),
                   off);
         for (int p = 0; p < sc.partitions; p++)
                 SC_CHECK(off[p] == RD_KAFKA_OFFSET_INVALID,
@@ -567,9 +571,11 @@ static void from_time(void)
         sc_flush(&sc);
 
         {
-                const char *const a[] = { "--dry-run", "--from-time", t1,
-                                          "--to-time", t2,  "--json", NULL };
-                doc = dry_run(&sc, a);
+                const char *const a[] = { "--dry-run", "--from-time",
+                                          t1,          "--to-time",
+                                          t2,          "--json",
+                                          NULL };
+                doc                   = dry_run(&sc, a);
         }
         p = json_array_get(json_object_get(doc, "partitions"), 0);
         SC_CHECK(json_integer_value(json_object_get(p, "from")) == 3 &&
@@ -582,7 +588,7 @@ static void from_time(void)
         json_decref(doc);
         {
                 const char *const a[] = { "--from-time", t1, NULL };
-                int rc = replay(&sc, a, &out, &err);
+                int rc                = replay(&sc, a, &out, &err);
 
                 SC_CHECK(rc == 0, "rewind by time: exit %d: %s", rc, err);
         }

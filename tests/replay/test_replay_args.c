@@ -48,8 +48,7 @@ static void test_accepted(void **state)
         assert_true(a.dry_run && a.json && a.examples == 0);
         assert_int_equal(parse(&a, err, "replay --from-offset 1 --wait"), 0);
         assert_true(a.wait && a.wait_s == -1);
-        assert_int_equal(parse(&a, err, "replay --wait 30 --from-offset 1"),
-                         0);
+        assert_int_equal(parse(&a, err, "replay --wait 30 --from-offset 1"), 0);
         assert_true(a.wait && a.wait_s == 30 && a.from == 1);
         assert_int_equal(
             parse(&a, err,
@@ -72,7 +71,8 @@ static void test_usage_errors(void **state)
                   "give one of" },
                 { "replay --from-time yesterday", "RFC 3339" },
                 { "replay --from-time 2026-02-30T00:00:00Z", "RFC 3339" },
-                { "replay --from-offset 1 --to-offset 5", "only for --dry-run" },
+                { "replay --from-offset 1 --to-offset 5",
+                  "only for --dry-run" },
                 { "replay --from-offset 9 --to-offset 5 --dry-run", "before" },
                 { "replay --from-offset 1 --dry-run --wait", "--wait" },
                 { "replay --from-offset 1 --partition x", "--partition" },
@@ -88,8 +88,7 @@ static void test_usage_errors(void **state)
         (void)state;
         for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
                 err[0] = '\0';
-                if (parse(&a, err, bad[i][0]) != -1 ||
-                    !strstr(err, bad[i][1]))
+                if (parse(&a, err, bad[i][0]) != -1 || !strstr(err, bad[i][1]))
                         fail_msg("\"%s\": \"%s\", want \"%s\"", bad[i][0], err,
                                  bad[i][1]);
         }
