@@ -90,20 +90,25 @@ void cmd_replay_report_print(const struct replay_report *r, FILE *out)
                 "now\n(read in assign mode as %s: no group joined, nothing "
                 "committed, nothing written)\n\n",
                 r->topic, r->group, r->reader_group);
-        fprintf(out, "%9s %12s %12s", "partition", "from", "to");
+        fprintf(out, "%9s %12s %12s %9s", "partition", "from", "to",
+                "messages");
         for (int c = 0; c < JUDGE_N_CATEGORIES; c++)
                 fprintf(out, " %s", payment_judge_name(c));
         fputc('\n', out);
         for (int i = 0; i < r->n; i++) {
-                fprintf(out, "%9d %12" PRId64 " %12" PRId64, (int)r->parts[i],
-                        r->from[i], r->to[i]);
+                uint64_t sum = 0;
+
+                for (int c = 0; c < JUDGE_N_CATEGORIES; c++)
+                        sum += r->counts[i][c];
+                fprintf(out, "%9d %12" PRId64 " %12" PRId64 " %9" PRIu64,
+                        (int)r->parts[i], r->from[i], r->to[i], sum);
                 for (int c = 0; c < JUDGE_N_CATEGORIES; c++)
                         fprintf(out, " %*" PRIu64,
                                 (int)strlen(payment_judge_name(c)),
                                 r->counts[i][c]);
                 fputc('\n', out);
         }
-        fprintf(out, "%9s %12s %12" PRIu64, "total", "", r->read);
+        fprintf(out, "%9s %12s %12s %9" PRIu64, "total", "", "", r->read);
         for (int c = 0; c < JUDGE_N_CATEGORIES; c++)
                 fprintf(out, " %*" PRIu64, (int)strlen(payment_judge_name(c)),
                         r->totals[c]);

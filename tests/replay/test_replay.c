@@ -587,6 +587,23 @@ static void from_time(void)
                  total(doc, "dead_lettered"));
         json_decref(doc);
         {
+                /* the table for a person: the same counts */
+                const char *const a[] = { "--dry-run", "--from-time",
+                                          t1,          "--to-time",
+                                          t2,          NULL };
+                int rc                = replay(&sc, a, &out, &err);
+
+                SC_CHECK(rc == 0 && strstr(out, "dead_lettered") &&
+                             strstr(out, "\n    total ") &&
+                             strstr(out, "offset 3 tenant - key - event -: "
+                                         "missing_event_id"),
+                         "the table: exit %d: %s%s", rc, out, err);
+                printf("%s", out);
+                free(out);
+                free(err);
+                out = err = NULL;
+        }
+        {
                 const char *const a[] = { "--from-time", t1, NULL };
                 int rc                = replay(&sc, a, &out, &err);
 
