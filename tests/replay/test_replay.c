@@ -179,6 +179,7 @@ static void committed(struct scenario *sc, const char *group, int64_t *out)
         rd_kafka_conf_t *conf = testenv_kafka_conf();
         rd_kafka_topic_partition_list_t *l =
             rd_kafka_topic_partition_list_new(sc->partitions);
+        rd_kafka_resp_err_t e = RD_KAFKA_RESP_ERR_NO_ERROR;
         char err[512];
         rd_kafka_t *rk;
 
@@ -187,7 +188,15 @@ static void committed(struct scenario *sc, const char *group, int64_t *out)
         SC_CHECK(rk, "%s", err);
         for (int p = 0; p < sc->partitions; p++)
                 rd_kafka_topic_partition_list_add(l, sc->t_intents, p);
-        SC_CHECK(rd_kafka_committed(rk, l, 10000) == 0, "committed");
+        /* a fresh broker answers "coordinator loading" for a while */
+        for (int i = 0; i < 60; i++) {
+                e = rd_kafka_committed(rk, l, 10000);
+                if (e == RD_KAFKA_RESP_ERR_NO_ERROR)
+                        break;
+                usleep(500 * 1000);
+        }
+        SC_CHECK(e == RD_KAFKA_RESP_ERR_NO_ERROR, "committed: %s",
+                 rd_kafka_err2str(e));
         for (int p = 0; p < sc->partitions; p++)
                 out[p] = l->elems[p].offset;
         rd_kafka_topic_partition_list_destroy(l);
