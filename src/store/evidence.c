@@ -11,17 +11,10 @@
 #include <stdio.h>
 #include <string.h>
 
-/*
- * Statement ids of this file: above store_int.h's, inside the 32-bit
- * prepared mask of struct store.
- */
-#define EVIDENCE_STMT_INSERT 20
-#define EVIDENCE_STMT_CLOCK  21
-
 #define EVIDENCE_NPARAMS 10
 
 static const struct store_stmt insert_stmt = {
-        EVIDENCE_STMT_INSERT, "co_evidence_insert",
+        STORE_STMT_EVIDENCE_INSERT, "co_evidence_insert",
         "WITH ins AS ("
         " INSERT INTO gateway_evidence (payment_id, kind, actor,"
         "   lease_epoch, request_summary, http_status, transport_error,"
@@ -35,7 +28,7 @@ static const struct store_stmt insert_stmt = {
 };
 
 static const struct store_stmt clock_stmt = {
-        EVIDENCE_STMT_CLOCK, "co_clock",
+        STORE_STMT_EVIDENCE_CLOCK, "co_clock",
         "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint", 0
 };
 

@@ -10,14 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
-/*
- * A statement id above store_int.h's enum and evidence.c's 20 and 21,
- * inside the 32-bit prepared mask of struct store.
- */
-#define JUDGE_STMT 28
-
 static const struct store_stmt judge_stmt = {
-        JUDGE_STMT, "co_judge_batch",
+        STORE_STMT_JUDGE, "co_judge_batch",
         "SELECT i.ord,"
         "  i.event_id IS NOT NULL AND EXISTS (SELECT 1 FROM inbox b"
         "    WHERE b.tenant_id = i.tenant_id AND b.event_id = i.event_id),"

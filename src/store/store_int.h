@@ -19,7 +19,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* A prepared statement; `id` indexes the per-connection prepared mask. */
+/*
+ * A prepared statement; `id` indexes the per-connection prepared mask
+ * (struct store.prepared, 32 bits). Every id is in the enum below, one
+ * list for every file of store/, so two statements never share a bit.
+ */
 struct store_stmt {
         int id;
         const char *name;
@@ -36,8 +40,12 @@ enum {
         STORE_STMT_TAKEOVER_ONE,
         STORE_STMT_INVARIANTS,
         STORE_STMT_PROBE,
+        STORE_STMT_EVIDENCE_INSERT, /* evidence.c */
+        STORE_STMT_EVIDENCE_CLOCK,  /* evidence.c */
+        STORE_STMT_JUDGE,           /* judge.c */
         STORE_STMT_COUNT_
 };
+_Static_assert(STORE_STMT_COUNT_ <= 32, "store.prepared holds 32 bits");
 
 struct store {
         PGconn *conn;      /* owned */
