@@ -321,7 +321,7 @@ static int apply(struct store *st, const struct args *a,
         struct store_review_resolve_in in;
         struct store_review_resolve_out out;
         char *excerpt = json_dumps(gw, JSON_COMPACT);
-        char err[512], m[LOG_MASKED_KEY_SIZE], why[160];
+        char err[512], m[LOG_MASKED_KEY_SIZE], why[160], gwo[80];
         bool failed_listed = answer_kind(an) == PAYMENT_REVIEW_LISTS_FAILED;
         int rc;
 
@@ -335,10 +335,12 @@ static int apply(struct store *st, const struct args *a,
             failed_listed && an->error_message[0] ? an->error_message : NULL;
         in.actor           = actor;
         in.evidence_text   = a->evidence;
-        in.gateway_outcome = an->done ? gateway_outcome_name(an->outcome)
-                                      : (a->without_gateway
-                                             ? "no answer, --without-gateway"
-                                             : "no answer");
+        snprintf(gwo, sizeof(gwo), "%s%s",
+                 an->done ? gateway_outcome_name(an->outcome) : "no answer",
+                 answer_kind(an) == PAYMENT_REVIEW_NO_ANSWER
+                     ? ", decided with --without-gateway"
+                     : "");
+        in.gateway_outcome = gwo;
         in.http_status     = an->http_status;
         in.transport_error = an->transport;
         in.gateway_excerpt = excerpt;
