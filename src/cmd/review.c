@@ -90,8 +90,7 @@ const char *cmd_review_printable(const char *s, char *out, size_t outsz)
         if (outsz == 0)
                 return "";
         for (; s && *s && i + 1 < outsz; s++)
-                out[i++] =
-                    ((unsigned char)*s < 0x20 || *s == 0x7f) ? '?' : *s;
+                out[i++] = ((unsigned char)*s < 0x20 || *s == 0x7f) ? '?' : *s;
         out[i] = '\0';
         return out;
 }
@@ -167,15 +166,14 @@ static void list_table(const struct store_review_row *r, size_t n,
                        r[i].payment_id,
                        cmd_review_printable(r[i].tenant_id, t, 17),
                        cmd_review_mask(r[i].idem_key, m, sizeof(m)),
-                       r[i].created_at ? r[i].created_at : "",
-                       r[i].amount, r[i].currency,
+                       r[i].created_at ? r[i].created_at : "", r[i].amount,
+                       r[i].currency,
                        cmd_review_printable(
                            r[i].error_code ? r[i].error_code : "-", e, 23),
                        (int)r[i].attempts,
-                       cmd_review_printable(r[i].last_evidence
-                                                ? r[i].last_evidence
-                                                : "-",
-                                            ev, sizeof(ev)));
+                       cmd_review_printable(
+                           r[i].last_evidence ? r[i].last_evidence : "-", ev,
+                           sizeof(ev)));
 }
 
 static int review_list(struct config *cfg, int argc, char **argv)
@@ -209,15 +207,14 @@ static int review_list(struct config *cfg, int argc, char **argv)
                                     argv[i], REVIEW_LIST_MAX);
                         limit = (size_t)v;
                 } else {
-                        return cmd_usage_error("review list",
-                                               "unexpected argument %s",
-                                               argv[i]);
+                        return cmd_usage_error(
+                            "review list", "unexpected argument %s", argv[i]);
                 }
         }
         if (!(st = cmd_review_store(cfg)))
                 return 1;
-        if (store_review_list(st, limit, &rows, &n, &total, err,
-                              sizeof(err)) < 0) {
+        if (store_review_list(st, limit, &rows, &n, &total, err, sizeof(err)) <
+            0) {
                 fprintf(stderr, "chargeonce review list: %s\n", err);
                 goto done;
         }
@@ -290,10 +287,9 @@ static void show_text(const struct store_review_payment *p, json_t *ev,
                r->currency, r->created_at ? r->created_at : "-");
         printf("finished     %s\nattempts     %d\ncharge id    %s\n",
                r->finished_at ? r->finished_at : "-", (int)r->attempts,
-               cmd_review_printable(r->provider_charge_id
-                                        ? r->provider_charge_id
-                                        : "-",
-                                    b[2], sizeof(b[2])));
+               cmd_review_printable(
+                   r->provider_charge_id ? r->provider_charge_id : "-", b[2],
+                   sizeof(b[2])));
         printf("error        %s: %s\n",
                cmd_review_printable(r->error_code ? r->error_code : "-", b[0],
                                     sizeof(b[0])),
@@ -339,9 +335,8 @@ static int review_show(struct config *cfg, int argc, char **argv)
                 if (!strcmp(argv[i], "--json"))
                         json = true;
                 else if (argv[i][0] == '-' || id)
-                        return cmd_usage_error("review show",
-                                               "unexpected argument %s",
-                                               argv[i]);
+                        return cmd_usage_error(
+                            "review show", "unexpected argument %s", argv[i]);
                 else
                         id = argv[i];
         }
@@ -349,8 +344,7 @@ static int review_show(struct config *cfg, int argc, char **argv)
                 return cmd_usage_error("review show", "PAYMENT_ID is missing");
         if (!uuid_valid(id, strlen(id)))
                 return cmd_usage_error("review show",
-                                       "PAYMENT_ID: \"%s\" is not a UUID",
-                                       id);
+                                       "PAYMENT_ID: \"%s\" is not a UUID", id);
         if (!(st = cmd_review_store(cfg)))
                 return 1;
         memset(&p, 0, sizeof(p));
@@ -401,7 +395,8 @@ int cmd_review(struct config *cfg, int argc, char **argv)
                 return review_show(cfg, argc - 1, argv + 1);
         if (!strcmp(argv[1], "resolve"))
                 return cmd_review_resolve(cfg, argc - 1, argv + 1);
-        return cmd_usage_error("review", "unknown subcommand %s (list, show "
-                                         "or resolve)",
+        return cmd_usage_error("review",
+                               "unknown subcommand %s (list, show "
+                               "or resolve)",
                                argv[1]);
 }

@@ -72,7 +72,7 @@ static int parse(int argc, char **argv, struct args *a)
 {
         memset(a, 0, sizeof(*a));
         for (int i = 1; i < argc; i++) {
-                const char *s = argv[i];
+                const char *s     = argv[i];
                 const char **slot = NULL;
 
                 if (!strcmp(s, "--as"))
@@ -133,10 +133,9 @@ static int check(const struct args *a)
                                                     "control character");
         /* never repeat the text: it holds the number */
         if (intent_has_card_number(a->evidence, elen))
-                return cmd_usage_error(CMD,
-                                       "--evidence holds a card number: "
-                                       "never store one; describe it "
-                                       "(e.g. its last 4 digits)");
+                return cmd_usage_error(CMD, "--evidence holds a card number: "
+                                            "never store one; describe it "
+                                            "(e.g. its last 4 digits)");
         if (a->charge_id &&
             !gateway_ident_valid(a->charge_id, strlen(a->charge_id),
                                  GW_CHARGE_ID_SIZE - 1))
@@ -189,8 +188,7 @@ static void on_answer(void *opaque, const struct gateway_result *res)
                               : NULL;
         /* checked identifiers and clean text (gateway/classify.h) */
         snprintf(an->charge_id, sizeof(an->charge_id), "%s", res->charge_id);
-        snprintf(an->error_code, sizeof(an->error_code), "%s",
-                 res->error_code);
+        snprintf(an->error_code, sizeof(an->error_code), "%s", res->error_code);
         snprintf(an->error_message, sizeof(an->error_message), "%s",
                  res->error_message);
 }
@@ -215,9 +213,8 @@ static int ask(struct cmd_opts *o, const struct store_review_payment *p,
         if (!(gw = gateway_new(&go, err, sizeof(err))))
                 return cmd_usage_error(CMD, "gateway: %s", err);
         progress_init(&pr, stderr, "review resolve", quiet);
-        if (gateway_query(gw, p->row.payment_id, p->row.amount,
-                          p->row.currency, on_answer, an, err,
-                          sizeof(err)) < 0) {
+        if (gateway_query(gw, p->row.payment_id, p->row.amount, p->row.currency,
+                          on_answer, an, err, sizeof(err)) < 0) {
                 /* our own data refused: no answer (an->done stays false) */
                 an->reason = "the query could not be made";
                 fprintf(stderr, "chargeonce " CMD ": gateway: %s\n", err);
@@ -227,8 +224,8 @@ static int ask(struct cmd_opts *o, const struct store_review_payment *p,
                 while (!an->done) {
                         if (gateway_poll(gw, 100) < 0)
                                 break;
-                        progress_update(&pr, "asking the gateway (%" PRId64
-                                             " s)",
+                        progress_update(&pr,
+                                        "asking the gateway (%" PRId64 " s)",
                                         (time_mono_ms() - t0) / 1000);
                 }
                 progress_done(&pr, "the gateway answered: %s",
@@ -266,10 +263,9 @@ static json_t *answer_json(const struct answer *an, bool asked,
                 xalloc_die();
         json_object_set_new(o, "asked", json_boolean(asked));
         json_object_set_new(o, "answered", json_boolean(an->done));
-        json_object_set_new(o, "outcome",
-                            json_string(an->done
-                                            ? gateway_outcome_name(an->outcome)
-                                            : "none"));
+        json_object_set_new(
+            o, "outcome",
+            json_string(an->done ? gateway_outcome_name(an->outcome) : "none"));
         json_object_set_new(o, "http_status", json_integer(an->http_status));
         json_object_set_new(o, "attempts", json_integer(an->attempts));
         if (an->reason)
@@ -315,8 +311,8 @@ static int refuse(const struct args *a, const char *why, json_t *gw)
 /* Steps 4: the transaction and what is said about it. */
 static int apply(struct store *st, const struct args *a,
                  const struct store_review_payment *p, const char *actor,
-                 const struct answer *an, const struct payment_review_verdict *v,
-                 json_t *gw)
+                 const struct answer *an,
+                 const struct payment_review_verdict *v, json_t *gw)
 {
         struct store_review_resolve_in in;
         struct store_review_resolve_out out;
@@ -329,12 +325,12 @@ static int apply(struct store *st, const struct args *a,
         in.payment_id         = a->payment_id;
         in.succeeded          = !strcmp(a->as, "succeeded");
         in.provider_charge_id = v->charge_id;
-        in.error_code = failed_listed && an->error_code[0] ? an->error_code
-                                                           : NULL;
+        in.error_code =
+            failed_listed && an->error_code[0] ? an->error_code : NULL;
         in.error_message =
             failed_listed && an->error_message[0] ? an->error_message : NULL;
-        in.actor           = actor;
-        in.evidence_text   = a->evidence;
+        in.actor         = actor;
+        in.evidence_text = a->evidence;
         snprintf(gwo, sizeof(gwo), "%s%s",
                  an->done ? gateway_outcome_name(an->outcome) : "no answer",
                  answer_kind(an) == PAYMENT_REVIEW_NO_ANSWER
@@ -356,8 +352,9 @@ static int apply(struct store *st, const struct args *a,
                 return 1;
         }
         if (rc < 0) {
-                fprintf(stderr, "chargeonce " CMD ": failed, nothing written: "
-                                "%s\n",
+                fprintf(stderr,
+                        "chargeonce " CMD ": failed, nothing written: "
+                        "%s\n",
                         err);
                 json_decref(gw);
                 return 1;
@@ -446,7 +443,8 @@ int cmd_review_resolve(struct config *cfg, int argc, char **argv)
         }
         if ((rc = ask(&o, &p, &an, a.json)) != 0)
                 goto done;
-        past = p.db_now_ms - p.row.created_at_ms >= o.reconcile.key_retention_ms;
+        past =
+            p.db_now_ms - p.row.created_at_ms >= o.reconcile.key_retention_ms;
         memset(&q, 0, sizeof(q));
         q.as_succeeded       = !strcmp(a.as, "succeeded");
         q.answer             = answer_kind(&an);
@@ -456,9 +454,9 @@ int cmd_review_resolve(struct config *cfg, int argc, char **argv)
         q.without_gateway    = a.without_gateway;
         payment_review_decide(&q, &v);
         if (!v.allowed) {
-                rc = refuse(&a, v.reason,
-                            answer_json(&an, true, &v, a.without_gateway,
-                                        past));
+                rc =
+                    refuse(&a, v.reason,
+                           answer_json(&an, true, &v, a.without_gateway, past));
                 goto done;
         }
         actor_of(cfg, actor, sizeof(actor));

@@ -91,8 +91,7 @@ static void decide_failed(const struct payment_review_ask *a,
                         "payment: it was charged");
                 return;
         case PAYMENT_REVIEW_LISTS_FAILED:
-                verdict(v, true, NULL,
-                        "the gateway lists only failed charges");
+                verdict(v, true, NULL, "the gateway lists only failed charges");
                 return;
         case PAYMENT_REVIEW_LISTS_NONE:
                 verdict(v, true, NULL,

@@ -23,7 +23,7 @@
 /* One row of gateway_evidence. Everything is borrowed during the call. */
 struct evidence_item {
         const char *payment_id;      /* required: an existing payment */
-        const char *kind; /* required: charge | query | webhook | operator */
+        const char *kind;            /* required: charge | query | webhook */
         const char *actor;           /* who asked (lease owner), or NULL */
         int64_t lease_epoch;         /* the epoch held when asking; 0: none */
         const char *request_summary; /* e.g. "GET /v1/charges?reference=" */

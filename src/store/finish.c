@@ -48,8 +48,8 @@ PGresult *store_tx_run(struct store_tx *t, const char *what, const char *sql,
         return NULL;
 }
 
-bool store_tx_exec(struct store_tx *t, const char *what, const char *sql,
-                   int n, const char *const *v)
+bool store_tx_exec(struct store_tx *t, const char *what, const char *sql, int n,
+                   const char *const *v)
 {
         PGresult *res = store_tx_run(t, what, sql, n, v);
 

@@ -44,8 +44,8 @@ struct store_tx {
 PGresult *store_tx_run(struct store_tx *t, const char *what, const char *sql,
                        int n, const char *const *v) CO_MUST_CHECK;
 /* As store_tx_run for a statement whose result is not read. */
-bool store_tx_exec(struct store_tx *t, const char *what, const char *sql,
-                   int n, const char *const *v) CO_MUST_CHECK;
+bool store_tx_exec(struct store_tx *t, const char *what, const char *sql, int n,
+                   const char *const *v) CO_MUST_CHECK;
 /* ROLLBACK if the connection is usable. */
 void store_tx_rollback(struct store_tx *t);
 /* COMMIT: true, or false with errstr set (also when the server answered
@@ -81,8 +81,8 @@ bool store_finish_lock(struct store_tx *t, const char *payment_id,
 
 /* What a finish writes. */
 struct store_finish {
-        const char *status;             /* "succeeded" | "failed" */
-        const char *provider_charge_id; /* required for "succeeded" */
+        const char *status;                     /* "succeeded" | "failed" */
+        const char *provider_charge_id;         /* required for "succeeded" */
         const char *error_code, *error_message; /* failed; or NULL */
         bool resolves_review; /* set by store_finish_payment */
         /* Out: the result's event id, and the new lease epoch. */

@@ -94,8 +94,11 @@ int store_review_list(struct store *st, size_t limit,
             " (SELECT count(*) FROM payments WHERE status = 'review')"
             " FROM payments p" LAST_EVIDENCE " WHERE p.status = 'review'"
             " ORDER BY p.created_at, p.payment_id LIMIT $1::bigint";
-        struct store_tx t = { st, "review list", errstr, errstr_size, false,
-                              STORE_ERR };
+        struct store_tx t = { .st          = st,
+                              .who         = "review list",
+                              .errstr      = errstr,
+                              .errstr_size = errstr_size,
+                              .rc          = STORE_ERR };
         struct store_review_row *r;
         char lim[24];
         const char *v[1] = { lim };
@@ -131,8 +134,8 @@ void store_review_payment_clear(struct store_review_payment *p)
 }
 
 int store_review_get(struct store *st, const char *payment_id,
-                     struct store_review_payment *p, bool *found,
-                     char *errstr, size_t errstr_size)
+                     struct store_review_payment *p, bool *found, char *errstr,
+                     size_t errstr_size)
 {
         static const char sql[] =
             "SELECT " ROW_COLUMNS ", p.status,"
@@ -151,10 +154,12 @@ int store_review_get(struct store *st, const char *payment_id,
             "   'resolves_review', o.resolves_review, 'created_at',"
             "   o.created_at, 'published_at', o.published_at) ORDER BY o.id)"
             "   FROM outbox o WHERE o.payment_id = p.payment_id), '[]')"
-            " FROM payments p" LAST_EVIDENCE
-            " WHERE p.payment_id = $1::uuid";
-        struct store_tx t = { st, "review show", errstr, errstr_size, false,
-                              STORE_ERR };
+            " FROM payments p" LAST_EVIDENCE " WHERE p.payment_id = $1::uuid";
+        struct store_tx t = { .st          = st,
+                              .who         = "review show",
+                              .errstr      = errstr,
+                              .errstr_size = errstr_size,
+                              .rc          = STORE_ERR };
         const char *v[1]  = { payment_id };
         PGresult *res;
 
@@ -315,8 +320,11 @@ int store_review_resolve(struct store *st,
                          struct store_review_resolve_out *out, char *errstr,
                          size_t errstr_size)
 {
-        struct store_tx t = { st, "review resolve", errstr, errstr_size,
-                              false, STORE_ERR };
+        struct store_tx t = { .st          = st,
+                              .who         = "review resolve",
+                              .errstr      = errstr,
+                              .errstr_size = errstr_size,
+                              .rc          = STORE_ERR };
         int rc            = STORE_ERR;
 
         memset(out, 0, sizeof(*out));

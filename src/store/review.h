@@ -39,8 +39,8 @@ struct store_review_row {
         char *finished_at; /* when it went to review */
         int64_t amount;
         char currency[4];
-        char *error_code;    /* why it is in review, or NULL */
-        char *error_message; /* or NULL */
+        char *error_code;         /* why it is in review, or NULL */
+        char *error_message;      /* or NULL */
         char *provider_charge_id; /* or NULL */
         int32_t attempts;
         /* the newest evidence row: "<kind> <outcome>", its time; or NULL */
@@ -85,11 +85,11 @@ void store_review_payment_clear(struct store_review_payment *p);
  * STORE_OK or a negative STORE_ERR*. p must be zeroed or cleared first.
  */
 int store_review_get(struct store *st, const char *payment_id,
-                     struct store_review_payment *p, bool *found,
-                     char *errstr, size_t errstr_size) CO_MUST_CHECK;
+                     struct store_review_payment *p, bool *found, char *errstr,
+                     size_t errstr_size) CO_MUST_CHECK;
 
 enum store_review_result {
-        STORE_REVIEW_RESOLVED = 1, /* finished as asked */
+        STORE_REVIEW_RESOLVED = 1,  /* finished as asked */
         STORE_REVIEW_NOT_IN_REVIEW, /* its status is another: nothing written */
         STORE_REVIEW_NOT_FOUND,     /* no such payment: nothing written */
 };

@@ -187,7 +187,8 @@ static bool insert_id(struct store_tx *t, const struct store_webhook_in *in,
 }
 
 /* Steps 2-5 inside the open transaction. */
-static bool decide_and_apply(struct store_tx *t, const struct store_webhook_in *in,
+static bool decide_and_apply(struct store_tx *t,
+                             const struct store_webhook_in *in,
                              struct store_webhook_out *out)
 {
         const struct gateway_event *ev = in->event;
@@ -296,8 +297,11 @@ int store_webhook_apply(struct store *st, const struct store_webhook_in *in,
                         struct store_webhook_out *out, char *errstr,
                         size_t errstr_size)
 {
-        struct store_tx t = { st, "webhook", errstr, errstr_size, false,
-                              STORE_ERR };
+        struct store_tx t = { .st          = st,
+                              .who         = "webhook",
+                              .errstr      = errstr,
+                              .errstr_size = errstr_size,
+                              .rc          = STORE_ERR };
         int rc            = STORE_ERR;
 
         memset(out, 0, sizeof(*out));
@@ -348,8 +352,11 @@ int store_webhook_contradictions(struct store *st, size_t max,
             " payment_id, provider_charge_id, amount, currency,"
             " previous_status, detail"
             " FROM webhook_contradictions LIMIT $1::bigint";
-        struct store_tx t = { st, "webhook", errstr, errstr_size, false,
-                              STORE_ERR };
+        struct store_tx t = { .st          = st,
+                              .who         = "webhook",
+                              .errstr      = errstr,
+                              .errstr_size = errstr_size,
+                              .rc          = STORE_ERR };
         struct store_webhook_contradiction *c;
         char lim[24];
         const char *v[1] = { lim };

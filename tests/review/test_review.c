@@ -187,7 +187,8 @@ static void sim_charge(const struct sim *s, const struct pay *p,
         SC_CHECK(j && json_is_string(json_object_get(j, "id")), "charge: %s",
                  b.b);
         snprintf(id, idsz, "%s",
-                 code == 402 ? "" : json_string_value(json_object_get(j, "id")));
+                 code == 402 ? ""
+                             : json_string_value(json_object_get(j, "id")));
         json_decref(j);
 }
 
@@ -201,7 +202,7 @@ struct run {
 
 static void slurp(const char *path, char *buf, size_t bufsz)
 {
-        FILE *f = fopen(path, "r");
+        FILE *f  = fopen(path, "r");
         size_t n = f ? fread(buf, 1, bufsz - 1, f) : 0;
 
         buf[n] = '\0';
@@ -225,7 +226,8 @@ static void review_run(struct scenario *sc, const char *gw_url,
         pid_t pid;
         static int k;
 
-#define ARG(...) (snprintf(a[n], sizeof(a[n]), __VA_ARGS__), argv[n] = a[n], n++)
+#define ARG(...)                                                               \
+        (snprintf(a[n], sizeof(a[n]), __VA_ARGS__), argv[n] = a[n], n++)
         SC_CHECK(bin, "CHARGEONCE_BIN");
         ARG("%s", bin);
         ARG("-X");
@@ -383,10 +385,10 @@ static void list_show(void)
                          "outcome_unknown"),
                  "error code");
         json_decref(j);
-        review_run(&sc, NULL, NULL,
-                   (const char *const[]){ "review", "list", "--limit", "1",
-                                          NULL },
-                   &r);
+        review_run(
+            &sc, NULL, NULL,
+            (const char *const[]){ "review", "list", "--limit", "1", NULL },
+            &r);
         SC_CHECK(r.rc == 0 && strstr(r.out, "2 payment(s) in review") &&
                      strstr(r.out, a.payment_id) &&
                      !strstr(r.out, b.payment_id) &&
@@ -405,20 +407,18 @@ static void list_show(void)
                      json_array_size(json_object_get(j, "results")) == 1,
                  "show: %s", r.out);
         json_decref(j);
-        review_run(&sc, NULL, NULL,
-                   (const char *const[]){ "review", "show", a.payment_id,
-                                          NULL },
-                   &r);
+        review_run(
+            &sc, NULL, NULL,
+            (const char *const[]){ "review", "show", a.payment_id, NULL }, &r);
         SC_CHECK(r.rc == 0 && strstr(r.out, "status       review") &&
                      !strstr(r.out, "secretpart"),
                  "show: %s", r.out);
         review_run(&sc, NULL, NULL,
                    (const char *const[]){
-                       "review", "show",
-                       "00000000-0000-4000-8000-000000000000", NULL },
+                       "review", "show", "00000000-0000-4000-8000-000000000000",
+                       NULL },
                    &r);
-        SC_CHECK(r.rc == 1 && strstr(r.err, "no payment"), "unknown: %d",
-                 r.rc);
+        SC_CHECK(r.rc == 1 && strstr(r.err, "no payment"), "unknown: %d", r.rc);
         pay_free(&a);
         pay_free(&b);
         pay_free(&done);
@@ -430,8 +430,7 @@ static void list_show(void)
  * through a real consume replays succeeded; the relay publishes it. */
 static void resolve_succeeded(void)
 {
-        static const char *const fast[] = { "consumer.batch_linger=1ms",
-                                            NULL };
+        static const char *const fast[] = { "consumer.batch_linger=1ms", NULL };
         struct scenario sc;
         struct sim s;
         struct co c;
@@ -609,9 +608,9 @@ static void refusals(void)
                                        "--as", "failed", "--evidence",
                                        "card 4111 1111 1111 1111", NULL },
                 2, "card number");
-        SC_CHECK(sc_sql_long(&sc, "SELECT count(*) FROM gateway_evidence"
-                                  " WHERE request_summary LIKE '%%4111%%'") ==
-                     0,
+        SC_CHECK(sc_sql_long(&sc,
+                             "SELECT count(*) FROM gateway_evidence"
+                             " WHERE request_summary LIKE '%%4111%%'") == 0,
                  "a card number stored");
         /* down, with --without-gateway: decided, and recorded so */
         review_run(&sc, NULL, NULL,
@@ -677,11 +676,10 @@ static void *race_thread(void *arg)
                 snprintf(ev.charge_id, sizeof(ev.charge_id), "ch_race");
                 snprintf(ev.charge_status, sizeof(ev.charge_status),
                          "succeeded");
-                ev.amount =
-                    sc_sql_long(x->sc,
-                                "SELECT amount FROM payments WHERE"
-                                " payment_id = '%s'",
-                                x->payment_id);
+                ev.amount = sc_sql_long(x->sc,
+                                        "SELECT amount FROM payments WHERE"
+                                        " payment_id = '%s'",
+                                        x->payment_id);
                 snprintf(ev.currency, sizeof(ev.currency), "VND");
                 in = (struct store_webhook_in){ "msg_race", 1796000000, &ev,
                                                 "test-webhook" };

@@ -72,11 +72,10 @@ static void full_table(void **state)
 {
         (void)state;
         for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
-                const struct row *r = &table[i];
+                const struct row *r         = &table[i];
                 struct payment_review_ask a = {
-                        .as_succeeded       = r->as_succeeded,
-                        .answer             = (enum payment_review_answer)
-                                                  r->answer,
+                        .as_succeeded = r->as_succeeded,
+                        .answer       = (enum payment_review_answer)r->answer,
                         .gateway_charge_id  = r->gw_id,
                         .flag_charge_id     = r->flag_id,
                         .past_key_retention = r->past,
