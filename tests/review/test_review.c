@@ -645,6 +645,43 @@ static void refusals(void)
         sc_cleanup(&sc);
 }
 
+/* Past gateway.key_retention an empty list is no evidence: --as
+ * succeeded needs the operator's --provider-charge-id, and gets it. */
+static void past_retention(void)
+{
+        struct scenario sc;
+        struct sim s;
+        struct pay p;
+        struct run r;
+
+        sc_init(&sc, "review_old", 1);
+        sim_start(&sc, &s, "");
+        make_payment(&sc, &p, SETTLE_REVIEW, NULL);
+        SC_CHECK(sc_sql(&sc,
+                        "UPDATE payments SET created_at = created_at -"
+                        " interval '3 days' WHERE payment_id = '%s'"
+                        " RETURNING 1",
+                        p.payment_id),
+                 "age the payment");
+        refused(&sc, s.url, &p,
+                (const char *const[]){ "review", "resolve", p.payment_id,
+                                       "--as", "succeeded", "--evidence",
+                                       "PSP statement", NULL },
+                1, "give --provider-charge-id");
+        review_run(&sc, s.url, NULL,
+                   (const char *const[]){
+                       "review", "resolve", p.payment_id, "--as", "succeeded",
+                       "--evidence", "PSP statement line 12",
+                       "--provider-charge-id", "ch_psp_12", NULL },
+                   &r);
+        SC_CHECK(r.rc == 0, "resolve past retention: %d", r.rc);
+        check_resolved(&sc, &p, "succeeded", "ch_psp_12",
+                       "PSP statement line 12");
+        pay_free(&p);
+        sim_stop(&s);
+        sc_cleanup(&sc);
+}
+
 /* ---- races on the store, at a barrier ---- */
 
 static pthread_barrier_t barrier;
@@ -823,6 +860,7 @@ int main(int argc, char **argv)
                 { "resolve_succeeded", resolve_succeeded, NULL, NULL },
                 { "resolve_failed", resolve_failed, NULL, NULL },
                 { "refusals", refusals, NULL, NULL },
+                { "past_retention", past_retention, NULL, NULL },
                 { "two_resolves", two_resolves, NULL, NULL },
                 { "webhook_race", webhook_race, NULL, NULL },
         };
