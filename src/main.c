@@ -32,6 +32,8 @@ static const struct cmd commands[] = {
         { "inspect", cmd_inspect,
           "show one intent: key, payment, ledger, events, results, evidence" },
         { "audit", cmd_audit, "list invariant violations (exit 1 if any)" },
+        { "review", cmd_review,
+          "the review queue: list, show, resolve (asks the gateway)" },
         { "gc", cmd_not_built,
           "reduce expired keys to tombstones (not built yet)" },
 };

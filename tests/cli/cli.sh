@@ -92,5 +92,36 @@ check replay-wait-dry-run 2 '--wait is only for a rewind' -- "$bin" replay --dry
 check replay-bad-partition 2 '--partition: "p1" is not a partition' -- "$bin" replay --from-offset 0 --partition p1
 check replay-bad-examples 2 '--examples: "many"' -- "$bin" replay --dry-run --from-offset 0 --examples many
 check replay-unknown 2 'unknown argument --all' -- "$bin" replay --from-offset 0 --all
+# issue 14: `review` usage errors exit 2 naming the argument, before any
+# service is contacted (the database is never reached: port 9)
+pid=5d6e7f80-9a1b-4c2d-8e3f-405162738495
+nodb=(-X "db.conninfo=host=127.0.0.1 port=9 connect_timeout=1")
+check review-help 0 'usage: chargeonce review list' -- "$bin" review --help
+check review-no-sub 2 'give list, show or resolve' -- "$bin" "${nodb[@]}" review
+check review-bad-sub 2 'unknown subcommand frob' -- "$bin" "${nodb[@]}" review frob
+check review-list-limit 2 '--limit: "0" is not a number' -- "$bin" "${nodb[@]}" review list --limit 0
+check review-list-limit-x 2 '--limit: "x" is not a number' -- "$bin" "${nodb[@]}" review list --limit x
+check review-list-extra 2 'unexpected argument extra' -- "$bin" "${nodb[@]}" review list extra
+check review-show-none 2 'PAYMENT_ID is missing' -- "$bin" "${nodb[@]}" review show
+check review-show-bad 2 'PAYMENT_ID: "nope" is not a UUID' -- "$bin" "${nodb[@]}" review show nope
+check review-resolve-no-as 2 '--as is missing' -- "$bin" "${nodb[@]}" review resolve $pid --evidence x
+check review-resolve-bad-as 2 '--as: "maybe" is not succeeded or failed' -- "$bin" "${nodb[@]}" review resolve $pid --as maybe --evidence x
+check review-resolve-no-evidence 2 '--evidence is missing' -- "$bin" "${nodb[@]}" review resolve $pid --as failed
+check review-resolve-empty-evidence 2 '--evidence: 0 bytes' -- "$bin" "${nodb[@]}" review resolve $pid --as failed --evidence ''
+check review-resolve-long-evidence 2 '--evidence: 1001 bytes' -- "$bin" "${nodb[@]}" review resolve $pid --as failed --evidence "$(head -c 1001 /dev/zero | tr '\0' a)"
+check review-resolve-card 2 '--evidence holds a card number' -- "$bin" "${nodb[@]}" review resolve $pid --as failed --evidence 'card 4111-1111-1111-1111'
+check review-resolve-ctrl 2 '--evidence holds a control character' -- "$bin" "${nodb[@]}" review resolve $pid --as failed --evidence $'a\nb'
+check review-resolve-utf8 2 '--evidence is not UTF-8' -- "$bin" "${nodb[@]}" review resolve $pid --as failed --evidence $'\xff'
+check review-resolve-charge-failed 2 '--provider-charge-id goes with --as succeeded' -- "$bin" "${nodb[@]}" review resolve $pid --as failed --evidence x --provider-charge-id ch_1
+check review-resolve-bad-charge 2 '--provider-charge-id: not a charge id' -- "$bin" "${nodb[@]}" review resolve $pid --as succeeded --evidence x --provider-charge-id 'ch 1'
+check review-resolve-no-value 2 '--evidence needs a value' -- "$bin" "${nodb[@]}" review resolve $pid --as failed --evidence
+out=$("$bin" "${nodb[@]}" review resolve $pid --as failed --evidence 'card 4111 1111 1111 1111' 2>&1)
+if grep -q 4111 <<<"$out"; then
+	echo "FAIL review-resolve-card-echo: the card number was printed"
+	fails=$((fails + 1))
+else
+	passes=$((passes + 1))
+fi
+check review-no-db 1 'chargeonce review: database' -- "$bin" "${nodb[@]}" review list
 echo "$passes passed, $fails failed"
 [ $fails = 0 ]

@@ -1,0 +1,402 @@
+/*
+ * cmd/review: `chargeonce review list | show | resolve`, the review queue
+ * (issue 14; docs/operations.md, "The review queue"):
+ *
+ *   review list [--json] [--limit N]      payments in review, oldest first
+ *   review show PAYMENT_ID [--json]       one payment, evidence, results
+ *   review resolve PAYMENT_ID ...         see cmd/review_resolve.c
+ *
+ * Human tables (or one JSON document with --json) on stdout, messages on
+ * stderr. Keys are shown masked (log_mask_key), never whole; text that
+ * came from outside is made printable before it reaches a terminal.
+ * Exit: 0 done; 1 refused or a runtime failure (the message says which);
+ * 2 a usage error naming the argument. list and show are read-only.
+ */
+#include "cmd/review.h"
+
+#include "cmd/cmd.h"
+#include "store/review.h"
+#include "store/store.h"
+#include "util/config.h"
+#include "util/log.h"
+#include "util/xalloc.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define REVIEW_LIST_DEFAULT 50
+#define REVIEW_LIST_MAX     10000
+
+static int usage(FILE *out, int rc)
+{
+        fprintf(out,
+                "usage: chargeonce review list [--json] [--limit N]\n"
+                "       chargeonce review show PAYMENT_ID [--json]\n"
+                "       chargeonce review resolve PAYMENT_ID --as "
+                "succeeded|failed --evidence TEXT\n"
+                "                 [--provider-charge-id ID] "
+                "[--without-gateway] [--json]\n"
+                "\n"
+                "The payments in review (an outcome nobody could settle): "
+                "list them (oldest\nfirst, keys masked), show one with its "
+                "evidence and results, or resolve one.\nresolve asks the "
+                "gateway (GET /v1/charges?reference=) first and refuses a\n"
+                "decision that contradicts its answer; it then finishes the "
+                "payment in one\ntransaction: status, ledger posting for a "
+                "success, the key's stored outcome,\none new result with "
+                "\"resolves_review\": true and an evidence row of kind\n"
+                "'operator' (who: worker.id or $USER@host; why: "
+                "--evidence).\n"
+                "\n"
+                "  --limit N            at most N payments (default %d)\n"
+                "  --json               one JSON document on stdout\n"
+                "  --as S               succeeded or failed\n"
+                "  --evidence TEXT      why (1..1000 bytes of UTF-8, no card "
+                "number): stored\n"
+                "  --provider-charge-id the gateway's charge id (succeeded "
+                "only; must match\n"
+                "                       the gateway's; required past "
+                "gateway.key_retention)\n"
+                "  --without-gateway    decide when the gateway cannot be "
+                "asked (recorded)\n"
+                "\n"
+                "exit: 0 done; 1 refused (a contradiction with the gateway, "
+                "the gateway not\nanswering, the payment not in review; "
+                "nothing written) or a runtime failure;\n2 usage error.\n",
+                REVIEW_LIST_DEFAULT);
+        return rc;
+}
+
+struct store *cmd_review_store(struct config *cfg)
+{
+        struct store *st;
+        char err[512];
+
+        st = store_connect_timeout(config_str(cfg, "db.conninfo"), 10, err,
+                                   sizeof(err));
+        if (!st)
+                fprintf(stderr, "chargeonce review: database: %s\n", err);
+        return st;
+}
+
+const char *cmd_review_printable(const char *s, char *out, size_t outsz)
+{
+        size_t i = 0;
+
+        if (outsz == 0)
+                return "";
+        for (; s && *s && i + 1 < outsz; s++)
+                out[i++] = ((unsigned char)*s < 0x20 || *s == 0x7f) ? '?' : *s;
+        out[i] = '\0';
+        return out;
+}
+
+const char *cmd_review_mask(const char *key, char *out, size_t outsz)
+{
+        log_mask_key(key ? key : "", key ? strlen(key) : 0, out, outsz);
+        return out;
+}
+
+/* Never NULL: jansson refuses only invalid UTF-8 (made printable first). */
+static json_t *jstr(const char *s)
+{
+        json_t *j;
+
+        if (s == NULL)
+                return json_null();
+        if ((j = json_string(s)) == NULL)
+                j = json_string("(not UTF-8)");
+        if (j == NULL)
+                xalloc_die();
+        return j;
+}
+
+static json_t *row_json(const struct store_review_row *r)
+{
+        char m[LOG_MASKED_KEY_SIZE];
+        json_t *o = json_object();
+
+        if (!o)
+                xalloc_die();
+        json_object_set_new(o, "payment_id", jstr(r->payment_id));
+        json_object_set_new(o, "tenant_id", jstr(r->tenant_id));
+        json_object_set_new(o, "idempotency_key_masked",
+                            jstr(cmd_review_mask(r->idem_key, m, sizeof(m))));
+        json_object_set_new(o, "order_id", jstr(r->order_id));
+        json_object_set_new(o, "created_at", jstr(r->created_at));
+        json_object_set_new(o, "finished_at", jstr(r->finished_at));
+        json_object_set_new(o, "amount", json_integer(r->amount));
+        json_object_set_new(o, "currency", jstr(r->currency));
+        json_object_set_new(o, "error_code", jstr(r->error_code));
+        json_object_set_new(o, "error_message", jstr(r->error_message));
+        json_object_set_new(o, "provider_charge_id",
+                            jstr(r->provider_charge_id));
+        json_object_set_new(o, "attempts", json_integer(r->attempts));
+        json_object_set_new(o, "last_evidence", jstr(r->last_evidence));
+        json_object_set_new(o, "last_evidence_at", jstr(r->last_evidence_at));
+        return o;
+}
+
+static void dump(json_t *doc)
+{
+        json_dumpf(doc, stdout, JSON_INDENT(2));
+        putchar('\n');
+        json_decref(doc);
+}
+
+static void list_table(const struct store_review_row *r, size_t n,
+                       int64_t total)
+{
+        char m[LOG_MASKED_KEY_SIZE], t[40], e[48], ev[48];
+
+        printf("%" PRId64 " payment(s) in review%s\n", total,
+               (int64_t)n < total ? " (oldest shown)" : "");
+        if (n == 0)
+                return;
+        printf("%-36s  %-16s  %-16s  %-24s  %14s %-3s  %-22s %4s  %s\n",
+               "PAYMENT_ID", "TENANT", "KEY", "CREATED", "AMOUNT", "CUR",
+               "ERROR", "ATT", "LAST EVIDENCE");
+        for (size_t i = 0; i < n; i++)
+                printf("%-36s  %-16s  %-16s  %-24s  %14" PRId64
+                       " %-3s  %-22s %4d  %s\n",
+                       r[i].payment_id,
+                       cmd_review_printable(r[i].tenant_id, t, 17),
+                       cmd_review_mask(r[i].idem_key, m, sizeof(m)),
+                       r[i].created_at ? r[i].created_at : "", r[i].amount,
+                       r[i].currency,
+                       cmd_review_printable(
+                           r[i].error_code ? r[i].error_code : "-", e, 23),
+                       (int)r[i].attempts,
+                       cmd_review_printable(
+                           r[i].last_evidence ? r[i].last_evidence : "-", ev,
+                           sizeof(ev)));
+}
+
+static int review_list(struct config *cfg, int argc, char **argv)
+{
+        struct store_review_row *rows = NULL;
+        size_t n = 0, limit = REVIEW_LIST_DEFAULT;
+        int64_t total = 0;
+        bool json     = false;
+        struct store *st;
+        char err[512];
+        int rc = 1;
+
+        for (int i = 1; i < argc; i++) {
+                if (!strcmp(argv[i], "--json")) {
+                        json = true;
+                } else if (!strcmp(argv[i], "--limit")) {
+                        char *end;
+                        unsigned long long v;
+
+                        if (++i == argc)
+                                return cmd_usage_error("review list",
+                                                       "--limit needs N");
+                        errno = 0;
+                        v     = strtoull(argv[i], &end, 10);
+                        if (errno || *end || end == argv[i] || v < 1 ||
+                            v > REVIEW_LIST_MAX || argv[i][0] == '-')
+                                return cmd_usage_error(
+                                    "review list",
+                                    "--limit: \"%s\" is not a number in "
+                                    "1..%d",
+                                    argv[i], REVIEW_LIST_MAX);
+                        limit = (size_t)v;
+                } else {
+                        return cmd_usage_error(
+                            "review list", "unexpected argument %s", argv[i]);
+                }
+        }
+        if (!(st = cmd_review_store(cfg)))
+                return 1;
+        if (store_review_list(st, limit, &rows, &n, &total, err, sizeof(err)) <
+            0) {
+                fprintf(stderr, "chargeonce review list: %s\n", err);
+                goto done;
+        }
+        if (json) {
+                json_t *doc = json_object(), *a = json_array();
+
+                if (!doc || !a)
+                        xalloc_die();
+                for (size_t i = 0; i < n; i++)
+                        json_array_append_new(a, row_json(&rows[i]));
+                json_object_set_new(doc, "total", json_integer(total));
+                json_object_set_new(doc, "shown", json_integer((int64_t)n));
+                json_object_set_new(doc, "payments", a);
+                dump(doc);
+        } else {
+                list_table(rows, n, total);
+        }
+        rc = 0;
+done:
+        store_review_rows_free(rows, n);
+        store_destroy(st);
+        return rc;
+}
+
+/* A JSON array the store built (or an empty one). */
+static json_t *parse_array(const char *s)
+{
+        json_error_t e;
+        json_t *j = s ? json_loads(s, 0, &e) : NULL;
+
+        if (!json_is_array(j)) {
+                json_decref(j);
+                j = json_array();
+                if (!j)
+                        xalloc_die();
+        }
+        return j;
+}
+
+static const char *jget(json_t *o, const char *k, char *buf, size_t bufsz)
+{
+        json_t *v = json_object_get(o, k);
+
+        if (json_is_string(v))
+                return cmd_review_printable(json_string_value(v), buf, bufsz);
+        if (json_is_integer(v)) {
+                snprintf(buf, bufsz, "%" JSON_INTEGER_FORMAT,
+                         json_integer_value(v));
+                return buf;
+        }
+        if (json_is_boolean(v))
+                return json_is_true(v) ? "true" : "false";
+        return "-";
+}
+
+static void show_text(const struct store_review_payment *p, json_t *ev,
+                      json_t *res)
+{
+        const struct store_review_row *r = &p->row;
+        char m[LOG_MASKED_KEY_SIZE], b[4][1100];
+        size_t i;
+        json_t *o;
+
+        printf("payment      %s\nstatus       %s\n", r->payment_id, p->status);
+        printf("tenant       %s\nkey          %s\norder        %s\n",
+               cmd_review_printable(r->tenant_id, b[0], sizeof(b[0])),
+               cmd_review_mask(r->idem_key, m, sizeof(m)),
+               cmd_review_printable(r->order_id, b[1], sizeof(b[1])));
+        printf("amount       %" PRId64 " %s\ncreated      %s\n", r->amount,
+               r->currency, r->created_at ? r->created_at : "-");
+        printf("finished     %s\nattempts     %d\ncharge id    %s\n",
+               r->finished_at ? r->finished_at : "-", (int)r->attempts,
+               cmd_review_printable(
+                   r->provider_charge_id ? r->provider_charge_id : "-", b[2],
+                   sizeof(b[2])));
+        printf("error        %s: %s\n",
+               cmd_review_printable(r->error_code ? r->error_code : "-", b[0],
+                                    sizeof(b[0])),
+               cmd_review_printable(r->error_message ? r->error_message : "-",
+                                    b[1], sizeof(b[1])));
+        printf("\nevidence (%zu, oldest first)\n", json_array_size(ev));
+        json_array_foreach(ev, i, o)
+        {
+                printf("  %s  %-8s %-8s http %s  %s",
+                       jget(o, "at", b[0], sizeof(b[0])),
+                       jget(o, "kind", b[1], 40), jget(o, "outcome", b[2], 200),
+                       jget(o, "http_status", b[3], 16), "");
+                printf("by %s\n", jget(o, "actor", b[0], 200));
+                printf("      asked/said: %s\n",
+                       jget(o, "request_summary", b[1], sizeof(b[1])));
+                if (json_is_string(json_object_get(o, "response_excerpt")))
+                        printf("      answer: %s\n",
+                               jget(o, "response_excerpt", b[2], sizeof(b[2])));
+        }
+        printf("\nresults (%zu)\n", json_array_size(res));
+        json_array_foreach(res, i, o)
+        {
+                printf("  %s  %-9s replayed %-5s resolves_review %-5s "
+                       "published %s\n",
+                       jget(o, "event_id", b[0], 40),
+                       jget(o, "status", b[1], 16),
+                       jget(o, "replayed", b[2], 8),
+                       jget(o, "resolves_review", b[3], 8),
+                       jget(o, "published_at", b[0] + 64, 64));
+        }
+}
+
+static int review_show(struct config *cfg, int argc, char **argv)
+{
+        struct store_review_payment p;
+        const char *id = NULL;
+        bool json = false, found = false;
+        struct store *st;
+        char err[512];
+        int rc = 1;
+
+        for (int i = 1; i < argc; i++) {
+                if (!strcmp(argv[i], "--json"))
+                        json = true;
+                else if (argv[i][0] == '-' || id)
+                        return cmd_usage_error(
+                            "review show", "unexpected argument %s", argv[i]);
+                else
+                        id = argv[i];
+        }
+        if (!id)
+                return cmd_usage_error("review show", "PAYMENT_ID is missing");
+        if (!uuid_valid(id, strlen(id)))
+                return cmd_usage_error("review show",
+                                       "PAYMENT_ID: \"%s\" is not a UUID", id);
+        if (!(st = cmd_review_store(cfg)))
+                return 1;
+        memset(&p, 0, sizeof(p));
+        if (store_review_get(st, id, &p, &found, err, sizeof(err)) < 0) {
+                fprintf(stderr, "chargeonce review show: %s\n", err);
+        } else if (!found) {
+                fprintf(stderr, "chargeonce review show: no payment %s\n", id);
+        } else {
+                json_t *ev = parse_array(p.evidence_json);
+                json_t *rs = parse_array(p.results_json);
+
+                if (json) {
+                        json_t *doc = json_object(), *pay = row_json(&p.row);
+
+                        if (!doc)
+                                xalloc_die();
+                        json_object_set_new(pay, "status", jstr(p.status));
+                        json_object_set_new(doc, "payment", pay);
+                        json_object_set_new(doc, "evidence", ev);
+                        json_object_set_new(doc, "results", rs);
+                        dump(doc);
+                } else {
+                        show_text(&p, ev, rs);
+                        json_decref(ev);
+                        json_decref(rs);
+                }
+                rc = 0;
+        }
+        store_review_payment_clear(&p);
+        store_destroy(st);
+        return rc;
+}
+
+int cmd_review(struct config *cfg, int argc, char **argv)
+{
+        if (argc < 2)
+                return cmd_usage_error("review",
+                                       "give list, show or resolve (see "
+                                       "review --help)");
+        if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))
+                return usage(stdout, 0);
+        for (int i = 2; i < argc; i++)
+                if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+                        return usage(stdout, 0);
+        if (!strcmp(argv[1], "list"))
+                return review_list(cfg, argc - 1, argv + 1);
+        if (!strcmp(argv[1], "show"))
+                return review_show(cfg, argc - 1, argv + 1);
+        if (!strcmp(argv[1], "resolve"))
+                return cmd_review_resolve(cfg, argc - 1, argv + 1);
+        return cmd_usage_error("review",
+                               "unknown subcommand %s (list, show "
+                               "or resolve)",
+                               argv[1]);
+}
