@@ -32,8 +32,8 @@ static const struct cmd commands[] = {
         { "inspect", cmd_inspect,
           "show one intent: key, payment, ledger, events, results, evidence" },
         { "audit", cmd_audit, "list invariant violations (exit 1 if any)" },
-        { "gc", cmd_not_built,
-          "reduce expired keys to tombstones (not built yet)" },
+        { "gc", cmd_gc,
+          "reduce expired keys to tombstones, remove their bulky rows" },
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(*commands))
 
