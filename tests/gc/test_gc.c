@@ -873,10 +873,10 @@ static void concurrent(void)
                "batch %lld ms; worst produce->result %ld ms\n",
                n, copies, jnum(&g.r, "tombstones"), jnum(&g.r, "batches"),
                jnum(&g.r, "longest_batch_ms"), worst);
-        SC_CHECK(jnum(&g.r, "longest_batch_ms") < 1500,
+        SC_CHECK(jnum(&g.r, "longest_batch_ms") < 1000,
                  "a gc batch held its locks %lld ms",
                  jnum(&g.r, "longest_batch_ms"));
-        SC_CHECK(worst < 3000, "an intent waited %ld ms for its answer", worst);
+        SC_CHECK(worst < 2000, "an intent waited %ld ms for its answer", worst);
         /* keys skipped because a claim held them: the next run */
         co_cmd(&sc, NULL, "gc", "--json", &more);
         SC_CHECK(more.rc == 0 &&
