@@ -34,8 +34,8 @@ static const struct cmd commands[] = {
         { "audit", cmd_audit, "list invariant violations (exit 1 if any)" },
         { "review", cmd_review,
           "the review queue: list, show, resolve (asks the gateway)" },
-        { "gc", cmd_not_built,
-          "reduce expired keys to tombstones (not built yet)" },
+        { "gc", cmd_gc,
+          "reduce expired keys to tombstones, remove their bulky rows" },
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(*commands))
 

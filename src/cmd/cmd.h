@@ -29,7 +29,7 @@ int cmd_audit(struct config *cfg, int argc, char **argv) CO_MUST_CHECK;
 int cmd_inspect(struct config *cfg, int argc, char **argv) CO_MUST_CHECK;
 int cmd_replay(struct config *cfg, int argc, char **argv) CO_MUST_CHECK;
 int cmd_review(struct config *cfg, int argc, char **argv) CO_MUST_CHECK;
-int cmd_not_built(struct config *cfg, int argc, char **argv) CO_MUST_CHECK;
+int cmd_gc(struct config *cfg, int argc, char **argv) CO_MUST_CHECK;
 
 /* Checks every kafka.* property of cfg with librdkafka: 0, or -1 naming
  * the bad one (main, before any subcommand). */

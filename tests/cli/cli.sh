@@ -75,9 +75,6 @@ if grep -q "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" <<<"$out"; then
 else
 	passes=$((passes + 1))
 fi
-for c in gc; do
-	check "not-built $c" 2 'not built yet' -- "$bin" "$c"
-done
 # issue 14: replay's usage errors exit 2 naming the argument, before any
 # service is contacted
 check replay-help 0 'usage: chargeonce replay' -- "$bin" replay --help
@@ -123,5 +120,15 @@ else
 	passes=$((passes + 1))
 fi
 check review-no-db 1 'chargeonce review: database' -- "$bin" "${nodb[@]}" review list
+# issue 14: gc's usage errors exit 2 naming the argument, before any
+# service is contacted
+check gc-help 0 'usage: chargeonce gc' -- "$bin" gc --help
+check "help lists gc" 0 '^  gc ' -- "$bin" --help
+check gc-unknown-arg 2 'unexpected argument --frob' -- "$bin" gc --frob
+check gc-limit-missing 2 '--limit needs N' -- "$bin" gc --limit
+check gc-limit-bad 2 '--limit: "0" is not a positive integer' -- "$bin" gc --limit 0
+check gc-limit-text 2 '--limit: "ten" is not a positive integer' -- "$bin" gc --dry-run --limit ten
+check gc-bad-batch 2 'gc.batch_size' -- "$bin" -X gc.batch_size=0 gc
+check gc-bad-pause 2 'gc.batch_pause' -- "$bin" -X gc.batch_pause=fast gc
 echo "$passes passed, $fails failed"
 [ $fails = 0 ]

@@ -1,0 +1,301 @@
+/*
+ * store/gc: tombstones and the removal of bulky rows (see gc.h). Every
+ * call is one statement outside BEGIN: one short transaction.
+ *
+ * Never removes an outbox row that is not published, never touches a key
+ * that is processing or in review, never puts a value into errstr.
+ */
+#include "store/gc.h"
+#include "store/store_int.h"
+
+#include <libpq-fe.h>
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/*
+ * The keys gc collects (alias k; $1 = the retention in ms). The dry run
+ * and the batch share it, so their counts cannot drift apart. The NOT
+ * EXISTS reads outbox_payment_idx: a key with an unpublished or parked
+ * result waits (its rows would be half removed otherwise).
+ */
+#define GC_KEY_PRED                                                            \
+        " k.tombstoned_at IS NULL AND k.state = 'final'"                       \
+        " AND k.status IN ('succeeded', 'failed')"                             \
+        " AND k.expires_at < now()"                                            \
+        " AND k.created_at < now() - $1::bigint * interval '1 millisecond'"    \
+        " AND NOT EXISTS (SELECT 1 FROM outbox o"                              \
+        "                  WHERE o.payment_id = k.payment_id"                  \
+        "                    AND o.published_at IS NULL)"
+
+/* gc's order: the index idempotency_keys_gc_idx (0010). */
+#define GC_ORDER " ORDER BY k.expires_at, k.payment_id"
+
+#define GC_RETRIES 5
+
+static bool retryable(const PGresult *res)
+{
+        const char *s = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+        return s && (!strcmp(s, "40P01") || !strcmp(s, "40001"));
+}
+
+/*
+ * Runs sql with text parameters; a deadlock or serialization failure is
+ * run again after a short pause. Returns the result (owned by the caller)
+ * or NULL with *rc = STORE_ERR / STORE_ERR_CONN and errstr set.
+ */
+static PGresult *run(struct store *st, const char *what, const char *sql,
+                     int nparams, const char *const *values, int *rc,
+                     char *errstr, size_t errstr_size)
+{
+        PGconn *conn = store_pgconn(st);
+
+        for (int attempt = 0;; attempt++) {
+                PGresult *res;
+                ExecStatusType s;
+
+                if (!conn || PQstatus(conn) != CONNECTION_OK) {
+                        snprintf(errstr, errstr_size,
+                                 "%s: no database connection", what);
+                        *rc = STORE_ERR_CONN;
+                        return NULL;
+                }
+                res = PQexecParams(conn, sql, nparams, NULL, values, NULL, NULL,
+                                   0);
+                s   = PQresultStatus(res);
+                if (s == PGRES_TUPLES_OK || s == PGRES_COMMAND_OK) {
+                        *rc = STORE_OK;
+                        return res;
+                }
+                if (attempt + 1 < GC_RETRIES && retryable(res)) {
+                        struct timespec ts = { 0, (long)(attempt + 1) *
+                                                      20000000L };
+                        PQclear(res);
+                        nanosleep(&ts, NULL);
+                        continue;
+                }
+                store_format_error(res, conn, what, errstr, errstr_size);
+                PQclear(res);
+                *rc = PQstatus(conn) == CONNECTION_OK ? STORE_ERR
+                                                      : STORE_ERR_CONN;
+                return NULL;
+        }
+}
+
+/* Reads row 0's columns 0..n) as numbers into out[]; checks the shape. */
+static int read_row(PGresult *res, const char *what, int64_t *out, int n,
+                    char *errstr, size_t errstr_size)
+{
+        if (PQntuples(res) != 1 || PQnfields(res) != n) {
+                snprintf(errstr, errstr_size, "%s: unexpected result shape",
+                         what);
+                PQclear(res);
+                return STORE_ERR;
+        }
+        for (int i = 0; i < n; i++)
+                out[i] = store_i64_field(res, 0, i);
+        PQclear(res);
+        return STORE_OK;
+}
+
+int store_gc_count(struct store *st, int64_t key_retention_ms, int64_t limit,
+                   struct store_gc_counts *out, char *errstr,
+                   size_t errstr_size)
+{
+        char ret[24], lim[24];
+        const char *v[2] = { ret, limit > 0 ? lim : NULL };
+        int64_t n[4];
+        PGresult *res;
+        int rc;
+
+        memset(out, 0, sizeof(*out));
+        snprintf(ret, sizeof(ret), "%" PRId64, key_retention_ms);
+        snprintf(lim, sizeof(lim), "%" PRId64, limit);
+        res = run(st, "gc count",
+                  "WITH sel AS MATERIALIZED ("
+                  " SELECT k.tenant_id, k.idem_key, k.payment_id"
+                  "   FROM idempotency_keys k"
+                  "   JOIN payments p ON p.payment_id = k.payment_id"
+                  "    AND p.status IN ('succeeded', 'failed')"
+                  "  WHERE" GC_KEY_PRED GC_ORDER " LIMIT $2::bigint)"
+                  " SELECT (SELECT count(*) FROM sel),"
+                  "  (SELECT count(*) FROM inbox i"
+                  "    WHERE (i.tenant_id, i.idem_key) IN"
+                  "          (SELECT tenant_id, idem_key FROM sel)),"
+                  "  (SELECT count(*) FROM gateway_evidence e"
+                  "    WHERE e.payment_id IN (SELECT payment_id FROM sel)),"
+                  "  (SELECT count(*) FROM outbox o"
+                  "    WHERE o.payment_id IN (SELECT payment_id FROM sel)"
+                  "      AND o.published_at IS NOT NULL)",
+                  2, v, &rc, errstr, errstr_size);
+        if (!res)
+                return rc;
+        if ((rc = read_row(res, "gc count", n, 4, errstr, errstr_size)) !=
+            STORE_OK)
+                return rc;
+        out->tombstones = n[0];
+        out->inbox      = n[1];
+        out->evidence   = n[2];
+        out->outbox     = n[3];
+        return STORE_OK;
+}
+
+int store_gc_left(struct store *st, int64_t key_retention_ms,
+                  struct store_gc_left *out, char *errstr, size_t errstr_size)
+{
+        char ret[24];
+        const char *v[1] = { ret };
+        int64_t n[3];
+        PGresult *res;
+        int rc;
+
+        memset(out, 0, sizeof(*out));
+        snprintf(ret, sizeof(ret), "%" PRId64, key_retention_ms);
+        res = run(st, "gc left",
+                  "SELECT count(*) FILTER (WHERE k.state = 'processing'),"
+                  "  count(*) FILTER (WHERE k.state = 'final'"
+                  "                     AND k.status = 'review'),"
+                  "  count(*) FILTER (WHERE k.state = 'final'"
+                  "   AND k.status IN ('succeeded', 'failed')"
+                  "   AND EXISTS (SELECT 1 FROM outbox o"
+                  "                WHERE o.payment_id = k.payment_id"
+                  "                  AND o.published_at IS NULL))"
+                  "  FROM idempotency_keys k"
+                  " WHERE k.tombstoned_at IS NULL AND k.expires_at < now()"
+                  "   AND k.created_at < now() - $1::bigint"
+                  "                              * interval '1 millisecond'",
+                  1, v, &rc, errstr, errstr_size);
+        if (!res)
+                return rc;
+        if ((rc = read_row(res, "gc left", n, 3, errstr, errstr_size)) !=
+            STORE_OK)
+                return rc;
+        out->processing = n[0];
+        out->review     = n[1];
+        out->held       = n[2];
+        return STORE_OK;
+}
+
+int store_gc_begin(struct store *st, int64_t key_retention_ms, int64_t *run_id,
+                   char *errstr, size_t errstr_size)
+{
+        char ret[24];
+        const char *v[1] = { ret };
+        PGresult *res;
+        int rc;
+
+        *run_id = 0;
+        snprintf(ret, sizeof(ret), "%" PRId64, key_retention_ms);
+        res = run(st, "gc begin",
+                  "INSERT INTO gc_runs (key_retention_ms) VALUES ($1::bigint)"
+                  " RETURNING id",
+                  1, v, &rc, errstr, errstr_size);
+        if (!res)
+                return rc;
+        return read_row(res, "gc begin", run_id, 1, errstr, errstr_size);
+}
+
+int store_gc_batch(struct store *st, int64_t run_id, int64_t key_retention_ms,
+                   int max, struct store_gc_counts *out, char *errstr,
+                   size_t errstr_size)
+{
+        char ret[24], lim[16], id[24];
+        const char *v[3] = { ret, lim, id };
+        int64_t n[4];
+        PGresult *res;
+        int rc;
+
+        memset(out, 0, sizeof(*out));
+        snprintf(ret, sizeof(ret), "%" PRId64, key_retention_ms);
+        snprintf(lim, sizeof(lim), "%d", max);
+        snprintf(id, sizeof(id), "%" PRId64, run_id);
+        /*
+         * Locks: the keys (SKIP LOCKED: a key the consumer is claiming is
+         * left for the next batch), then their payments (SKIP LOCKED too:
+         * a webhook applying to one), then the rows deleted. Each
+         * data-modifying part runs once; RETURNING carries the counts.
+         * Every table is reached through an index with = ANY (array) or
+         * IN (semi-join), never by joining a CTE scan as the inner side
+         * of a nested loop: that made a batch quadratic (20,000 keys in
+         * one batch took 60 s; now 1 s, measured; 500 keys ~40 ms).
+         */
+        res = run(
+            st, "gc batch",
+            "WITH cand AS ("
+            " SELECT k.payment_id FROM idempotency_keys k"
+            "  WHERE" GC_KEY_PRED GC_ORDER " LIMIT $2::int"
+            "    FOR UPDATE OF k SKIP LOCKED),"
+            " sel AS ("
+            " SELECT p.payment_id, p.tenant_id, p.idem_key FROM payments p"
+            "  WHERE p.payment_id = ANY (ARRAY(SELECT payment_id FROM cand))"
+            "    AND p.status IN ('succeeded', 'failed')"
+            "  ORDER BY p.payment_id FOR UPDATE SKIP LOCKED),"
+            " ids AS (SELECT coalesce(array_agg(payment_id), '{}') AS pids"
+            "           FROM sel),"
+            " tk AS (UPDATE idempotency_keys k SET result_json = NULL,"
+            "         error_message = NULL, tombstoned_at = now()"
+            "   WHERE k.payment_id = ANY ((SELECT pids FROM ids)::uuid[])"
+            "  RETURNING 1),"
+            " tp AS (UPDATE payments p SET payment_method = NULL"
+            "   WHERE p.payment_id = ANY ((SELECT pids FROM ids)::uuid[])"
+            "     AND p.payment_method IS NOT NULL RETURNING 1),"
+            " di AS (DELETE FROM inbox i WHERE (i.tenant_id, i.idem_key) IN"
+            "   (SELECT tenant_id, idem_key FROM sel) RETURNING 1),"
+            " de AS (DELETE FROM gateway_evidence e"
+            "   WHERE e.payment_id = ANY ((SELECT pids FROM ids)::uuid[])"
+            "  RETURNING 1),"
+            " dob AS (DELETE FROM outbox o"
+            "   WHERE o.payment_id = ANY ((SELECT pids FROM ids)::uuid[])"
+            "     AND o.published_at IS NOT NULL RETURNING o.published_at),"
+            /* as the relay's retention does (0004): the audit then takes
+             * a removed result for a published one, never a missing one */
+            " mk AS (UPDATE outbox_cleanup SET published_through ="
+            "   greatest(published_through,"
+            "            (SELECT max(published_at) FROM dob))"
+            "   WHERE id = 1 AND EXISTS (SELECT 1 FROM dob) RETURNING 1),"
+            " n AS (SELECT (SELECT count(*) FROM tk) AS t,"
+            "   (SELECT count(*) FROM di) AS i, (SELECT count(*) FROM de) AS e,"
+            "   (SELECT count(*) FROM dob) AS o),"
+            " r AS (UPDATE gc_runs g SET batches = batches + 1,"
+            "   tombstones = tombstones + n.t, inbox_deleted ="
+            "   inbox_deleted + n.i, evidence_deleted = evidence_deleted +"
+            "   n.e, outbox_deleted = outbox_deleted + n.o"
+            "   FROM n WHERE g.id = $3::bigint RETURNING 1)"
+            /* the run's row must take the counts, or nothing commits */
+            " SELECT n.t, n.i, n.e, n.o FROM n"
+            "  WHERE co_assert((SELECT count(*) FROM r) = 1,"
+            "                  'gc_runs row of this run')",
+            3, v, &rc, errstr, errstr_size);
+        if (!res)
+                return rc;
+        if ((rc = read_row(res, "gc batch", n, 4, errstr, errstr_size)) !=
+            STORE_OK)
+                return rc;
+        out->tombstones = n[0];
+        out->inbox      = n[1];
+        out->evidence   = n[2];
+        out->outbox     = n[3];
+        return STORE_OK;
+}
+
+int store_gc_end(struct store *st, int64_t run_id, char *errstr,
+                 size_t errstr_size)
+{
+        char id[24];
+        const char *v[1] = { id };
+        PGresult *res;
+        int rc;
+
+        snprintf(id, sizeof(id), "%" PRId64, run_id);
+        res =
+            run(st, "gc end",
+                "UPDATE gc_runs SET finished_at = now() WHERE id = $1::bigint",
+                1, v, &rc, errstr, errstr_size);
+        if (!res)
+                return rc;
+        PQclear(res);
+        return STORE_OK;
+}
