@@ -51,8 +51,13 @@ sim_stop() {
 
 CO_PID=
 co_start() { # co_start NAME [-X k=v]...: chargeonce consume in the background
-	local name=$1
+	local name=$1 http=()
 	shift
+	# any free port for the HTTP engine (several runs share the host); a
+	# binary from before it (bench/ab.sh's A side) has no such key
+	if "$CO_BIN" --help 2>&1 | grep -q 'http\.listen'; then
+		http=(-X http.listen=127.0.0.1:0)
+	fi
 	"$CO_BIN" \
 		-X "db.conninfo=$(conninfo_of "db_$name")" \
 		-X "kafka.bootstrap.servers=$CHARGEONCE_TEST_KAFKA" \
@@ -61,7 +66,7 @@ co_start() { # co_start NAME [-X k=v]...: chargeonce consume in the background
 		-X "topic.dlq=$name.dlq" -X "group.id=$name.group" \
 		-X provider_key.secret=bench-provider-key-secret \
 		-X "gateway.url=$SIM_URL" -X gateway.api_key=sk_test_bench \
-		-X log.level=warn -X http.listen=127.0.0.1:0 \
+		-X log.level=warn "${http[@]}" \
 		"$@" consume >"$WORK/co-$name.log" 2>&1 &
 	CO_PID=$!
 	sleep 0.3
