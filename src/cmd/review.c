@@ -15,10 +15,12 @@
 #include "cmd/review.h"
 
 #include "cmd/cmd.h"
+#include "intent/guard.h"
 #include "store/review.h"
 #include "store/store.h"
 #include "util/config.h"
 #include "util/log.h"
+#include "util/utf8.h"
 #include "util/xalloc.h"
 
 #include <errno.h>
@@ -27,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define REVIEW_LIST_DEFAULT 50
 #define REVIEW_LIST_MAX     10000
@@ -40,6 +43,10 @@ static int usage(FILE *out, int rc)
                 "succeeded|failed --evidence TEXT\n"
                 "                 [--provider-charge-id ID] "
                 "[--without-gateway] [--json]\n"
+                "       chargeonce review contradictions [--json] "
+                "[--limit N]\n"
+                "       chargeonce review acknowledge WEBHOOK_ID --evidence "
+                "TEXT [--json]\n"
                 "\n"
                 "The payments in review (an outcome nobody could settle): "
                 "list them (oldest\nfirst, keys masked), show one with its "
@@ -51,6 +58,11 @@ static int usage(FILE *out, int rc)
                 "\"resolves_review\": true and an evidence row of kind\n"
                 "'operator' (who: worker.id or $USER@host; why: "
                 "--evidence).\n"
+                "contradictions lists the open webhook contradictions "
+                "(a webhook that disagreed\nwith a stored payment; never "
+                "applied); acknowledge closes one once it was\nsettled "
+                "with the gateway (who, when and --evidence are kept; the "
+                "row stays).\n"
                 "\n"
                 "  --limit N            at most N payments (default %d)\n"
                 "  --json               one JSON document on stdout\n"
@@ -65,8 +77,9 @@ static int usage(FILE *out, int rc)
                 "asked (recorded)\n"
                 "\n"
                 "exit: 0 done; 1 refused (a contradiction with the gateway, "
-                "the gateway not\nanswering, the payment not in review; "
-                "nothing written) or a runtime failure;\n2 usage error.\n",
+                "the gateway not\nanswering, the payment not in review, a "
+                "webhook not an open contradiction;\nnothing written) or a "
+                "runtime failure; 2 usage error.\n",
                 REVIEW_LIST_DEFAULT);
         return rc;
 }
@@ -99,6 +112,52 @@ const char *cmd_review_mask(const char *key, char *out, size_t outsz)
 {
         log_mask_key(key ? key : "", key ? strlen(key) : 0, out, outsz);
         return out;
+}
+
+/* worker.id, else $USER@host: who decided, for the evidence row. */
+void cmd_review_actor(struct config *cfg, char *out, size_t outsz)
+{
+        const char *wid  = config_settings(cfg)->worker_id;
+        const char *user = getenv("USER");
+        char host[64];
+
+        if (wid && *wid) {
+                snprintf(out, outsz, "%s", wid);
+                return;
+        }
+        if (!user || !*user)
+                user = getenv("LOGNAME");
+        if (gethostname(host, sizeof(host)) != 0)
+                snprintf(host, sizeof(host), "host");
+        host[sizeof(host) - 1] = '\0';
+        snprintf(out, outsz, "%s@%s", user && *user ? user : "unknown", host);
+        if (!utf8_valid(out, strlen(out)))
+                snprintf(out, outsz, "unknown@host");
+}
+
+/* Exit-2 checks of an operator's --evidence text (see review.h). */
+int cmd_review_evidence_check(const char *cmd, const char *evidence)
+{
+        size_t elen = evidence ? strlen(evidence) : 0;
+
+        if (!evidence)
+                return cmd_usage_error(cmd, "--evidence is missing: say why "
+                                            "(it is stored)");
+        if (elen == 0 || elen > STORE_REVIEW_EVIDENCE_MAX)
+                return cmd_usage_error(cmd, "--evidence: %zu bytes (1..%d)",
+                                       elen, STORE_REVIEW_EVIDENCE_MAX);
+        if (!utf8_valid(evidence, elen))
+                return cmd_usage_error(cmd, "--evidence is not UTF-8");
+        for (size_t i = 0; i < elen; i++)
+                if ((unsigned char)evidence[i] < 0x20 || evidence[i] == 0x7f)
+                        return cmd_usage_error(cmd, "--evidence holds a "
+                                                    "control character");
+        /* never repeat the text: it holds the number */
+        if (intent_has_card_number(evidence, elen))
+                return cmd_usage_error(cmd, "--evidence holds a card number: "
+                                            "never store one; describe it "
+                                            "(e.g. its last 4 digits)");
+        return 0;
 }
 
 /* Never NULL: jansson refuses only invalid UTF-8 (made printable first). */
@@ -382,7 +441,8 @@ int cmd_review(struct config *cfg, int argc, char **argv)
 {
         if (argc < 2)
                 return cmd_usage_error("review",
-                                       "give list, show or resolve (see "
+                                       "give list, show, resolve, "
+                                       "contradictions or acknowledge (see "
                                        "review --help)");
         if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))
                 return usage(stdout, 0);
@@ -395,8 +455,12 @@ int cmd_review(struct config *cfg, int argc, char **argv)
                 return review_show(cfg, argc - 1, argv + 1);
         if (!strcmp(argv[1], "resolve"))
                 return cmd_review_resolve(cfg, argc - 1, argv + 1);
+        if (!strcmp(argv[1], "contradictions"))
+                return cmd_review_contradictions(cfg, argc - 1, argv + 1);
+        if (!strcmp(argv[1], "acknowledge"))
+                return cmd_review_acknowledge(cfg, argc - 1, argv + 1);
         return cmd_usage_error("review",
-                               "unknown subcommand %s (list, show "
-                               "or resolve)",
+                               "unknown subcommand %s (list, show, "
+                               "resolve, contradictions or acknowledge)",
                                argv[1]);
 }

@@ -103,8 +103,6 @@ static int parse(int argc, char **argv, struct args *a)
 /* Exit 2 naming the argument, or 0. */
 static int check(const struct args *a)
 {
-        size_t elen = a->evidence ? strlen(a->evidence) : 0;
-
         if (!a->payment_id)
                 return cmd_usage_error(CMD, "PAYMENT_ID is missing");
         if (!uuid_valid(a->payment_id, strlen(a->payment_id)))
@@ -118,24 +116,8 @@ static int check(const struct args *a)
                                        "--as: \"%s\" is not succeeded or "
                                        "failed",
                                        a->as);
-        if (!a->evidence)
-                return cmd_usage_error(CMD, "--evidence is missing: say why "
-                                            "(it is stored)");
-        if (elen == 0 || elen > STORE_REVIEW_EVIDENCE_MAX)
-                return cmd_usage_error(CMD, "--evidence: %zu bytes (1..%d)",
-                                       elen, STORE_REVIEW_EVIDENCE_MAX);
-        if (!utf8_valid(a->evidence, elen))
-                return cmd_usage_error(CMD, "--evidence is not UTF-8");
-        for (size_t i = 0; i < elen; i++)
-                if ((unsigned char)a->evidence[i] < 0x20 ||
-                    a->evidence[i] == 0x7f)
-                        return cmd_usage_error(CMD, "--evidence holds a "
-                                                    "control character");
-        /* never repeat the text: it holds the number */
-        if (intent_has_card_number(a->evidence, elen))
-                return cmd_usage_error(CMD, "--evidence holds a card number: "
-                                            "never store one; describe it "
-                                            "(e.g. its last 4 digits)");
+        if (cmd_review_evidence_check(CMD, a->evidence) != 0)
+                return 2;
         if (a->charge_id &&
             !gateway_ident_valid(a->charge_id, strlen(a->charge_id),
                                  GW_CHARGE_ID_SIZE - 1))
@@ -148,27 +130,6 @@ static int check(const struct args *a)
                 return cmd_usage_error(CMD, "--provider-charge-id goes with "
                                             "--as succeeded only");
         return 0;
-}
-
-/* worker.id, else $USER@host: who decided, for the evidence row. */
-static void actor_of(struct config *cfg, char *out, size_t outsz)
-{
-        const char *wid  = config_settings(cfg)->worker_id;
-        const char *user = getenv("USER");
-        char host[64];
-
-        if (wid && *wid) {
-                snprintf(out, outsz, "%s", wid);
-                return;
-        }
-        if (!user || !*user)
-                user = getenv("LOGNAME");
-        if (gethostname(host, sizeof(host)) != 0)
-                snprintf(host, sizeof(host), "host");
-        host[sizeof(host) - 1] = '\0';
-        snprintf(out, outsz, "%s@%s", user && *user ? user : "unknown", host);
-        if (!utf8_valid(out, strlen(out)))
-                snprintf(out, outsz, "unknown@host");
 }
 
 /* @locality: the calling thread, from gateway_poll() */
@@ -459,7 +420,7 @@ int cmd_review_resolve(struct config *cfg, int argc, char **argv)
                            answer_json(&an, true, &v, a.without_gateway, past));
                 goto done;
         }
-        actor_of(cfg, actor, sizeof(actor));
+        cmd_review_actor(cfg, actor, sizeof(actor));
         rc = apply(st, &a, &p, actor, &an, &v,
                    answer_json(&an, true, &v, a.without_gateway, past));
 done:

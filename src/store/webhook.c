@@ -389,3 +389,46 @@ int store_webhook_contradictions(struct store *st, size_t max,
         *n_out = (size_t)n;
         return STORE_OK;
 }
+
+int store_webhook_acknowledge(struct store *st, const char *webhook_id,
+                              const char *actor, const char *text,
+                              enum store_webhook_ack *out, char *errstr,
+                              size_t errstr_size)
+{
+        /* one statement: the update only while open, and what the row is
+         * (so a refusal says why without a second round trip) */
+        static const char sql[] =
+            "WITH ack AS ("
+            " UPDATE webhook_events SET acknowledged_at = now(),"
+            "   acknowledged_by = $2, acknowledgement = $3"
+            "  WHERE webhook_id = $1 AND result = 'contradiction'"
+            "    AND acknowledged_at IS NULL"
+            " RETURNING 1)"
+            " SELECT (SELECT count(*) FROM ack),"
+            "  (SELECT result FROM webhook_events WHERE webhook_id = $1),"
+            "  (SELECT acknowledged_at IS NOT NULL FROM webhook_events"
+            "    WHERE webhook_id = $1)";
+        struct store_tx t = { .st          = st,
+                              .who         = "webhook",
+                              .errstr      = errstr,
+                              .errstr_size = errstr_size,
+                              .rc          = STORE_ERR };
+        const char *v[3]  = { webhook_id, actor, text };
+        PGresult *res;
+
+        *out = STORE_WEBHOOK_ACK_NOT_FOUND;
+        if (!store_tx_connection(st, "webhook", errstr, errstr_size))
+                return STORE_ERR_CONN;
+        if ((res = store_tx_run(&t, "acknowledge", sql, 3, v)) == NULL)
+                return t.rc;
+        if (store_i64_field(res, 0, 0) == 1)
+                *out = STORE_WEBHOOK_ACK_DONE;
+        else if (PQgetisnull(res, 0, 1))
+                *out = STORE_WEBHOOK_ACK_NOT_FOUND;
+        else if (strcmp(PQgetvalue(res, 0, 1), "contradiction") != 0)
+                *out = STORE_WEBHOOK_ACK_NOT_CONTRADICTION;
+        else
+                *out = STORE_WEBHOOK_ACK_ALREADY;
+        PQclear(res);
+        return STORE_OK;
+}

@@ -99,4 +99,25 @@ int store_webhook_contradictions(struct store *st, size_t max,
                                  size_t *n_out, char *errstr,
                                  size_t errstr_size) CO_MUST_CHECK;
 
+enum store_webhook_ack {
+        STORE_WEBHOOK_ACK_DONE = 1,          /* acknowledged now */
+        STORE_WEBHOOK_ACK_NOT_FOUND,         /* no webhook with this id */
+        STORE_WEBHOOK_ACK_NOT_CONTRADICTION, /* a webhook, not a contradiction
+                                              */
+        STORE_WEBHOOK_ACK_ALREADY, /* acknowledged before: nothing changed */
+};
+
+/*
+ * Closes the open contradiction webhook_id: sets acknowledged_at (now),
+ * acknowledged_by = actor and acknowledgement = text (both bounded,
+ * checked by the caller and by the table) in one statement, only while
+ * it is open; the row itself stays (the evidence). *out says what
+ * happened. Returns STORE_OK, STORE_ERR, STORE_ERR_CONN or
+ * STORE_ERR_DATA.
+ */
+int store_webhook_acknowledge(struct store *st, const char *webhook_id,
+                              const char *actor, const char *text,
+                              enum store_webhook_ack *out, char *errstr,
+                              size_t errstr_size) CO_MUST_CHECK;
+
 #endif

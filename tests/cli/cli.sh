@@ -94,7 +94,7 @@ check replay-unknown 2 'unknown argument --all' -- "$bin" replay --from-offset 0
 pid=5d6e7f80-9a1b-4c2d-8e3f-405162738495
 nodb=(-X "db.conninfo=host=127.0.0.1 port=9 connect_timeout=1")
 check review-help 0 'usage: chargeonce review list' -- "$bin" review --help
-check review-no-sub 2 'give list, show or resolve' -- "$bin" "${nodb[@]}" review
+check review-no-sub 2 'give list, show, resolve, contradictions or acknowledge' -- "$bin" "${nodb[@]}" review
 check review-bad-sub 2 'unknown subcommand frob' -- "$bin" "${nodb[@]}" review frob
 check review-list-limit 2 '--limit: "0" is not a number' -- "$bin" "${nodb[@]}" review list --limit 0
 check review-list-limit-x 2 '--limit: "x" is not a number' -- "$bin" "${nodb[@]}" review list --limit x
@@ -120,6 +120,12 @@ else
 	passes=$((passes + 1))
 fi
 check review-no-db 1 'chargeonce review: database' -- "$bin" "${nodb[@]}" review list
+check review-ack-no-id 2 'WEBHOOK_ID is missing' -- "$bin" "${nodb[@]}" review acknowledge --evidence x
+check review-ack-no-evidence 2 '--evidence is missing' -- "$bin" "${nodb[@]}" review acknowledge msg_1
+check review-ack-bad-id 2 'WEBHOOK_ID: not a webhook id' -- "$bin" "${nodb[@]}" review acknowledge $'\xff' --evidence x
+check review-ack-extra 2 'unexpected argument extra' -- "$bin" "${nodb[@]}" review acknowledge msg_1 extra --evidence x
+check review-contra-limit 2 '--limit: "0" is not a number' -- "$bin" "${nodb[@]}" review contradictions --limit 0
+check review-contra-no-db 1 'chargeonce review: database' -- "$bin" "${nodb[@]}" review contradictions
 # issue 14: gc's usage errors exit 2 naming the argument, before any
 # service is contacted
 check gc-help 0 'usage: chargeonce gc' -- "$bin" gc --help

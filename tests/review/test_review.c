@@ -848,6 +848,153 @@ static void webhook_race(void)
         sc_cleanup(&sc);
 }
 
+/* Applies one webhook about p (type, charge id) with store_webhook_apply;
+ * returns its result. */
+static int webhook_about(struct scenario *sc, const struct pay *p,
+                         const char *id, enum gateway_event_type type,
+                         const char *charge_id)
+{
+        struct store *st = store_of(sc);
+        struct gateway_event ev;
+        struct store_webhook_in in;
+        struct store_webhook_out out;
+        char err[512];
+        const char *cur = sc_sql(sc,
+                                 "SELECT currency FROM payments"
+                                 " WHERE payment_id = '%s'",
+                                 p->payment_id);
+
+        memset(&ev, 0, sizeof(ev));
+        ev.type = type;
+        snprintf(ev.reference, sizeof(ev.reference), "%s", p->payment_id);
+        snprintf(ev.charge_id, sizeof(ev.charge_id), "%s", charge_id);
+        ev.amount = p->amount;
+        snprintf(ev.currency, sizeof(ev.currency), "%s", cur ? cur : "");
+        if (type == GATEWAY_EVENT_CHARGE_FAILED) {
+                snprintf(ev.error_code, sizeof(ev.error_code), "card_declined");
+                snprintf(ev.error_message, sizeof(ev.error_message),
+                         "declined");
+        }
+        memset(&in, 0, sizeof(in));
+        in.webhook_id        = id;
+        in.webhook_timestamp = 1700000000;
+        in.event             = &ev;
+        in.actor             = "test";
+        SC_CHECK(store_webhook_apply(st, &in, &out, err, sizeof(err)) ==
+                     STORE_OK,
+                 "webhook: %s", err);
+        store_destroy(st);
+        return out.result;
+}
+
+/* A webhook contradiction is listed, keeps `chargeonce audit` at exit 1
+ * until it is acknowledged, and acknowledging it changes nothing but its
+ * own row (who, when, why); every refusal writes nothing. */
+static void contradiction_ack(void)
+{
+        static const char *const contra[] = { "review", "contradictions",
+                                              "--json", NULL };
+        static const char *const audit[]  = { "audit", NULL };
+        struct scenario sc;
+        struct run r;
+        struct pay p;
+        char fp[4096];
+
+        sc_init(&sc, "review_ack", 1);
+        make_payment(&sc, &p, SETTLE_SUCCEEDED, NULL);
+        SC_CHECK(webhook_about(&sc, &p, "msg_contra_1",
+                               GATEWAY_EVENT_CHARGE_FAILED,
+                               "ch_settled") == STORE_WEBHOOK_CONTRADICTION,
+                 "a failed webhook for a succeeded payment: contradiction");
+        SC_CHECK(webhook_about(&sc, &p, "msg_same_1",
+                               GATEWAY_EVENT_CHARGE_SUCCEEDED,
+                               "ch_settled") == STORE_WEBHOOK_IGNORED,
+                 "the same outcome: ignored");
+        snprintf(fp, sizeof(fp), "%s", fingerprint(&sc, p.payment_id));
+
+        review_run(&sc, NULL, NULL, audit, &r);
+        SC_CHECK(r.rc == 1 && strstr(r.out, "webhook_contradiction") &&
+                     strstr(r.out, "msg_contra_1"),
+                 "audit lists it: %d %s", r.rc, r.out);
+        review_run(&sc, NULL, NULL, contra, &r);
+        SC_CHECK(r.rc == 0 && strstr(r.out, "\"open\":1") &&
+                     strstr(r.out, "\"webhook_id\":\"msg_contra_1\""),
+                 "contradictions: %d %s", r.rc, r.out);
+
+        {
+                const char *const a[] = { "review", "acknowledge",
+                                          "msg_contra_1", NULL };
+                review_run(&sc, NULL, NULL, a, &r);
+                SC_CHECK(r.rc == 2 && strstr(r.err, "--evidence is missing"),
+                         "no evidence: %d", r.rc);
+        }
+        {
+                const char *const a[] = { "review",
+                                          "acknowledge",
+                                          "msg_contra_1",
+                                          "--evidence",
+                                          "card 4111 1111 1111 1111",
+                                          NULL };
+                review_run(&sc, NULL, NULL, a, &r);
+                SC_CHECK(r.rc == 2 && !strstr(r.err, "4111") &&
+                             !strstr(r.out, "4111"),
+                         "card number: %d", r.rc);
+        }
+        {
+                const char *const a[] = { "review",   "acknowledge",
+                                          "msg_nope", "--evidence",
+                                          "x",        NULL };
+                review_run(&sc, NULL, NULL, a, &r);
+                SC_CHECK(r.rc == 1 && strstr(r.err, "no webhook with this id"),
+                         "unknown id: %d %s", r.rc, r.err);
+        }
+        {
+                const char *const a[] = { "review",     "acknowledge",
+                                          "msg_same_1", "--evidence",
+                                          "x",          NULL };
+                review_run(&sc, NULL, NULL, a, &r);
+                SC_CHECK(r.rc == 1 && strstr(r.err, "not a contradiction"),
+                         "not a contradiction: %d %s", r.rc, r.err);
+        }
+        SC_CHECK(sc_sql_long(&sc, "SELECT count(*) FROM webhook_events"
+                                  " WHERE acknowledged_at IS NOT NULL") == 0,
+                 "a refusal wrote something");
+        {
+                const char *const a[] = {
+                        "review",
+                        "acknowledge",
+                        "msg_contra_1",
+                        "--evidence",
+                        "PSP ticket 77: their failed event was sent in error",
+                        NULL
+                };
+                review_run(&sc, NULL, NULL, a, &r);
+                SC_CHECK(r.rc == 0 && strstr(r.out, "acknowledged by " ACTOR),
+                         "acknowledge: %d %s %s", r.rc, r.out, r.err);
+                review_run(&sc, NULL, NULL, a, &r);
+                SC_CHECK(r.rc == 1 && strstr(r.err, "acknowledged before"),
+                         "twice: %d %s", r.rc, r.err);
+        }
+        SC_CHECK(sc_sql_long(&sc, "SELECT count(*) FROM webhook_events"
+                                  " WHERE webhook_id = 'msg_contra_1'"
+                                  " AND result = 'contradiction'"
+                                  " AND acknowledged_by = '" ACTOR "'"
+                                  " AND acknowledgement LIKE 'PSP ticket 77%%'"
+                                  " AND acknowledged_at IS NOT NULL") == 1,
+                 "the row records who and why, and stays");
+        SC_CHECK(!strcmp(fp, fingerprint(&sc, p.payment_id)),
+                 "the payment changed");
+        review_run(&sc, NULL, NULL, audit, &r);
+        SC_CHECK(r.rc == 0, "audit after the acknowledgement: %d %s", r.rc,
+                 r.out);
+        review_run(&sc, NULL, NULL, contra, &r);
+        SC_CHECK(r.rc == 0 && strstr(r.out, "\"open\":0"), "none open: %s",
+                 r.out);
+        sc_check_invariants(&sc);
+        pay_free(&p);
+        sc_cleanup(&sc);
+}
+
 static int setup(void)
 {
         return testenv_have_services() ? 0 : TESTENV_SKIP;
@@ -863,6 +1010,7 @@ int main(int argc, char **argv)
                 { "past_retention", past_retention, NULL, NULL },
                 { "two_resolves", two_resolves, NULL, NULL },
                 { "webhook_race", webhook_race, NULL, NULL },
+                { "contradiction_ack", contradiction_ack, NULL, NULL },
         };
         static const struct test_suite suite = {
                 .name    = "test_review",

@@ -197,8 +197,8 @@ static const char expected[] =
     "when healthy; refreshed periodically)\n"
     "# TYPE chargeonce_invariant_violations gauge\n"
     "chargeonce_invariant_violations 0\n"
-    "# HELP chargeonce_webhook_contradictions Recorded webhook "
-    "contradictions (all time, from the database)\n"
+    "# HELP chargeonce_webhook_contradictions Open webhook "
+    "contradictions (not acknowledged), from the database\n"
     "# TYPE chargeonce_webhook_contradictions gauge\n"
     "chargeonce_webhook_contradictions -3\n";
 
