@@ -36,7 +36,8 @@
  * worker.id): through the configuration key group.instance.id when
  * `chargeonce --help` lists it, else through the librdkafka property
  * (kafka.consumer.group.instance.id). With SCALE_MEMBERSHIP=dynamic in the
- * environment the consumers are dynamic members instead.
+ * environment they are dynamic members (group.instance.id=none where the
+ * key exists).
  *
  * Printed: the time each rebalance took, from the consumers' own
  * "assigned N partition(s)" / "revoking N partition(s)" log lines (see
@@ -176,30 +177,53 @@ static void *load_thread(void *arg)
 /* ------------------------------------------------------------------ */
 /* the processes                                                        */
 
-/* static membership through the configuration key when this chargeonce
- * has it, else through the librdkafka property; "" for dynamic */
-static const char *membership_key(void)
+/* Whether this chargeonce has the configuration key group.instance.id
+ * (`chargeonce --help` lists it). */
+static bool have_instance_key(void)
 {
-        static char key[64];
-        const char *m = getenv("SCALE_MEMBERSHIP");
+        static int have = -1;
         char cmd[1024], line[512];
         FILE *f;
 
-        if (m && !strcmp(m, "dynamic"))
-                return "";
-        if (*key)
-                return key;
-        snprintf(key, sizeof(key), "kafka.consumer.group.instance.id");
+        if (have >= 0)
+                return have;
+        have = 0;
         snprintf(cmd, sizeof(cmd), "'%s' --help 2>&1",
                  getenv("CHARGEONCE_BIN"));
         f = popen(cmd, "r");
         SC_CHECK(f, "chargeonce --help");
-        while (fgets(line, sizeof(line), f))
-                if (strstr(line, "group.instance.id") &&
-                    !strstr(line, "kafka."))
-                        snprintf(key, sizeof(key), "group.instance.id");
+        /* the key list: "  KEY  DEFAULT  DESCRIPTION", one key a line */
+        while (fgets(line, sizeof(line), f)) {
+                char first[64];
+                if (sscanf(line, " %63s", first) == 1 &&
+                    !strcmp(first, "group.instance.id"))
+                        have = 1;
+        }
         pclose(f);
-        return key;
+        return have;
+}
+
+static bool dynamic_members(void)
+{
+        const char *m = getenv("SCALE_MEMBERSHIP");
+        return m && !strcmp(m, "dynamic");
+}
+
+/* The membership setting of consumer n into out; false: none to give.
+ * Static: group.instance.id = worker.id, through the configuration key
+ * when there is one, else the librdkafka property. Dynamic: "none" where
+ * the key exists (a worker.id would make a static member), else nothing. */
+static bool membership(int n, char *out, size_t outsz)
+{
+        if (dynamic_members()) {
+                snprintf(out, outsz, "group.instance.id=none");
+                return have_instance_key();
+        }
+        snprintf(out, outsz, "%s=scale-c%d",
+                 have_instance_key() ? "group.instance.id"
+                                     : "kafka.consumer.group.instance.id",
+                 n);
+        return true;
 }
 
 struct procs {
@@ -216,7 +240,7 @@ struct procs {
 static void consumer_start(struct procs *p, int n)
 {
         char wid[64], inst[128];
-        const char *mk   = membership_key();
+        bool member_set  = membership(n, inst, sizeof(inst));
         const char *xs[] = { "consumer.batch_linger=2ms",
                              "lease.duration=2s",
                              "reconcile.interval=200ms",
@@ -228,12 +252,11 @@ static void consumer_start(struct procs *p, int n)
                              "kafka.consumer.heartbeat.interval.ms=1000",
                              p->strategy,
                              wid,
-                             *mk ? inst : NULL,
+                             member_set ? inst : NULL,
                              NULL };
         struct scale_life *lf;
 
         snprintf(wid, sizeof(wid), "worker.id=scale-c%d", n);
-        snprintf(inst, sizeof(inst), "%s=scale-c%d", mk, n);
         SC_CHECK(p->n_lives < SCALE_MAX_LIVES, "lives");
         co_start(p->sc, &p->cons[n], "consume", p->s, xs, NULL);
         lf = &p->lives[p->n_lives];
@@ -339,7 +362,10 @@ static void scale(const char *assignor)
         printf(
             "scale (%s): seed %u, membership %s (reproduce: test_scale "
             "%s %u)\n",
-            assignor, l->seed, *membership_key() ? membership_key() : "dynamic",
+            assignor, l->seed,
+            dynamic_members()     ? "dynamic"
+            : have_instance_key() ? "static (group.instance.id)"
+                                  : "static (kafka.consumer.group.instance.id)",
             strstr(assignor, "cooperative") ? "cooperative" : "eager", l->seed);
         fflush(stdout);
 
