@@ -149,6 +149,21 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         free(ps);
 }
 
+/* Says once which membership this process has in group, and why. */
+static void log_membership(const struct kafka_opts *ko, const char *group)
+{
+        struct log_ctx lc = LOG_CTX_INIT;
+
+        lc.component = "kafka";
+        if (ko->instance_id && *ko->instance_id)
+                log_info(&lc, "group %s: static member %s (KIP-345)", group,
+                         ko->instance_id);
+        else if (ko->instance_note)
+                log_warn(&lc, "group %s: %s", group, ko->instance_note);
+        else
+                log_info(&lc, "group %s: dynamic member", group);
+}
+
 struct kconsumer *kconsumer_new(const struct kafka_opts *ko, const char *topic,
                                 const char *group,
                                 const struct kconsumer_hooks *hooks,
@@ -162,7 +177,7 @@ struct kconsumer *kconsumer_new(const struct kafka_opts *ko, const char *topic,
 
         kc->topic = xstrdup(topic);
         kc->hooks = *hooks;
-        if (!(conf = kconf_new(ko, KCONF_CONSUMER, errstr, errstr_size)))
+        if (!(conf = kconf_new(ko, KCONF_MEMBER, errstr, errstr_size)))
                 goto fail;
         /* chargeonce's guarantees depend on these: not overridable */
         if (kconf_set(conf, "group.id", group, errstr, errstr_size) < 0 ||
@@ -180,7 +195,7 @@ struct kconsumer *kconsumer_new(const struct kafka_opts *ko, const char *topic,
                          * bound it (librdkafka's default is 64 MB) */
                         { "queued.max.messages.kbytes", "16384" },
                 };
-                if (kconf_defaults(conf, ko, KCONF_CONSUMER, defaults,
+                if (kconf_defaults(conf, ko, KCONF_MEMBER, defaults,
                                    sizeof(defaults) / sizeof(*defaults), errstr,
                                    errstr_size) < 0)
                         goto fail_conf;
@@ -194,6 +209,7 @@ struct kconsumer *kconsumer_new(const struct kafka_opts *ko, const char *topic,
                 goto fail_conf;
         }
         conf = NULL; /* owned by rk now */
+        log_membership(ko, group);
         rd_kafka_poll_set_consumer(kc->rk);
         kc->q = rd_kafka_queue_get_consumer(kc->rk);
 
@@ -228,7 +244,11 @@ void kconsumer_destroy(struct kconsumer *kc)
         if (!kc)
                 return;
         rd_kafka_queue_destroy(kc->q);
-        /* leaves the group: the revoke hook runs and commits */
+        /* the revoke hook runs and commits; a dynamic member leaves the
+         * group (LeaveGroup: the others rebalance now), a static one does
+         * not (KIP-345, librdkafka sends no LeaveGroup when a static
+         * member terminates): its partitions wait for it until
+         * session.timeout.ms */
         rd_kafka_consumer_close(kc->rk);
         rd_kafka_destroy(kc->rk);
         free(kc->held);
