@@ -86,6 +86,26 @@ static void parts_of(const rd_kafka_topic_partition_list_t *l, int32_t *out,
                 out[(*n)++] = l->elems[i].partition;
 }
 
+/* "0,1,5" (cut with "..." when it does not fit), for the log: which
+ * partitions a member got is what an operator checks after a restart. */
+static const char *parts_str(const int32_t *ps, int n, char *buf, size_t size)
+{
+        size_t len = 0;
+
+        buf[0] = '\0';
+        for (int i = 0; i < n; i++) {
+                int w = snprintf(buf + len, size - len, "%s%d", i ? "," : "",
+                                 (int)ps[i]);
+                if (w < 0 || (size_t)w >= size - len) {
+                        snprintf(buf + (len < size - 4 ? len : size - 4), 4,
+                                 "...");
+                        break;
+                }
+                len += (size_t)w;
+        }
+        return buf;
+}
+
 static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                          rd_kafka_topic_partition_list_t *parts, void *opaque)
 {
@@ -100,8 +120,10 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         parts_of(parts, ps, &n);
 
         if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
-                log_info(&lc, "assigned %d partition(s) (%s)", n,
-                         coop ? "cooperative" : "eager");
+                char list[256];
+                log_info(&lc, "assigned %d partition(s) (%s): %s", n,
+                         coop ? "cooperative" : "eager",
+                         parts_str(ps, n, list, sizeof(list)));
                 for (int i = 0; i < n; i++)
                         base_set(kc, ps[i], KC_BASE_UNKNOWN);
                 kc->hooks.assigned(kc->hooks.opaque, ps, n);
