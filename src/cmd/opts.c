@@ -10,9 +10,14 @@
 #include <string.h>
 #include <unistd.h>
 
-static void fill_kafka(struct cmd_opts *o, const struct config *cfg)
+/* The kafka.* properties and the group member's static identity
+ * (kconf_instance_id); -1 only when the identity is wrongly configured. */
+static int fill_kafka(struct cmd_opts *o, const struct config *cfg,
+                      char *errstr, size_t errstr_size)
 {
-        size_t n = config_kafka_count(cfg);
+        const struct settings *st = config_settings(cfg);
+        size_t n                  = config_kafka_count(cfg);
+        int rc;
 
         o->kprops = xcalloc(n ? n : 1, sizeof(*o->kprops));
         for (size_t i = 0; i < n; i++)
@@ -20,6 +25,15 @@ static void fill_kafka(struct cmd_opts *o, const struct config *cfg)
                                  &o->kprops[i].value);
         o->kafka.props   = o->kprops;
         o->kafka.n_props = n;
+        rc = kconf_instance_id(&o->kafka, st->group_instance_id, st->worker_id,
+                               o->instance_id, sizeof(o->instance_id), errstr,
+                               errstr_size);
+        if (rc == 1)
+                snprintf(o->instance_note, sizeof(o->instance_note), "%s",
+                         errstr);
+        o->kafka.instance_id   = o->instance_id;
+        o->kafka.instance_note = rc == 1 ? o->instance_note : NULL;
+        return rc < 0 ? -1 : 0;
 }
 
 static void fill_owner(struct cmd_opts *o, const struct settings *st)
@@ -146,10 +160,12 @@ static void fill_reconcile(struct cmd_opts *o, const struct settings *st)
 void cmd_opts_fill(struct cmd_opts *o, const struct config *cfg)
 {
         const struct settings *st = config_settings(cfg);
+        char err[512];
 
         memset(o, 0, sizeof(*o));
         o->metrics = metrics_new();
-        fill_kafka(o, cfg);
+        /* main checked the identity (cmd_opts_check_kafka): no error */
+        CO_IGNORE(fill_kafka(o, cfg, err, sizeof(err)));
         fill_owner(o, st);
         fill_gateway(&o->gateway, st);
         fill_pipeline(o, st);
@@ -179,8 +195,9 @@ int cmd_opts_check_kafka(const struct config *cfg, char *errstr,
         int rc;
 
         memset(&o, 0, sizeof(o));
-        fill_kafka(&o, cfg);
-        rc = kconf_check(&o.kafka, errstr, errstr_size);
+        rc = fill_kafka(&o, cfg, errstr, errstr_size);
+        if (rc == 0)
+                rc = kconf_check(&o.kafka, errstr, errstr_size);
         cmd_opts_free(&o);
         return rc;
 }

@@ -24,6 +24,8 @@ struct cmd_opts {
         char owner[128];           /* worker.id, else "<host>:<pid>" */
         char rec_owner[192];       /* owner + "/reconcile" */
         struct kafka_prop *kprops; /* owned */
+        char instance_id[256];     /* the member's group.instance.id */
+        char instance_note[256];   /* why it is dynamic (see kconf.h) */
         struct metrics *metrics;   /* owned: this run's registry */
         struct kafka_opts kafka;
         struct gateway_opts gateway;

@@ -86,6 +86,26 @@ static void parts_of(const rd_kafka_topic_partition_list_t *l, int32_t *out,
                 out[(*n)++] = l->elems[i].partition;
 }
 
+/* "0,1,5" (cut with "..." when it does not fit), for the log: which
+ * partitions a member got is what an operator checks after a restart. */
+static const char *parts_str(const int32_t *ps, int n, char *buf, size_t size)
+{
+        size_t len = 0;
+
+        buf[0] = '\0';
+        for (int i = 0; i < n; i++) {
+                int w = snprintf(buf + len, size - len, "%s%d", i ? "," : "",
+                                 (int)ps[i]);
+                if (w < 0 || (size_t)w >= size - len) {
+                        snprintf(buf + (len < size - 4 ? len : size - 4), 4,
+                                 "...");
+                        break;
+                }
+                len += (size_t)w;
+        }
+        return buf;
+}
+
 static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                          rd_kafka_topic_partition_list_t *parts, void *opaque)
 {
@@ -100,8 +120,10 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         parts_of(parts, ps, &n);
 
         if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
-                log_info(&lc, "assigned %d partition(s) (%s)", n,
-                         coop ? "cooperative" : "eager");
+                char list[256];
+                log_info(&lc, "assigned %d partition(s) (%s): %s", n,
+                         coop ? "cooperative" : "eager",
+                         parts_str(ps, n, list, sizeof(list)));
                 for (int i = 0; i < n; i++)
                         base_set(kc, ps[i], KC_BASE_UNKNOWN);
                 kc->hooks.assigned(kc->hooks.opaque, ps, n);
@@ -149,6 +171,21 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         free(ps);
 }
 
+/* Says once which membership this process has in group, and why. */
+static void log_membership(const struct kafka_opts *ko, const char *group)
+{
+        struct log_ctx lc = LOG_CTX_INIT;
+
+        lc.component = "kafka";
+        if (ko->instance_id && *ko->instance_id)
+                log_info(&lc, "group %s: static member %s (KIP-345)", group,
+                         ko->instance_id);
+        else if (ko->instance_note)
+                log_warn(&lc, "group %s: %s", group, ko->instance_note);
+        else
+                log_info(&lc, "group %s: dynamic member", group);
+}
+
 struct kconsumer *kconsumer_new(const struct kafka_opts *ko, const char *topic,
                                 const char *group,
                                 const struct kconsumer_hooks *hooks,
@@ -162,7 +199,7 @@ struct kconsumer *kconsumer_new(const struct kafka_opts *ko, const char *topic,
 
         kc->topic = xstrdup(topic);
         kc->hooks = *hooks;
-        if (!(conf = kconf_new(ko, KCONF_CONSUMER, errstr, errstr_size)))
+        if (!(conf = kconf_new(ko, KCONF_MEMBER, errstr, errstr_size)))
                 goto fail;
         /* chargeonce's guarantees depend on these: not overridable */
         if (kconf_set(conf, "group.id", group, errstr, errstr_size) < 0 ||
@@ -180,7 +217,7 @@ struct kconsumer *kconsumer_new(const struct kafka_opts *ko, const char *topic,
                          * bound it (librdkafka's default is 64 MB) */
                         { "queued.max.messages.kbytes", "16384" },
                 };
-                if (kconf_defaults(conf, ko, KCONF_CONSUMER, defaults,
+                if (kconf_defaults(conf, ko, KCONF_MEMBER, defaults,
                                    sizeof(defaults) / sizeof(*defaults), errstr,
                                    errstr_size) < 0)
                         goto fail_conf;
@@ -194,6 +231,7 @@ struct kconsumer *kconsumer_new(const struct kafka_opts *ko, const char *topic,
                 goto fail_conf;
         }
         conf = NULL; /* owned by rk now */
+        log_membership(ko, group);
         rd_kafka_poll_set_consumer(kc->rk);
         kc->q = rd_kafka_queue_get_consumer(kc->rk);
 
@@ -228,7 +266,11 @@ void kconsumer_destroy(struct kconsumer *kc)
         if (!kc)
                 return;
         rd_kafka_queue_destroy(kc->q);
-        /* leaves the group: the revoke hook runs and commits */
+        /* the revoke hook runs and commits; a dynamic member leaves the
+         * group (LeaveGroup: the others rebalance now), a static one does
+         * not (KIP-345, librdkafka sends no LeaveGroup when a static
+         * member terminates): its partitions wait for it until
+         * session.timeout.ms */
         rd_kafka_consumer_close(kc->rk);
         rd_kafka_destroy(kc->rk);
         free(kc->held);

@@ -1,4 +1,9 @@
-/* kconf: chargeonce configuration -> librdkafka configuration. */
+/*
+ * kconf: chargeonce configuration -> librdkafka configuration.
+ *
+ * Must never: give group.instance.id to any client but the group member
+ * (two clients with one identity fence each other).
+ */
 #include "kafka/kconf.h"
 #include "util/log.h"
 
@@ -32,6 +37,8 @@ int kconf_set(rd_kafka_conf_t *conf, const char *name, const char *value,
         return 0;
 }
 
+#define INSTANCE_ID "group.instance.id"
+
 rd_kafka_conf_t *kconf_new(const struct kafka_opts *ko, enum kconf_role role,
                            char *errstr, size_t errstr_size)
 {
@@ -42,7 +49,7 @@ rd_kafka_conf_t *kconf_new(const struct kafka_opts *ko, enum kconf_role role,
                 const char *name  = ko->props[i].name;
                 const char *value = ko->props[i].value;
                 if (!strncmp(name, "consumer.", 9)) {
-                        if (role != KCONF_CONSUMER)
+                        if (role == KCONF_PRODUCER)
                                 continue;
                         name += 9;
                 } else if (!strncmp(name, "producer.", 9)) {
@@ -50,6 +57,10 @@ rd_kafka_conf_t *kconf_new(const struct kafka_opts *ko, enum kconf_role role,
                                 continue;
                         name += 9;
                 }
+                /* resolved into ko->instance_id (kconf_instance_id) and
+                 * set below for the group member only */
+                if (!strcmp(name, INSTANCE_ID))
+                        continue;
                 if (kconf_set(conf, name, value, errstr, errstr_size) < 0) {
                         char full[512];
                         snprintf(full, sizeof(full), "kafka.%s: %s",
@@ -61,12 +72,100 @@ rd_kafka_conf_t *kconf_new(const struct kafka_opts *ko, enum kconf_role role,
                         return NULL;
                 }
         }
+        if (role == KCONF_MEMBER && ko->instance_id && *ko->instance_id &&
+            kconf_set(conf, INSTANCE_ID, ko->instance_id, errstr, errstr_size) <
+                0) {
+                rd_kafka_conf_destroy(conf);
+                return NULL;
+        }
         return conf;
+}
+
+/* Kafka's rule for a group.instance.id (JoinGroupRequest). */
+static bool instance_id_valid(const char *id)
+{
+        size_t n = strlen(id);
+
+        if (n > 249 || !strcmp(id, ".") || !strcmp(id, ".."))
+                return false;
+        for (size_t i = 0; i < n; i++) {
+                char c = id[i];
+                if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                      (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+                      c == '-'))
+                        return false;
+        }
+        return true;
+}
+
+int kconf_instance_id(const struct kafka_opts *ko, const char *setting,
+                      const char *worker_id, char *out, size_t out_size,
+                      char *errstr, size_t errstr_size)
+{
+        const char *explicit = NULL, *ename = NULL, *id, *from;
+
+        out[0] = '\0';
+        for (size_t i = 0; i < ko->n_props; i++) {
+                const char *nm = ko->props[i].name;
+                if (strcmp(nm, INSTANCE_ID) &&
+                    strcmp(nm, "consumer." INSTANCE_ID))
+                        continue;
+                if (explicit && strcmp(explicit, ko->props[i].value)) {
+                        snprintf(errstr, errstr_size,
+                                 "kafka.%s and kafka.%s disagree: set one",
+                                 ename, nm);
+                        return -1;
+                }
+                explicit = ko->props[i].value;
+                ename    = nm;
+        }
+        if (explicit) {
+                bool agree = !*setting || !strcmp(setting, explicit) ||
+                             (!strcmp(setting, "none") && !*explicit);
+                if (!agree) {
+                        snprintf(errstr, errstr_size,
+                                 INSTANCE_ID " (\"%s\") and kafka.%s "
+                                             "(\"%s\") disagree: set one",
+                                 setting, ename, explicit);
+                        return -1;
+                }
+                id   = explicit;
+                from = ename;
+        } else if (!*setting) {
+                id   = worker_id;
+                from = "worker.id";
+        } else {
+                id   = strcmp(setting, "none") ? setting : "";
+                from = INSTANCE_ID;
+        }
+        if (*id && !instance_id_valid(id) && !strcmp(from, "worker.id")) {
+                snprintf(errstr, errstr_size,
+                         "worker.id is not a Kafka group.instance.id "
+                         "(letters, digits, '.', '_', '-'; at most 249): "
+                         "dynamic membership; set " INSTANCE_ID
+                         " for a static one");
+                return 1;
+        }
+        if (*id && !instance_id_valid(id)) {
+                snprintf(errstr, errstr_size,
+                         INSTANCE_ID
+                         " \"%s\" (from %s) is not a Kafka "
+                         "group.instance.id (letters, digits, "
+                         "'.', '_', '-'; at most 249): set " INSTANCE_ID,
+                         id, from);
+                return -1;
+        }
+        if (strlen(id) >= out_size) {
+                snprintf(errstr, errstr_size, INSTANCE_ID ": too long");
+                return -1;
+        }
+        snprintf(out, out_size, "%s", id);
+        return 0;
 }
 
 int kconf_check(const struct kafka_opts *ko, char *errstr, size_t errstr_size)
 {
-        for (int role = KCONF_CONSUMER; role <= KCONF_PRODUCER; role++) {
+        for (int role = KCONF_CONSUMER; role <= KCONF_MEMBER; role++) {
                 rd_kafka_conf_t *conf =
                     kconf_new(ko, (enum kconf_role)role, errstr, errstr_size);
                 if (!conf)
@@ -79,7 +178,7 @@ int kconf_check(const struct kafka_opts *ko, char *errstr, size_t errstr_size)
 static bool kconf_user_set(const struct kafka_opts *ko, enum kconf_role role,
                            const char *name)
 {
-        const char *prefix = role == KCONF_CONSUMER ? "consumer." : "producer.";
+        const char *prefix = role == KCONF_PRODUCER ? "producer." : "consumer.";
         for (size_t i = 0; i < ko->n_props; i++) {
                 const char *nm = ko->props[i].name;
                 if (!strcmp(nm, name) ||

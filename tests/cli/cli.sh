@@ -136,5 +136,17 @@ check gc-limit-bad 2 '--limit: "0" is not a positive integer' -- "$bin" gc --lim
 check gc-limit-text 2 '--limit: "ten" is not a positive integer' -- "$bin" gc --dry-run --limit ten
 check gc-bad-batch 2 'gc.batch_size' -- "$bin" -X gc.batch_size=0 gc
 check gc-bad-pause 2 'gc.batch_pause' -- "$bin" -X gc.batch_pause=fast gc
+# issue 15: static membership; a conflict is a configuration error (2)
+# naming both keys, --dump-config shows the key
+check instance-id-dump 0 '^group.instance.id = pod-3$' -- "$bin" -X group.instance.id=pod-3 --dump-config
+check instance-id-default 0 '^group.instance.id = $' -- "$bin" -X worker.id=w1 --dump-config
+check instance-id-explicit 0 '^kafka.group.instance.id = k1$' -- "$bin" -X worker.id=w1 -X kafka.group.instance.id=k1 --dump-config
+check instance-id-agree 0 'group.instance.id = k1' -- "$bin" -X group.instance.id=k1 -X kafka.group.instance.id=k1 --dump-config
+check instance-id-conflict 2 'group.instance.id \("a"\) and kafka.group.instance.id \("b"\) disagree' -- "$bin" -X group.instance.id=a -X kafka.group.instance.id=b --dump-config
+check instance-id-none-conflict 2 'group.instance.id \("none"\) and kafka.consumer.group.instance.id' -- "$bin" -X group.instance.id=none -X kafka.consumer.group.instance.id=b --dump-config
+check instance-id-invalid 2 'group.instance.id "a b" \(from group.instance.id\) is not a Kafka' -- "$bin" -X "group.instance.id=a b" --dump-config
+# a worker.id Kafka refuses as an identity stays fine for the operator
+# commands (it names the actor of review): dynamic membership, no error
+check instance-id-worker-any 0 'worker.id = alice@example' -- "$bin" -X worker.id=alice@example --dump-config
 echo "$passes passed, $fails failed"
 [ $fails = 0 ]

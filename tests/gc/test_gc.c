@@ -227,7 +227,7 @@ static void set_retention(struct scenario *sc, const char *ms)
         rd_kafka_queue_t *q;
         rd_kafka_event_t *ev;
         struct kafka_prop prop = { "bootstrap.servers", testenv_kafka() };
-        struct kafka_opts ko   = { &prop, 1 };
+        struct kafka_opts ko   = { .props = &prop, .n_props = 1 };
         struct kafka_topic_retention tr;
         long long want = atoll(ms);
         bool seen      = false;

@@ -1,0 +1,267 @@
+/*
+ * test_static: static group membership (issue 15, KIP-345) on the real
+ * broker, PostgreSQL and the gateway simulator. Two consumers share a
+ * 6-partition topic under load; one is killed with kill -9 and restarted
+ * at once with the same worker.id.
+ *
+ *   test_static static_restart    group.instance.id derived from worker.id:
+ *                                 the restarted member gets back the very
+ *                                 partitions it had, and the other member
+ *                                 is never rebalanced (no revoke, no
+ *                                 assign in its log after the kill, even
+ *                                 past session.timeout.ms)
+ *   test_static dynamic_restart   group.instance.id=none: the same kill
+ *                                 rebalances the other member (the check
+ *                                 of the first case, shown to fail)
+ *
+ * Both: every intent charged once with one result, invariants empty.
+ * What is observed is the consumers' own rebalance log lines (librdkafka's
+ * rebalance callback: "assigned N partition(s) (...): LIST", "revoking");
+ * no timing is asserted (the stall is measured by bench/stall.sh).
+ */
+#include "cases.h"
+#include "scenario.h"
+#include "testenv.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SESSION_MS 6000
+
+static long file_size(const char *path)
+{
+        struct stat st;
+
+        return stat(path, &st) == 0 ? (long)st.st_size : 0;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+        return *(const int *)a - *(const int *)b;
+}
+
+/*
+ * Reads path from byte from: the number of lines holding needle, and in
+ * list (sorted, comma-separated) the partitions of the last "assigned"
+ * line. Returns the number of lines holding needle.
+ */
+static int scan_log(const char *path, long from, const char *needle, char *list,
+                    size_t list_size)
+{
+        FILE *f = fopen(path, "r");
+        char line[8192];
+        int hits = 0;
+
+        if (list)
+                list[0] = '\0';
+        if (!f)
+                return 0;
+        fseek(f, from, SEEK_SET);
+        while (fgets(line, sizeof(line), f)) {
+                const char *a = strstr(line, "partition(s) (");
+                if (strstr(line, needle))
+                        hits++;
+                if (!list || !strstr(line, "\"assigned ") || !a ||
+                    !(a = strstr(a, "): ")))
+                        continue;
+                int ps[1024], n = 0;
+                for (a += 3; n < 1024 && *a >= '0' && *a <= '9';) {
+                        char *end;
+                        ps[n++] = (int)strtol(a, &end, 10);
+                        a       = *end == ',' ? end + 1 : end;
+                }
+                qsort(ps, (size_t)n, sizeof(*ps), cmp_int);
+                size_t len = 0;
+                list[0]    = '\0';
+                for (int i = 0; i < n && len + 8 < list_size; i++)
+                        len += (size_t)snprintf(list + len, list_size - len,
+                                                "%s%d", i ? "," : "", ps[i]);
+        }
+        fclose(f);
+        return hits;
+}
+
+static int count_parts(const char *list)
+{
+        int n = *list ? 1 : 0;
+
+        for (; *list; list++)
+                n += *list == ',';
+        return n;
+}
+
+static double now_s(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void produce(struct scenario *sc, int from, int to)
+{
+        for (int i = from; i < to; i++) {
+                char key[32], order[32];
+                struct intent_spec is = { NULL,   "shop-s", key,     order,
+                                          10 + i, "VND",    "pm_tok" };
+                snprintf(key, sizeof(key), "st-%05d", i);
+                snprintf(order, sizeof(order), "st-o-%05d", i);
+                sc_produce_intent(sc, -1, &is, NULL);
+                if (i % 4 == 0) /* a client retry of every fourth */
+                        sc_produce_intent(sc, -1, &is, NULL);
+        }
+        sc_flush(sc);
+}
+
+/* Waits until c1 and c2 share the 6 partitions (the group is stable). */
+static void wait_shared(struct scenario *sc, struct co *c1, struct co *c2)
+{
+        char l1[256], l2[256];
+        double end = now_s() + 60;
+
+        do {
+                scan_log(c1->log, 0, "\"assigned ", l1, sizeof(l1));
+                scan_log(c2->log, 0, "\"assigned ", l2, sizeof(l2));
+                if (*l1 && *l2 &&
+                    count_parts(l1) + count_parts(l2) == sc->partitions)
+                        return;
+                usleep(200 * 1000);
+        } while (now_s() < end);
+        SC_CHECK(0, "the two members never shared the partitions (%s / %s)", l1,
+                 l2);
+}
+
+static void check_once(struct scenario *sc, struct sim *s, int n)
+{
+        json_t *st;
+
+        SC_CHECK(sc_wait_consumed(sc, 120000), "not everything consumed");
+        SC_CHECK(sc_wait_sql(sc,
+                             "SELECT NOT EXISTS (SELECT 1 FROM payments"
+                             " WHERE status = 'processing')",
+                             60000),
+                 "payments left processing");
+        SC_CHECK(sc_sql_long(sc, "SELECT count(*) FROM payments") == n,
+                 "%ld payments for %d intents",
+                 sc_sql_long(sc, "SELECT count(*) FROM payments"), n);
+        SC_CHECK(sc_sql_long(sc,
+                             "SELECT count(*) FROM (SELECT tenant_id, idem_key"
+                             " FROM outbox WHERE NOT replayed GROUP BY 1, 2"
+                             " HAVING count(*) = 1) x") == n,
+                 "not exactly one non-replayed result per intent");
+        st = sim_stats(s);
+        SC_CHECK(sim_stat(st, "double_charges") == 0, "%ld double charges",
+                 sim_stat(st, "double_charges"));
+        SC_CHECK(sim_stat(st, "succeeded_charges") == n, "%ld charges for %d",
+                 sim_stat(st, "succeeded_charges"), n);
+        json_decref(st);
+        sc_check_invariants(sc);
+}
+
+static void restart(const char *membership)
+{
+        const bool stat = !strcmp(membership, "static");
+        struct scenario sc;
+        struct sim s;
+        struct co c1, c2;
+        char session[64];
+        const char *x1[] = { "worker.id=w1",
+                             stat ? "group.instance.id="
+                                  : "group.instance.id=none",
+                             session,
+                             "kafka.consumer.heartbeat.interval.ms=1000",
+                             "consumer.batch_linger=2ms",
+                             "lease.duration=2s",
+                             "reconcile.interval=200ms",
+                             NULL };
+        const char *x2[] = { "worker.id=w2", x1[1], x1[2], x1[3],
+                             x1[4],          x1[5], x1[6], NULL };
+        const int n      = 400;
+        char before[256], after[256];
+        long mark;
+        int revokes, assigns, rejoins;
+        double killed;
+
+        snprintf(session, sizeof(session),
+                 "kafka.consumer.session.timeout.ms=%d", SESSION_MS);
+        sc_init(&sc, "static", 6);
+        sim_start(&sc, &s, "--latency-ms 5:40");
+        co_start(&sc, &c1, "consume", &s, x1, NULL);
+        co_start(&sc, &c2, "consume", &s, x2, NULL);
+        wait_shared(&sc, &c1, &c2);
+        produce(&sc, 0, n / 2);
+        SC_CHECK(sc_wait_sql(&sc,
+                             "SELECT count(*) >= 50 FROM outbox WHERE NOT"
+                             " replayed",
+                             60000),
+                 "no results before the kill");
+
+        /* kill -9 and restart at once under the same worker.id */
+        scan_log(c2.log, 0, "\"assigned ", before, sizeof(before));
+        mark = file_size(c1.log);
+        SC_CHECK(co_stop(&c2, SIGKILL, 10000) == 128 + SIGKILL, "kill -9");
+        killed = now_s();
+        co_start(&sc, &c2, "consume", &s, x2, NULL);
+        produce(&sc, n / 2, n);
+        check_once(&sc, &s, n);
+        /* a rebalance the kill would cause comes at the latest when the
+         * dead member's session ends: look past that */
+        while (now_s() < killed + SESSION_MS / 1000.0 + 3)
+                usleep(200 * 1000);
+
+        revokes = scan_log(c1.log, mark, "\"revoking ", NULL, 0);
+        assigns = scan_log(c1.log, mark, "\"assigned ", NULL, 0);
+        rejoins = scan_log(c2.log, 0, "\"assigned ", after, sizeof(after));
+        printf("%s membership: after the kill the other member logged %d "
+               "revoke(s) and %d assignment(s); the restarted member got "
+               "[%s] in %d assignment(s), it had [%s]\n",
+               membership, revokes, assigns, after, rejoins, before);
+        SC_CHECK(scan_log(c2.log, 0,
+                          stat ? "static member w2" : "dynamic member", NULL,
+                          0) == 1,
+                 "the restarted member does not say it is %s", membership);
+        if (stat) {
+                SC_CHECK(revokes == 0 && assigns == 0,
+                         "static membership: the other member was "
+                         "rebalanced (%d revokes, %d assignments)",
+                         revokes, assigns);
+                SC_CHECK(rejoins == 1 && !strcmp(before, after),
+                         "static membership: the restarted member got [%s] "
+                         "(%d assignments), it had [%s]",
+                         after, rejoins, before);
+        } else {
+                SC_CHECK(revokes >= 1,
+                         "dynamic membership: the other member was not "
+                         "rebalanced");
+        }
+        SC_CHECK(co_stop(&c2, SIGTERM, 60000) == 0, "c2 exit");
+        SC_CHECK(co_stop(&c1, SIGTERM, 60000) == 0, "c1 exit");
+        sim_stop(&s);
+        sc_cleanup(&sc);
+}
+
+static int setup(void)
+{
+        return testenv_have_services() ? 0 : TESTENV_SKIP;
+}
+
+int main(int argc, char **argv)
+{
+        static const struct test_case cases[] = {
+                { "static_restart", NULL, restart, "static" },
+                { "dynamic_restart", NULL, restart, "none" },
+        };
+        static const struct test_suite suite = {
+                .name    = "test_static",
+                .cases   = cases,
+                .n_cases = sizeof(cases) / sizeof(cases[0]),
+                .setup   = setup,
+        };
+
+        return cases_main(&suite, argc, argv);
+}

@@ -1,0 +1,143 @@
+/*
+ * test_kconf: the group member's static identity (group.instance.id,
+ * issue 15): derived from worker.id, "none", an explicit
+ * kafka.group.instance.id winning, conflicts naming both keys, and only
+ * the group member's configuration ever carrying it.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "kafka/kconf.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static char out[256], err[512];
+
+static int resolve(const struct kafka_prop *p, size_t n, const char *setting,
+                   const char *worker)
+{
+        struct kafka_opts ko = { .props = p, .n_props = n };
+
+        err[0] = '\0';
+        return kconf_instance_id(&ko, setting, worker, out, sizeof(out), err,
+                                 sizeof(err));
+}
+
+static void test_derived(void **state)
+{
+        (void)state;
+        assert_int_equal(resolve(NULL, 0, "", "worker-1"), 0);
+        assert_string_equal(out, "worker-1");
+        /* no worker.id: dynamic */
+        assert_int_equal(resolve(NULL, 0, "", ""), 0);
+        assert_string_equal(out, "");
+        /* "none": dynamic even with a worker.id */
+        assert_int_equal(resolve(NULL, 0, "none", "worker-1"), 0);
+        assert_string_equal(out, "");
+        /* any other value as is */
+        assert_int_equal(resolve(NULL, 0, "pod-7.a_b", "worker-1"), 0);
+        assert_string_equal(out, "pod-7.a_b");
+}
+
+static void test_worker_id_not_an_identity(void **state)
+{
+        (void)state;
+        /* worker.id also names review's operator: never an error, but
+         * dynamic, and said why */
+        assert_int_equal(resolve(NULL, 0, "", "alice@example"), 1);
+        assert_string_equal(out, "");
+        assert_non_null(strstr(err, "worker.id"));
+        /* the same value given as the identity itself: an error */
+        assert_int_equal(resolve(NULL, 0, "alice@example", ""), -1);
+        assert_non_null(strstr(err, "group.instance.id"));
+}
+
+static void test_explicit_wins(void **state)
+{
+        struct kafka_prop p[]  = { { "group.instance.id", "explicit-1" } };
+        struct kafka_prop pc[] = { { "consumer.group.instance.id", "c-1" } };
+        struct kafka_prop pe[] = { { "group.instance.id", "" } };
+
+        (void)state;
+        assert_int_equal(resolve(p, 1, "", "worker-1"), 0);
+        assert_string_equal(out, "explicit-1");
+        assert_int_equal(resolve(p, 1, "explicit-1", "worker-1"), 0);
+        assert_string_equal(out, "explicit-1");
+        assert_int_equal(resolve(pc, 1, "", "worker-1"), 0);
+        assert_string_equal(out, "c-1");
+        /* an empty property is dynamic membership: agrees with "none" */
+        assert_int_equal(resolve(pe, 1, "none", "worker-1"), 0);
+        assert_string_equal(out, "");
+        assert_int_equal(resolve(pe, 1, "", "worker-1"), 0);
+        assert_string_equal(out, "");
+}
+
+static void test_conflict_names_both(void **state)
+{
+        struct kafka_prop p[]  = { { "group.instance.id", "explicit-1" } };
+        struct kafka_prop pe[] = { { "group.instance.id", "" } };
+        struct kafka_prop p2[] = { { "group.instance.id", "a" },
+                                   { "consumer.group.instance.id", "b" } };
+
+        (void)state;
+        assert_int_equal(resolve(p, 1, "other", "worker-1"), -1);
+        assert_non_null(strstr(err, "group.instance.id (\"other\")"));
+        assert_non_null(strstr(err, "kafka.group.instance.id"));
+        assert_int_equal(resolve(p, 1, "none", ""), -1);
+        assert_non_null(strstr(err, "kafka.group.instance.id"));
+        assert_int_equal(resolve(pe, 1, "static-1", ""), -1);
+        assert_int_equal(resolve(p2, 2, "", ""), -1);
+        assert_non_null(strstr(err, "kafka.group.instance.id"));
+        assert_non_null(strstr(err, "kafka.consumer.group.instance.id"));
+}
+
+/* group.instance.id of a configuration made for role, or "" if unset. */
+static const char *conf_id(const struct kafka_opts *ko, enum kconf_role role)
+{
+        static char v[256];
+        size_t n              = sizeof(v);
+        rd_kafka_conf_t *conf = kconf_new(ko, role, err, sizeof(err));
+
+        assert_non_null(conf);
+        v[0] = '\0';
+        if (rd_kafka_conf_get(conf, "group.instance.id", v, &n) !=
+            RD_KAFKA_CONF_OK)
+                v[0] = '\0';
+        rd_kafka_conf_destroy(conf);
+        return v;
+}
+
+static void test_member_only(void **state)
+{
+        struct kafka_prop p[] = { { "group.instance.id", "explicit-1" },
+                                  { "client.id", "x" } };
+        struct kafka_opts ko  = { .props = p, .n_props = 2 };
+
+        (void)state;
+        /* the property itself never passes through: only the resolved
+         * identity, and only to the member */
+        ko.instance_id = "member-1";
+        assert_string_equal(conf_id(&ko, KCONF_MEMBER), "member-1");
+        assert_string_equal(conf_id(&ko, KCONF_CONSUMER), "");
+        assert_string_equal(conf_id(&ko, KCONF_PRODUCER), "");
+        ko.instance_id = "";
+        assert_string_equal(conf_id(&ko, KCONF_MEMBER), "");
+        /* kconf_check accepts it (the property is a known one) */
+        assert_int_equal(kconf_check(&ko, err, sizeof(err)), 0);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_derived),
+                cmocka_unit_test(test_worker_id_not_an_identity),
+                cmocka_unit_test(test_explicit_wins),
+                cmocka_unit_test(test_conflict_names_both),
+                cmocka_unit_test(test_member_only),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
