@@ -32,12 +32,9 @@
  * original); the poison in the DLQ; invariant_violations empty; nothing
  * left processing; the outbox drained; SIGTERM exits 0.
  *
- * Membership: every consumer is a static member (group.instance.id = its
- * worker.id): through the configuration key group.instance.id when
- * `chargeonce --help` lists it, else through the librdkafka property
- * (kafka.consumer.group.instance.id). With SCALE_MEMBERSHIP=dynamic in the
- * environment they are dynamic members (group.instance.id=none where the
- * key exists).
+ * Membership: every consumer is a static member (the key
+ * group.instance.id = its own name). With SCALE_MEMBERSHIP=dynamic in the
+ * environment they are dynamic members (group.instance.id=none).
  *
  * Printed: the time each rebalance took, from the consumers' own
  * "assigned N partition(s)" / "revoking N partition(s)" log lines (see
@@ -177,52 +174,21 @@ static void *load_thread(void *arg)
 /* ------------------------------------------------------------------ */
 /* the processes                                                        */
 
-/* Whether this chargeonce has the configuration key group.instance.id
- * (`chargeonce --help` lists it). */
-static bool have_instance_key(void)
-{
-        static int have = -1;
-        char cmd[1024], line[512];
-        FILE *f;
-
-        if (have >= 0)
-                return have;
-        have = 0;
-        snprintf(cmd, sizeof(cmd), "'%s' --help 2>&1",
-                 getenv("CHARGEONCE_BIN"));
-        f = popen(cmd, "r");
-        SC_CHECK(f, "chargeonce --help");
-        /* the key list: "  KEY  DEFAULT  DESCRIPTION", one key a line */
-        while (fgets(line, sizeof(line), f)) {
-                char first[64];
-                if (sscanf(line, " %63s", first) == 1 &&
-                    !strcmp(first, "group.instance.id"))
-                        have = 1;
-        }
-        pclose(f);
-        return have;
-}
-
 static bool dynamic_members(void)
 {
         const char *m = getenv("SCALE_MEMBERSHIP");
         return m && !strcmp(m, "dynamic");
 }
 
-/* The membership setting of consumer n into out; false: none to give.
- * Static: group.instance.id = worker.id, through the configuration key
- * when there is one, else the librdkafka property. Dynamic: "none" where
- * the key exists (a worker.id would make a static member), else nothing. */
+/* The membership setting of consumer n into out: static members get
+ * group.instance.id (the key of issue 15) = their own name; dynamic ones
+ * "none" (a worker.id would otherwise make them static). */
 static bool membership(int n, char *out, size_t outsz)
 {
-        if (dynamic_members()) {
+        if (dynamic_members())
                 snprintf(out, outsz, "group.instance.id=none");
-                return have_instance_key();
-        }
-        snprintf(out, outsz, "%s=scale-c%d",
-                 have_instance_key() ? "group.instance.id"
-                                     : "kafka.consumer.group.instance.id",
-                 n);
+        else
+                snprintf(out, outsz, "group.instance.id=scale-c%d", n);
         return true;
 }
 
@@ -359,14 +325,12 @@ static void scale(const char *assignor)
         l->seed = argc >= 1  ? (unsigned)strtoul(argv[0], NULL, 10)
                   : env_seed ? (unsigned)strtoul(env_seed, NULL, 10)
                              : (unsigned)time(NULL);
-        printf(
-            "scale (%s): seed %u, membership %s (reproduce: test_scale "
-            "%s %u)\n",
-            assignor, l->seed,
-            dynamic_members()     ? "dynamic"
-            : have_instance_key() ? "static (group.instance.id)"
-                                  : "static (kafka.consumer.group.instance.id)",
-            strstr(assignor, "cooperative") ? "cooperative" : "eager", l->seed);
+        printf("scale (%s): seed %u, membership %s (reproduce: test_scale "
+               "%s %u)\n",
+               assignor, l->seed,
+               dynamic_members() ? "dynamic" : "static (group.instance.id)",
+               strstr(assignor, "cooperative") ? "cooperative" : "eager",
+               l->seed);
         fflush(stdout);
 
         sc_init(&sc, "scale", N_PARTITIONS);
