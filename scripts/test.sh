@@ -23,23 +23,10 @@ step "dependencies"
 scripts/install-deps.sh
 scripts/kafka-jars.sh >/dev/null
 
-jobs=$(nproc)
-build() { # [target=T] build DIR CMAKE-ARGS...
-	local dir=$1 log
-	shift
-	log=$(mktemp)
-	if ! { cmake -S . -B "$dir" "$@" &&
-		cmake --build "$dir" -j"$jobs" ${target:+--target "$target"}; } \
-		>"$log" 2>&1; then
-		cat "$log" >&2
-		rm -f "$log"
-		echo "test.sh: build in $dir failed" >&2
-		exit 1
-	fi
-	rm -f "$log"
-}
+# shellcheck source=scripts/build-lib.sh
+. scripts/build-lib.sh
 step "build: test build (failpoints compiled in)"
-build build-test -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCHARGEONCE_FAILPOINTS=ON
+build_test
 step "build: AddressSanitizer + UndefinedBehaviorSanitizer"
 build build-asan -DCMAKE_BUILD_TYPE=Debug -DCHARGEONCE_SANITIZE=ON \
 	-DCHARGEONCE_FAILPOINTS=ON

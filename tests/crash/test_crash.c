@@ -6,19 +6,26 @@
  *
  * Named cases (tests/common/cases.h; ctest runs crash_<case>):
  *
- *   test_crash POINT           crash at failpoint POINT (kill), restart,
+ *   test_crash POINT [SEED]    crash at failpoint POINT (kill), restart,
  *                              let the reconciler finish, check (one case
  *                              per point of CRASH_POINTS)
- *   test_crash takeover        crash before the send, then crash right
+ *   test_crash takeover [SEED] crash before the send, then crash right
  *                              after the reconciler's takeover, then finish
  *   test_crash soak [SECONDS] [SEED]
  *                              kill -9 of consumer, relay and reconciler at
  *                              random moments, one broker restart and one
  *                              PostgreSQL restart; reproducible from SEED
- *   test_crash provider_forgets
+ *   test_crash provider_forgets [SEED]
  *                              the provider forgets its keys, ops replay the
  *                              intents partition from offset 0 with Kafka's
  *                              own consumer-group tool: 0 new charges
+ *
+ * SEED (the crash campaign, scripts/crash-campaign.sh) shapes the workload
+ * (which copies of which intents), the simulator's fault draws (--seed)
+ * and the hit on which the failpoint fires (1 to the case's own hit).
+ * Without it a case runs as CI always ran it: a fixed workload, the
+ * simulator's default seed, the fixed hit. Every case prints the seed it
+ * used and, for the campaign, one "crash-stats" line (crashstats.h).
  *
  * `nokeys_POINT` and `nokeys_takeover` run against a gateway that ignores
  * Idempotency-Key (simulator --ignore-idempotency, chargeonce
@@ -29,9 +36,11 @@
  * the database: 0 double charges; 0 lost intents (every intent is final and
  * has exactly one non-replayed final result on the result topic after
  * dedup by event_id); the ledger balanced (the invariant view empty); no
- * payment left processing; the outbox drained.
+ * payment left processing; the outbox drained. check_all() counts every
+ * broken one (the campaign's violations) before the case fails.
  */
 #include "cases.h"
+#include "crashstats.h"
 #include "scenario.h"
 #include "testenv.h"
 
@@ -89,6 +98,30 @@ static const char *const quick_nokeys[] = { "consumer.batch_linger=2ms",
 static bool nokeys;
 static const char *sim_faults      = SIM_FAULTS;
 static const char *const *settings = quick;
+
+/* The seed given after the case's name into *seed (true), or false and
+ * *seed untouched (the case's default). */
+static bool case_seed(unsigned *seed)
+{
+        int argc;
+        char **argv = cases_args(&argc);
+
+        if (argc < 1)
+                return false;
+        *seed = (unsigned)strtoul(argv[0], NULL, 10);
+        return true;
+}
+
+/* The simulator's options: the mode's faults, and the seed of its fault
+ * draws when the case was given one. */
+static const char *sim_opts(char *buf, size_t size, const char *opts,
+                            bool seeded, unsigned seed)
+{
+        if (!seeded)
+                return opts;
+        snprintf(buf, size, "%s --seed %u", opts, seed);
+        return buf;
+}
 
 /* n intents with 20% duplicates of every kind (deterministic from seed). */
 static void produce_workload(struct scenario *sc, struct workload *w, int n,
@@ -169,88 +202,125 @@ static int cmp_rows(const void *a, const void *b)
         return c;
 }
 
-/* The invariants (see the top of the file). Returns the number of
- * results read from the topic. */
-static size_t check_all(struct scenario *sc, struct sim *s,
-                        const struct workload *w)
-{
-        struct sc_msg *m;
-        size_t n                = sc_read_topic(sc, sc->t_results, 2000, &m);
-        struct result_row *rows = calloc(n + 1, sizeof(*rows));
-        size_t nr               = 0;
-        json_t *st;
+/* A broken invariant: counted in *v, and said on stderr while fewer than
+ * 20 were (a lost partition would otherwise print hundreds). */
+#define VIOLATION(v, ...)                                                      \
+        do {                                                                   \
+                if (*(v) < 20) {                                               \
+                        fprintf(stderr, "VIOLATION: ");                        \
+                        fprintf(stderr, __VA_ARGS__);                          \
+                        fprintf(stderr, "\n");                                 \
+                }                                                              \
+                (*(v))++;                                                      \
+        } while (0)
 
-        /* final results per intent, after dedup by event_id */
+/* The final results on the result topic into rows (the caller frees),
+ * deduplicated by event_id; a message that is no result counts in *v. */
+static size_t final_results(struct sc_msg *m, size_t n, struct result_row **out,
+                            long *v)
+{
+        struct result_row *rows = calloc(n + 1, sizeof(*rows));
+        size_t nr = 0, u = 0;
+
+        SC_CHECK(rows, "oom");
         for (size_t i = 0; i < n; i++) {
                 json_error_t e;
                 json_t *j = json_loads(m[i].value ? m[i].value : "", 0, &e);
                 const char *t, *k, *ev, *status;
-                SC_CHECK(j, "a result is not JSON: %s", e.text);
+
+                if (!j) {
+                        VIOLATION(v, "a result is not JSON: %s", e.text);
+                        continue;
+                }
                 t  = json_string_value(json_object_get(j, "tenant_id"));
                 k  = json_string_value(json_object_get(j, "idempotency_key"));
                 ev = json_string_value(json_object_get(j, "event_id"));
                 status = json_string_value(json_object_get(j, "status"));
-                SC_CHECK(t && k && ev && status, "a result lacks fields");
-                SC_CHECK(m[i].headers && strstr(m[i].headers, ev),
-                         "result %s without its event_id header", ev);
-                if (strcmp(status, "succeeded") && strcmp(status, "failed") &&
-                    strcmp(status, "review")) {
-                        json_decref(j);
-                        continue;
+                if (!t || !k || !ev || !status)
+                        VIOLATION(v, "a result lacks fields");
+                else if (!m[i].headers || !strstr(m[i].headers, ev))
+                        VIOLATION(v, "result %s without its event_id header",
+                                  ev);
+                else if ((!strcmp(status, "succeeded") ||
+                          !strcmp(status, "failed") ||
+                          !strcmp(status, "review")) &&
+                         !json_is_true(json_object_get(j, "replayed"))) {
+                        struct result_row *r = &rows[nr++];
+                        snprintf(r->tenant, sizeof(r->tenant), "%s", t);
+                        snprintf(r->key, sizeof(r->key), "%s", k);
+                        snprintf(r->event_id, sizeof(r->event_id), "%s", ev);
+                        snprintf(r->status, sizeof(r->status), "%s", status);
                 }
-                if (json_is_true(json_object_get(j, "replayed"))) {
-                        json_decref(j);
-                        continue;
-                }
-                snprintf(rows[nr].tenant, sizeof(rows[nr].tenant), "%s", t);
-                snprintf(rows[nr].key, sizeof(rows[nr].key), "%s", k);
-                snprintf(rows[nr].event_id, sizeof(rows[nr].event_id), "%s",
-                         ev);
-                snprintf(rows[nr].status, sizeof(rows[nr].status), "%s",
-                         status);
-                nr++;
                 json_decref(j);
         }
         qsort(rows, nr, sizeof(*rows), cmp_rows);
         /* dedup by event_id: a re-published row is the same result */
-        size_t u = 0;
         for (size_t i = 0; i < nr; i++)
                 if (u == 0 || cmp_rows(&rows[u - 1], &rows[i]) != 0)
                         rows[u++] = rows[i];
+        *out = rows;
+        return u;
+}
+
+/* The invariants (see the top of the file): counts every broken one,
+ * prints the campaign's line, then fails the case if any broke. Returns
+ * the number of results read from the topic. */
+static size_t check_all(struct scenario *sc, struct sim *s,
+                        const struct workload *w)
+{
+        struct sc_msg *m;
+        struct result_row *rows;
+        size_t n, u;
+        long v = 0, inv, payments, processing, unpublished, succeeded;
+        json_t *st;
+
+        crashstats_checking();
+        crashstats_intents(w->n);
+        n = sc_read_topic(sc, sc->t_results, 2000, &m);
+        u = final_results(m, n, &rows, &v);
         for (int i = 0; i < w->n; i++) {
                 int found = 0;
                 for (size_t k = 0; k < u; k++)
                         if (!strcmp(rows[k].tenant, w->tenant[i]) &&
                             !strcmp(rows[k].key, w->key[i]))
                                 found++;
-                SC_CHECK(found == 1,
-                         "intent %s/%s has %d non-replayed final results on "
-                         "the result topic (want 1)",
-                         w->tenant[i], w->key[i], found);
+                if (found != 1)
+                        VIOLATION(&v,
+                                  "intent %s/%s has %d non-replayed final "
+                                  "results on the result topic (want 1)",
+                                  w->tenant[i], w->key[i], found);
         }
-        SC_CHECK(u == (size_t)w->n, "%zu final results for %d intents", u,
-                 w->n);
-        SC_CHECK(sc_sql_long(sc, "SELECT count(*) FROM payments WHERE status"
-                                 " = 'processing'") == 0,
-                 "payments left processing");
-        SC_CHECK(sc_sql_long(sc, "SELECT count(*) FROM outbox WHERE"
-                                 " published_at IS NULL") == 0,
-                 "outbox not drained");
-        SC_CHECK(sc_sql_long(sc, "SELECT count(*) FROM payments") == w->n,
-                 "%ld payments for %d intents",
-                 sc_sql_long(sc, "SELECT count(*) FROM payments"), w->n);
-        sc_check_invariants(sc);
+        if (u != (size_t)w->n)
+                VIOLATION(&v, "%zu final results for %d intents", u, w->n);
+        processing  = sc_sql_long(sc, "SELECT count(*) FROM payments WHERE"
+                                       " status = 'processing'");
+        unpublished = sc_sql_long(sc, "SELECT count(*) FROM outbox WHERE"
+                                      " published_at IS NULL");
+        payments    = sc_sql_long(sc, "SELECT count(*) FROM payments");
+        succeeded   = sc_sql_long(sc, "SELECT count(*) FROM payments WHERE"
+                                        " status = 'succeeded'");
+        inv = sc_sql_long(sc, "SELECT count(*) FROM invariant_violations");
+        if (processing)
+                VIOLATION(&v, "%ld payments left processing", processing);
+        if (unpublished)
+                VIOLATION(&v, "outbox not drained: %ld rows", unpublished);
+        if (payments != w->n)
+                VIOLATION(&v, "%ld payments for %d intents", payments, w->n);
+        v += inv; /* sc_check_invariants() below prints them */
         st = sim_stats(s);
-        SC_CHECK(sim_stat(st, "double_charges") == 0, "%ld DOUBLE CHARGES",
-                 sim_stat(st, "double_charges"));
-        SC_CHECK(sim_stat(st, "succeeded_charges") ==
-                     sc_sql_long(sc, "SELECT count(*) FROM payments"
-                                     " WHERE status = 'succeeded'"),
-                 "gateway charged %ld, succeeded payments %ld",
-                 sim_stat(st, "succeeded_charges"),
-                 sc_sql_long(sc, "SELECT count(*) FROM payments WHERE status"
-                                 " = 'succeeded'"));
+        if (sim_stat(st, "double_charges") > 0) {
+                fprintf(stderr, "VIOLATION: %ld DOUBLE CHARGES\n",
+                        sim_stat(st, "double_charges"));
+                v += sim_stat(st, "double_charges");
+        }
+        if (sim_stat(st, "succeeded_charges") != succeeded)
+                VIOLATION(&v, "gateway charged %ld, succeeded payments %ld",
+                          sim_stat(st, "succeeded_charges"), succeeded);
         json_decref(st);
+        crashstats_done(v);
+        if (inv > 0)
+                sc_check_invariants(sc);
+        SC_CHECK(v == 0, "%ld broken invariant(s)", v);
         free(rows);
         sc_messages_free(m, n);
         return n;
@@ -285,24 +355,34 @@ static void crash_at(const char *point)
         struct sim s;
         struct co c;
         struct workload *w = calloc(1, sizeof(*w));
-        char fp[128];
+        char fp[128], opts[512], name[64];
         const char *env[2] = { fp, NULL };
         int hit            = -1, rc;
+        unsigned seed      = 11;
+        bool seeded        = case_seed(&seed);
 
         for (size_t i = 0; i < sizeof(points) / sizeof(*points); i++)
                 if (!strcmp(points[i].name, point))
                         hit = points[i].hit;
         SC_CHECK(hit > 0, "unknown failpoint %s", point);
+        if (seeded) /* a hit the fixed one implies is reached */
+                hit = 1 + (int)(seed % (unsigned)hit);
         snprintf(fp, sizeof(fp), "CHARGEONCE_FAILPOINTS=%s=%d*kill", point,
                  hit);
+        snprintf(name, sizeof(name), "%s%s", nokeys ? "nokeys_" : "", point);
+        printf("crash at %s: seed %u, hit %d (reproduce: test_crash %s %u)\n",
+               point, seed, hit, name, seed);
+        crashstats_begin(name, seed);
 
         sc_init(&sc, "crash", 3);
-        sim_start(&sc, &s, sim_faults);
-        produce_workload(&sc, w, 300, 11, "c");
+        sim_start(&sc, &s,
+                  sim_opts(opts, sizeof(opts), sim_faults, seeded, seed));
+        produce_workload(&sc, w, 300, seed, "c");
         co_start(&sc, &c, "consume", &s, settings, env);
         rc = co_wait(&c, 120000);
         SC_CHECK(rc == 128 + SIGKILL,
                  "%s was not exercised: chargeonce ended with %d", point, rc);
+        crashstats_kill();
         /* restart without failpoints: recover and finish */
         co_start(&sc, &c, "consume", &s, settings, NULL);
         wait_finished(&sc, 120000);
@@ -323,20 +403,32 @@ static void takeover(void)
         struct sim s;
         struct co c;
         struct workload *w = calloc(1, sizeof(*w));
-        const char *env1[] = {
-                "CHARGEONCE_FAILPOINTS=gateway.before_send=20*kill", NULL
-        };
+        char fp[128], opts[512];
+        const char *env1[] = { fp, NULL };
         const char *env2[] = {
                 "CHARGEONCE_FAILPOINTS=reconcile.after_takeover=1*kill", NULL
         };
-        int rc;
+        const char *name = nokeys ? "nokeys_takeover" : "takeover";
+        int rc, hit = 20;
+        unsigned seed = 5;
+        bool seeded   = case_seed(&seed);
 
+        if (seeded)
+                hit = 1 + (int)(seed % (unsigned)hit);
+        snprintf(fp, sizeof(fp),
+                 "CHARGEONCE_FAILPOINTS=gateway.before_send=%d*kill", hit);
+        printf("%s: seed %u, first crash at hit %d (reproduce: test_crash %s "
+               "%u)\n",
+               name, seed, hit, name, seed);
+        crashstats_begin(name, seed);
         sc_init(&sc, "takeover", 3);
-        sim_start(&sc, &s, sim_faults);
-        produce_workload(&sc, w, 200, 5, "t");
+        sim_start(&sc, &s,
+                  sim_opts(opts, sizeof(opts), sim_faults, seeded, seed));
+        produce_workload(&sc, w, 200, seed, "t");
         co_start(&sc, &c, "consume", &s, settings, env1);
         rc = co_wait(&c, 120000);
         SC_CHECK(rc == 128 + SIGKILL, "first crash not reached: %d", rc);
+        crashstats_kill();
         SC_CHECK(sc_sql_long(&sc, "SELECT count(*) FROM payments WHERE status"
                                   " = 'processing'") > 0,
                  "no orphaned payment to take over");
@@ -344,6 +436,7 @@ static void takeover(void)
         rc = co_wait(&c, 120000);
         SC_CHECK(rc == 128 + SIGKILL,
                  "reconcile.after_takeover not exercised: %d", rc);
+        crashstats_kill();
         co_start(&sc, &c, "consume", &s, settings, NULL);
         wait_finished(&sc, 120000);
         check_all(&sc, &s, w);
@@ -395,12 +488,15 @@ static void soak(int seconds, unsigned seed)
         int kills = 0, batch = 0;
         bool broker_done = false, pg_done = false;
         unsigned r = seed;
+        char opts[512];
 
         printf("soak: seed %u, %d s (reproduce: test_crash soak %d %u)\n", seed,
                seconds, seconds, seed);
         fflush(stdout);
+        crashstats_begin("soak", seed);
         sc_init(&sc, "soak", 3);
-        sim_start(&sc, &s, sim_faults);
+        sim_start(&sc, &s,
+                  sim_opts(opts, sizeof(opts), sim_faults, true, seed));
         for (int i = 0; i < 3; i++)
                 co_start(&sc, &procs[i], cmds[i], &s,
                          i == 0 ? consume_only : other, NULL);
@@ -415,6 +511,7 @@ static void soak(int seconds, unsigned seed)
                 victim = (int)(rand_r(&r) % 3);
                 co_stop(&procs[victim], SIGKILL, 5000);
                 kills++;
+                crashstats_kill();
                 co_start(&sc, &procs[victim], cmds[victim], &s,
                          victim == 0 ? consume_only : other, NULL);
                 if (!broker_done && time(NULL) - t0 >= seconds / 3) {
@@ -463,13 +560,22 @@ static void forgets(void)
         struct workload *w = calloc(1, sizeof(*w));
         const char *jars   = getenv("CHARGEONCE_TEST_KAFKA_JARS");
         char cmd[2048];
+        char opts[128];
         json_t *st;
         long before, after;
+        unsigned seed = 3;
+        bool seeded   = case_seed(&seed);
 
+        printf("forgets: seed %u (reproduce: test_crash provider_forgets "
+               "%u)\n",
+               seed, seed);
+        crashstats_begin("provider_forgets", seed);
         SC_CHECK(jars, "CHARGEONCE_TEST_KAFKA_JARS");
         sc_init(&sc, "forgets", 3);
-        sim_start(&sc, &s, "--key-retention 1s");
-        produce_workload(&sc, w, 200, 3, "f");
+        sim_start(
+            &sc, &s,
+            sim_opts(opts, sizeof(opts), "--key-retention 1s", seeded, seed));
+        produce_workload(&sc, w, 200, seed, "f");
         co_start(&sc, &c, "consume", &s, quick, NULL);
         wait_finished(&sc, 120000);
         SC_CHECK(co_stop(&c, SIGTERM, 60000) == 0, "SIGTERM");
@@ -500,6 +606,7 @@ static void forgets(void)
         SC_CHECK(!sc_wait_consumed(&sc, 1), "the rewind did not happen");
         co_start(&sc, &c, "consume", &s, quick, NULL);
         wait_finished(&sc, 120000);
+        crashstats_checking(); /* a new charge is a broken invariant */
         st    = sim_stats(&s);
         after = sim_stat(st, "charges");
         SC_CHECK(sim_stat(st, "double_charges") == 0, "double charges");

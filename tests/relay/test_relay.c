@@ -5,8 +5,12 @@
  * event ids already seen, then every row must be there once and, per key,
  * in outbox id order. One scenario per run:
  *
- *   test_relay crash      kill -9 the relay 20 times between produce and
- *                         mark (failpoints) or at random moments
+ *   test_relay crash [SEED]
+ *                         kill -9 the relay 20 times between produce and
+ *                         mark (failpoints) or at random moments (the
+ *                         random delays drawn from SEED; by default the
+ *                         process id); prints the crash campaign's line
+ *                         (crashstats.h)
  *   test_relay multi2     two relays at once, 10,000 rows over 500 keys
  *   test_relay multi3     three relays, one killed and replaced midway
  *   test_relay outage     the broker stopped for 10 s while publishing
@@ -27,6 +31,7 @@
  * Never trusts the relay's own counters: truth is the topic and the table.
  */
 #include "cases.h"
+#include "crashstats.h"
 #include "scenario.h"
 #include "testenv.h"
 
@@ -276,11 +281,18 @@ static void crash(void)
         struct co c;
         struct verdict v;
         char fp[128];
-        int kills = 0;
+        int kills     = 0, argc;
+        char **argv   = cases_args(&argc);
+        unsigned seed = argc >= 1 ? (unsigned)strtoul(argv[0], NULL, 10)
+                                  : (unsigned)getpid();
 
+        printf("relay crash: seed %u (reproduce: test_relay crash %u)\n", seed,
+               seed);
+        crashstats_begin("relay_crash", seed);
+        crashstats_intents(2400);
         sc_init(&sc, "relay_crash", 3);
         insert_rows(&sc, 0, 2400, 60);
-        srand((unsigned)getpid());
+        srand(seed);
         for (int i = 0; i < 20 && unpublished(&sc) > 0; i++) {
                 const char *env[2] = { fp, NULL };
                 int64_t end        = now_ms() + 30000;
@@ -328,6 +340,7 @@ static void crash(void)
                 SC_CHECK(rc == 128 + SIGKILL, "restart %d: exit status %d", i,
                          rc);
                 kills++;
+                crashstats_kill();
                 printf("restart %d (%s): %ld unpublished\n", i,
                        random_kill ? "SIGKILL at a random moment" : fp + 22,
                        unpublished(&sc));
@@ -340,8 +353,10 @@ static void crash(void)
          * its handler is installed would end it 143 */
         SC_CHECK(wait_holders(&sc, 1, T_WAIT), "the last relay never ran");
         stop_ok(&c);
+        crashstats_checking(); /* verify() stops at the first broken one */
         v = verify(&sc, 3000, false);
         SC_CHECK(v.rows == 2400, "rows");
+        crashstats_done(0);
         SC_CHECK(v.duplicates > 0,
                  "no duplicate at all: the kills never hit between produce "
                  "and mark");

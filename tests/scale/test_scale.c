@@ -7,8 +7,9 @@
  *   test_scale cooperative [SEED]  ctest scale_cooperative:
  *                                  cooperative-sticky
  *
- * The seed (printed) shapes the load; without one, CHARGEONCE_SCALE_SEED
- * or the clock.
+ * The seed (printed) shapes the load and the simulator's fault draws;
+ * without one, CHARGEONCE_SCALE_SEED or the clock. A run prints the crash
+ * campaign's line (crashstats.h; scripts/crash-campaign.sh).
  *
  * One run: an intents topic of 12 partitions; three `chargeonce consume`
  * (each with its relay and reconciler), one `chargeonce relay` and one
@@ -41,6 +42,7 @@
  * rebalance_report()).
  */
 #include "cases.h"
+#include "crashstats.h"
 #include "scale.h"
 #include "scenario.h"
 #include "testenv.h"
@@ -290,6 +292,7 @@ static void disrupt(struct procs *p, struct scale_event *ev, int *n_ev,
         ev[*n_ev].at_ms = scale_now_ms();
         snprintf(ev[(*n_ev)++].what, sizeof(ev[0].what), "kill -9 c1");
         co_stop(&p->cons[1], SIGKILL, 5000);
+        crashstats_kill();
         consumer_gone(p, 1);
 
         until(t0, AT_SIGTERM);
@@ -313,9 +316,10 @@ static void scale(const char *assignor)
         struct procs *p = calloc(1, sizeof(*p));
         struct load *l  = calloc(1, sizeof(*l));
         struct scale_event ev[8];
-        int n_ev             = 0, argc, rc;
+        int n_ev = 0, argc, rc, n_intents = 0;
         char **argv          = cases_args(&argc);
         const char *env_seed = getenv("CHARGEONCE_SCALE_SEED");
+        char simopts[256];
         pthread_t th;
         int64_t t0;
 
@@ -332,11 +336,18 @@ static void scale(const char *assignor)
                strstr(assignor, "cooperative") ? "cooperative" : "eager",
                l->seed);
         fflush(stdout);
+        crashstats_begin(strstr(assignor, "cooperative") ? "scale_cooperative"
+                                                         : "scale_eager",
+                         l->seed);
 
         sc_init(&sc, "scale", N_PARTITIONS);
-        sim_start(&sc, &s,
-                  "--latency-ms 0:10 --p-drop-after-charge 0.04 "
-                  "--p-500-after-charge 0.04 --p-slow 0.03 --slow-ms 300");
+        /* the seed also draws the simulator's faults */
+        snprintf(simopts, sizeof(simopts),
+                 "--latency-ms 0:10 --p-drop-after-charge 0.04 "
+                 "--p-500-after-charge 0.04 --p-slow 0.03 --slow-ms 300 "
+                 "--seed %u",
+                 l->seed);
+        sim_start(&sc, &s, simopts);
         p->sc = &sc;
         p->s  = &s;
         snprintf(p->strategy, sizeof(p->strategy),
@@ -356,7 +367,12 @@ static void scale(const char *assignor)
         snprintf(ev[n_ev++].what, sizeof(ev[0].what), "load ends");
 
         wait_finished(&sc, 120000);
+        for (int i = 0; i < l->n_sent; i++)
+                n_intents += l->sent[i].kind == SK_ORIGINAL;
+        crashstats_intents(n_intents);
+        crashstats_checking(); /* scale_check() stops at the first */
         scale_check(&sc, &s, l->sent, l->n_sent, l->poison, l->n_poison);
+        crashstats_done(0);
         ev[n_ev].at_ms = scale_now_ms();
         snprintf(ev[n_ev++].what, sizeof(ev[0].what), "checked, SIGTERM all");
         for (int n = 2; n <= 4; n++) {
