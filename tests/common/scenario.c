@@ -5,12 +5,15 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -253,6 +256,38 @@ static char *http(const char *method, const char *url, const char *body,
         curl_slist_free_all(h);
         curl_easy_cleanup(c);
         return b.p;
+}
+
+char *sc_scrape(const char *url)
+{
+        for (int i = 0; i < 200; i++) {
+                long st = 0;
+                char *t = http("GET", url, NULL, &st);
+
+                if (st == 200)
+                        return t ? t : calloc(1, 1);
+                free(t);
+                sleep_ms(100);
+        }
+        SC_CHECK(false, "GET %s never answered 200", url);
+        return NULL;
+}
+
+int sc_free_port(void)
+{
+        struct sockaddr_in a = { 0 };
+        socklen_t len        = sizeof(a);
+        int fd               = socket(AF_INET, SOCK_STREAM, 0), port;
+
+        SC_CHECK(fd >= 0, "socket");
+        a.sin_family      = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        SC_CHECK(bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+                     getsockname(fd, (struct sockaddr *)&a, &len) == 0,
+                 "bind a free port");
+        port = ntohs(a.sin_port);
+        close(fd);
+        return port;
 }
 
 void sim_config(const struct sim *s, const char *json)

@@ -60,6 +60,11 @@ void sim_config(const struct sim *s, const char *json);
 void sim_reset(const struct sim *s);
 /* GET /_sim/stats (owned by the caller, json_decref). */
 json_t *sim_stats(const struct sim *s);
+/* GET url until it answers 200 (up to 20 s, e.g. a process's /metrics
+ * while it starts): the body (malloc'd). */
+char *sc_scrape(const char *url);
+/* A TCP port free now on 127.0.0.1 (the kernel's pick). */
+int sc_free_port(void);
 /* field: a top-level name or "group.name" (e.g. "webhooks.delivered"). */
 long sim_stat(json_t *stats, const char *field);
 /* Successful charges recorded for (tenant, order) / for a reference. */

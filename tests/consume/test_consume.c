@@ -21,16 +21,12 @@
 #include "scenario.h"
 #include "testenv.h"
 
-#include <arpa/inet.h>
-#include <curl/curl.h>
 #include <math.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -972,76 +968,6 @@ static void dlq_unwritable(void)
 /* ------------------------------------------------------------------ */
 /* metrics_exact                                                        */
 
-/* A port free now on 127.0.0.1 (the kernel's pick). */
-static int free_port(void)
-{
-        struct sockaddr_in a = { 0 };
-        socklen_t len        = sizeof(a);
-        int fd               = socket(AF_INET, SOCK_STREAM, 0), port;
-
-        SC_CHECK(fd >= 0, "socket");
-        a.sin_family      = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        SC_CHECK(bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-                     getsockname(fd, (struct sockaddr *)&a, &len) == 0,
-                 "bind a free port");
-        port = ntohs(a.sin_port);
-        close(fd);
-        return port;
-}
-
-struct body {
-        char *p;
-        size_t n;
-};
-
-static size_t on_body(char *d, size_t sz, size_t nm, void *u)
-{
-        struct body *b = u;
-        char *p        = realloc(b->p, b->n + sz * nm + 1);
-
-        SC_CHECK(p, "out of memory");
-        b->p = p;
-        memcpy(b->p + b->n, d, sz * nm);
-        b->n += sz * nm;
-        b->p[b->n] = '\0';
-        return sz * nm;
-}
-
-/* GET url: the body (malloc'd) with HTTP 200, else NULL. */
-static char *http_get(const char *url)
-{
-        CURL *c       = curl_easy_init();
-        struct body b = { NULL, 0 };
-        long status   = 0;
-
-        curl_easy_setopt(c, CURLOPT_URL, url);
-        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-        curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-        curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
-        if (curl_easy_perform(c) == CURLE_OK)
-                curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-        curl_easy_cleanup(c);
-        if (status != 200) {
-                free(b.p);
-                return NULL;
-        }
-        return b.p ? b.p : calloc(1, 1);
-}
-
-/* /metrics, waiting up to 20 s for the listener. */
-static char *scrape(const char *url)
-{
-        for (int i = 0; i < 200; i++) {
-                char *t = http_get(url);
-                if (t)
-                        return t;
-                usleep(100 * 1000);
-        }
-        SC_CHECK(false, "GET %s never answered 200", url);
-        return NULL;
-}
-
 /* The value of the sample `series` (name with its labels, exactly as
  * exposed); NAN when absent. */
 static double sample(const char *text, const char *series)
@@ -1109,7 +1035,7 @@ static void metrics_exact(void)
         long produced = 0, sum = 0, posts;
 
         snprintf(listen, sizeof(listen), "http.listen=127.0.0.1:%d",
-                 free_port());
+                 sc_free_port());
         snprintf(url, sizeof(url), "http://%s/metrics",
                  listen + strlen("http.listen="));
         sc_init(&sc, "metrics", 3);
@@ -1118,7 +1044,7 @@ static void metrics_exact(void)
                        "\"p_500_after_charge\":0,\"p_500_before_charge\":0,"
                        "\"p_429\":0,\"p_tail\":0}");
         co_start(&sc, &c, "consume", &s, xs, NULL);
-        free(scrape(url)); /* listening */
+        free(sc_scrape(url)); /* listening */
 
         /* 6 that succeed, 3 declined */
         for (int i = 0; i < OK + DECLINED; i++) {
@@ -1206,7 +1132,7 @@ static void metrics_exact(void)
         /* the lag is refreshed every second: wait until it shows 0 */
         for (int i = 0; i < 100; i++) {
                 free(t);
-                t = scrape(url);
+                t = sc_scrape(url);
                 if (lag_zero(t, sc.partitions) &&
                     sample(t, "chargeonce_in_flight") == 0)
                         break;

@@ -17,16 +17,12 @@
 #include "scenario.h"
 #include "testenv.h"
 
-#include <arpa/inet.h>
-#include <curl/curl.h>
 #include <fcntl.h>
 #include <math.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -216,65 +212,6 @@ static void rows(struct scenario *sc, char *out, size_t outsz)
                             " gateway_evidence)"));
 }
 
-static int free_port(void)
-{
-        struct sockaddr_in a = { 0 };
-        socklen_t len        = sizeof(a);
-        int fd               = socket(AF_INET, SOCK_STREAM, 0), port;
-
-        SC_CHECK(fd >= 0, "socket");
-        a.sin_family      = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        SC_CHECK(bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-                     getsockname(fd, (struct sockaddr *)&a, &len) == 0,
-                 "bind a free port");
-        port = ntohs(a.sin_port);
-        close(fd);
-        return port;
-}
-
-struct body {
-        char *p;
-        size_t n;
-};
-
-static size_t on_body(char *d, size_t sz, size_t nm, void *u)
-{
-        struct body *b = u;
-        char *p        = realloc(b->p, b->n + sz * nm + 1);
-
-        SC_CHECK(p, "out of memory");
-        b->p = p;
-        memcpy(b->p + b->n, d, sz * nm);
-        b->n += sz * nm;
-        b->p[b->n] = '\0';
-        return sz * nm;
-}
-
-/* GET url until 200 (20 s): the body (malloc'd). */
-static char *scrape(const char *url)
-{
-        for (int i = 0; i < 200; i++) {
-                CURL *c       = curl_easy_init();
-                struct body b = { NULL, 0 };
-                long status   = 0;
-
-                curl_easy_setopt(c, CURLOPT_URL, url);
-                curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-                curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-                curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
-                if (curl_easy_perform(c) == CURLE_OK)
-                        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-                curl_easy_cleanup(c);
-                if (status == 200)
-                        return b.p ? b.p : calloc(1, 1);
-                free(b.p);
-                usleep(100 * 1000);
-        }
-        SC_CHECK(false, "GET %s never answered 200", url);
-        return NULL;
-}
-
 /* chargeonce_intents_total{outcome="cat"} on the page. */
 static long intents_metric(const char *text, const char *cat)
 {
@@ -296,11 +233,11 @@ static void consume_start(struct scenario *sc, struct co *c,
         const char *xs[] = { "consumer.batch_linger=2ms", listen, NULL };
 
         snprintf(listen, sizeof(listen), "http.listen=127.0.0.1:%d",
-                 free_port());
+                 sc_free_port());
         snprintf(url, urlsz, "http://%s/metrics",
                  listen + strlen("http.listen="));
         co_start(sc, c, "consume", s, xs, NULL);
-        free(scrape(url)); /* listening */
+        free(sc_scrape(url)); /* listening */
 }
 
 /* Waits until everything is consumed, settled and published. */
@@ -328,7 +265,7 @@ static char *metrics_when(const char *url, long n)
                 long sum = 0;
 
                 free(t);
-                t = scrape(url);
+                t = sc_scrape(url);
                 for (int c = 0; c < N_CATS; c++)
                         sum += intents_metric(t, cats[c]);
                 if (sum >= n)
