@@ -15,7 +15,7 @@
 #include "cmd/review.h"
 
 #include "cmd/cmd.h"
-#include "intent/guard.h"
+#include "util/guard.h"
 #include "store/review.h"
 #include "store/store.h"
 #include "util/config.h"
@@ -153,7 +153,7 @@ int cmd_review_evidence_check(const char *cmd, const char *evidence)
                         return cmd_usage_error(cmd, "--evidence holds a "
                                                     "control character");
         /* never repeat the text: it holds the number */
-        if (intent_has_card_number(evidence, elen))
+        if (guard_has_card_number(evidence, elen))
                 return cmd_usage_error(cmd, "--evidence holds a card number: "
                                             "never store one; describe it "
                                             "(e.g. its last 4 digits)");

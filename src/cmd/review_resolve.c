@@ -5,7 +5,7 @@
  *
  *   1. the arguments are checked before anything is contacted (exit 2):
  *      a UUID, a decision, evidence text of 1..1000 bytes of UTF-8
- *      without control characters or a card number (intent/guard.h), a
+ *      without control characters or a card number (util/guard.h), a
  *      charge id of the gateway's form, only with --as succeeded;
  *   2. the payment is read: not found or not in review -> refused (1);
  *   3. the gateway is asked once (gateway_query: GET ?reference=, a few
@@ -24,7 +24,7 @@
 #include "cmd/progress.h"
 #include "cmd/review.h"
 #include "gateway/client.h"
-#include "intent/guard.h"
+#include "util/guard.h"
 #include "payment/review_rule.h"
 #include "store/review.h"
 #include "store/store.h"

@@ -7,6 +7,8 @@
  */
 #include "gateway/classify.h"
 
+#include "util/crypto.h"
+#include "util/guard.h"
 #include "util/utf8.h"
 #include "util/xalloc.h"
 
@@ -80,17 +82,14 @@ static size_t control_len(const unsigned char *s, size_t len)
         return 0;
 }
 
-size_t gateway_text_clean(const char *s, size_t len, char *out, size_t outsz)
+/* s[0..len) into out (outsz bytes, > 0): valid UTF-8 (utf8_clean), each
+ * control character one space; the text only shrinks in place. */
+static size_t text_clean_raw(const char *s, size_t len, char *out,
+                             size_t outsz)
 {
-        size_t n, r = 0, w = 0;
+        size_t n = utf8_clean(s, len, SIZE_MAX, out, outsz, NULL);
+        size_t r = 0, w = 0;
 
-        if (outsz == 0)
-                return 0;
-        if (!s)
-                len = 0;
-        n = utf8_clean(s ? s : "", len, SIZE_MAX, out, outsz, NULL);
-        /* in place: a control becomes one space, so the text only shrinks
-         * and stays valid UTF-8 */
         while (r < n) {
                 size_t c = control_len((const unsigned char *)out + r, n - r);
 
@@ -103,6 +102,42 @@ size_t gateway_text_clean(const char *s, size_t len, char *out, size_t outsz)
         }
         out[w] = '\0';
         return w;
+}
+
+size_t gateway_text_clean(const char *s, size_t len, char *out, size_t outsz)
+{
+        size_t cap = len * 3 + 1, rcap = 0, n;
+        char *all, *red = NULL;
+        const char *src;
+
+        if (outsz == 0)
+                return 0;
+        if (!s)
+                len = 0, cap = 1;
+        /* the whole text first (an invalid byte becomes 3 bytes of U+FFFD),
+         * redacted before it is cut: a card number cut in two would leave a
+         * part the guard no longer sees */
+        all = xmalloc(cap);
+        n   = text_clean_raw(s ? s : "", len, all, cap);
+        src = all;
+        if (guard_has_card_number(all, n) || guard_has_email(all, n)) {
+                rcap = guard_redact(all, NULL, 0) + 1;
+                red  = xmalloc(rcap);
+                n    = guard_redact(all, red, rcap);
+                src = red;
+        }
+        n = utf8_clean(src, n, SIZE_MAX, out, outsz, NULL);
+        /* the cut itself can make one (a 25-digit run cut to 16 digits, a
+         * number cut off the hex digit it was glued to): the last resort */
+        if (guard_has_card_number(out, n) || guard_has_email(out, n))
+                guard_mask_all(out);
+        crypto_wipe(all, cap); /* it may have held a card number */
+        free(all);
+        if (red) {
+                crypto_wipe(red, rcap);
+                free(red);
+        }
+        return n;
 }
 
 /*

@@ -91,8 +91,11 @@ bool gateway_ident_valid(const char *s, size_t len, size_t max_len);
  * Untrusted text s[0..len) (any bytes, NULs included) into out as a C
  * string that is valid UTF-8: invalid sequences and U+0000 become U+FFFD,
  * C0/C1 control characters, DEL, line/paragraph separators and bidi
- * controls become a space, and the text is cut on a code-point boundary
- * to fit outsz. Returns the bytes written (without the NUL).
+ * controls become a space, card numbers keep only their last 4 digits and
+ * e-mail addresses become "[email]" (util/guard.h: redacted before the
+ * cut, so no part of a card survives it), and the text is cut on a
+ * code-point boundary to fit outsz. Returns the bytes written (without
+ * the NUL).
  */
 size_t gateway_text_clean(const char *s, size_t len, char *out, size_t outsz);
 

@@ -9,6 +9,7 @@
  */
 #include "gateway/webhook_event.h"
 
+#include "gateway/classify.h"
 #include "gateway/webhook.h"
 #include "util/utf8.h"
 #include "util/xalloc.h"
@@ -202,10 +203,11 @@ static bool parse_error(const json_t *data, struct gateway_event *ev,
                 return true;
         if ((s = get_str(e, "message", &len, why)) == NULL)
                 return false;
-        /* informational: cut on a code point boundary, never refused */
-        len = utf8_prefix(s, len, (size_t)-1, GATEWAY_EVENT_MESSAGE_MAX);
-        memcpy(ev->error_message, s, len);
-        ev->error_message[len] = '\0';
+        /* informational, never refused: cleaned as a gateway answer's
+         * message (no control character, card numbers and e-mail
+         * addresses redacted), cut on a code point boundary */
+        gateway_text_clean(s, len, ev->error_message,
+                           sizeof(ev->error_message));
         return true;
 }
 

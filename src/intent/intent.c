@@ -186,10 +186,10 @@ static bool violate(struct violation *vi, const char *code, const char *field,
 static bool guard_string(const char *s, size_t len, const char *field,
                          struct violation *vi)
 {
-        if (intent_has_card_number(s, len))
+        if (guard_has_card_number(s, len))
                 return violate(vi, "card_number_in_field", field,
                                "contains a card number");
-        if (intent_has_email(s, len))
+        if (guard_has_email(s, len))
                 return violate(vi, "email_in_field", field,
                                "contains an e-mail address");
         return false;
@@ -327,7 +327,7 @@ static char *dup_member(json_t *root, const char *name)
 }
 
 /*
- * The redacted copy of a string member (see intent_redact()), cut to
+ * The redacted copy of a string member (see guard_redact()), cut to
  * max_chars code points on a code-point boundary, or NULL. Redacted
  * first, then cut, so a card number is never cut into a part the guard
  * would no longer see.
@@ -340,15 +340,15 @@ static char *redact_member(json_t *root, const char *name, size_t max_chars)
 
         if (s == NULL)
                 return NULL;
-        need = intent_redact(s, NULL, 0);
+        need = guard_redact(s, NULL, 0);
         d    = xmalloc(need + 1);
-        (void)intent_redact(s, d, need + 1);
+        (void)guard_redact(s, d, need + 1);
         cut    = utf8_prefix(d, strlen(d), max_chars, (size_t)-1);
         d[cut] = '\0';
         /* a cut inside a long digit run can leave 13-19 digits that pass
          * the Luhn check: then no digit (nor '@') of it is echoed */
-        if (intent_has_card_number(d, cut) || intent_has_email(d, cut))
-                intent_mask_all(d);
+        if (guard_has_card_number(d, cut) || guard_has_email(d, cut))
+                guard_mask_all(d);
         return d;
 }
 
@@ -393,9 +393,9 @@ static bool hashed_fields_ok(json_t *root, bool lossy)
                 return false;
         for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++) {
                 v = json_object_get(root, names[i]);
-                if (intent_has_card_number(json_string_value(v),
+                if (guard_has_card_number(json_string_value(v),
                                            json_string_length(v)) ||
-                    intent_has_email(json_string_value(v),
+                    guard_has_email(json_string_value(v),
                                      json_string_length(v)))
                         return false;
         }

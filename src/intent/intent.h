@@ -14,7 +14,7 @@
  *
  * Never copies a raw card number or e-mail address into a rejected intent:
  * event_id, tenant_id, idempotency_key and order_id of a rejected intent
- * are passed through intent_redact(), and currency / amount are kept only
+ * are passed through guard_redact(), and currency / amount are kept only
  * when valid. So a result built from a rejected intent, and its message
  * key, can be stored and logged.
  */
@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "intent/guard.h"
+#include "util/guard.h"
 #include "intent/hash.h"
 
 #define INTENT_SCHEMA_VERSION 1

@@ -34,6 +34,7 @@
 
 #include "fuzz.h"
 #include "gateway/classify.h"
+#include "util/guard.h"
 #include "util/utf8.h"
 
 #define FIELD_MAX 512
@@ -237,6 +238,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 n = gateway_text_clean(in.a.body, in.a.body_len, out, outsz);
                 FUZZ_CHECK(n < outsz && out[n] == '\0' && strlen(out) == n);
                 FUZZ_CHECK(clean_text(out));
+                /* nothing of a card number or an address survives */
+                FUZZ_CHECK(!guard_has_card_number(out, n));
+                FUZZ_CHECK(!guard_has_email(out, n));
                 free(out);
         }
         return 0;

@@ -12,7 +12,7 @@
  *     order_id are cut to 36, 64, 255 and 64 code points;
  *   - an answered intent has an inbox key (event_key): its event_id when
  *     that is a UUID (then free of card numbers), else "sha256:<hex>";
- *   - intent_redact() of the input as a C string: the return value is the
+ *   - guard_redact() of the input as a C string: the return value is the
  *     same with no buffer, a big enough one and a short one; the output is
  *     NUL-terminated inside the buffer and valid UTF-8 when the input is;
  *     the whole output holds no card number and no e-mail address, and a
@@ -25,14 +25,14 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "intent/guard.h"
+#include "util/guard.h"
 #include "intent/intent.h"
 #include "util/utf8.h"
 
 static bool has_secret(const char *s)
 {
         size_t n = strlen(s);
-        return intent_has_card_number(s, n) || intent_has_email(s, n);
+        return guard_has_card_number(s, n) || guard_has_email(s, n);
 }
 
 static void check_string(const struct intent *in, const char *s)
@@ -128,13 +128,13 @@ static void check_intent(const struct intent *in)
 
 /* Redacts s into a heap buffer of exactly outsz bytes (ASan sees any write
  * past it); returns the buffer (NULL when outsz is 0) and sets *need to
- * what intent_redact() returned. */
+ * what guard_redact() returned. */
 static char *redact_into(const char *s, size_t outsz, size_t *need)
 {
         char *out = outsz ? malloc(outsz) : NULL;
 
         FUZZ_CHECK(outsz == 0 || out != NULL);
-        *need = intent_redact(s, out, outsz);
+        *need = guard_redact(s, out, outsz);
         if (outsz > 0) {
                 FUZZ_CHECK(memchr(out, '\0', outsz) != NULL);
                 FUZZ_CHECK(strlen(out) <= *need);
@@ -160,8 +160,8 @@ static void check_redact(const uint8_t *data, size_t size)
         FUZZ_CHECK(n == need && strlen(full) == need);
         if (valid)
                 FUZZ_CHECK(utf8_valid(full, need));
-        FUZZ_CHECK(!intent_has_card_number(full, need));
-        FUZZ_CHECK(!intent_has_email(full, need));
+        FUZZ_CHECK(!guard_has_card_number(full, need));
+        FUZZ_CHECK(!guard_has_email(full, need));
 
         /* a short buffer (its size taken from the input, so it varies):
          * the same return value, and a prefix of the whole output, so a

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "gateway/classify.h"
+#include "util/guard.h"
 #include "payment/result.h"
 #include "util/utf8.h"
 
@@ -840,6 +841,37 @@ static void test_text_clean(void **state)
         assert_string_equal(out, "a b");
 }
 
+/* A hostile gateway's text never carries a card number or an e-mail
+ * address on: redacted before the cut, and the cut checked again. */
+static void test_text_clean_redacts(void **state)
+{
+        char out[64], small[10], card17[17];
+        const char *t;
+
+        (void)state;
+        t = "card 4111 1111 1111 1111 declined";
+        assert_int_equal(gateway_text_clean(t, strlen(t), out, sizeof(out)),
+                         strlen("card **** **** **** 1111 declined"));
+        assert_string_equal(out, "card **** **** **** 1111 declined");
+        t = "ask bob.smith@example.com\n";
+        gateway_text_clean(t, strlen(t), out, sizeof(out));
+        assert_string_equal(out, "ask [email] ");
+        /* a card cut by the buffer: no digit of it is left but the last 4
+         * the redaction keeps (none of which fits here) */
+        t = "4111111111111111 declined";
+        gateway_text_clean(t, strlen(t), small, sizeof(small));
+        assert_string_equal(small, "*********");
+        /* 25 digits are no card number, their first 16 are one: the cut
+         * makes it, the last resort masks it */
+        t = "4111111111111111123456789";
+        assert_false(guard_has_card_number(t, strlen(t)));
+        gateway_text_clean(t, strlen(t), card17, sizeof(card17));
+        assert_string_equal(card17, "****************");
+        /* a NUL and a control inside a card do not hide it */
+        gateway_text_clean("4111\0001111 1111 1111", 19, out, sizeof(out));
+        assert_false(guard_has_card_number(out, strlen(out)));
+}
+
 static void test_retry_class(void **state)
 {
         (void)state;
@@ -880,6 +912,7 @@ int main(void)
                 cmocka_unit_test(test_deep_nesting),
                 cmocka_unit_test(test_mutations),
                 cmocka_unit_test(test_text_clean),
+                cmocka_unit_test(test_text_clean_redacts),
                 cmocka_unit_test(test_retry_class),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

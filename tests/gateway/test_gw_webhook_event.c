@@ -72,6 +72,16 @@ static void ok_failed_and_refunded(void **state)
         assert_string_equal(ev.error_message, "Th\xe1\xba\xbb "
                                               "b\xe1\xbb\x8b t\xe1\xbb\xab "
                                               "ch\xe1\xbb\x91i");
+        /* a card number or an address in the text: redacted, not refused */
+        assert_int_equal(
+            parse("{\"type\":\"charge.failed\",\"data\":{\"id\":\"ch_2\","
+                  "\"amount\":1,\"currency\":\"USD\",\"reference\":\"r\","
+                  "\"error\":{\"code\":\"card_declined\",\"message\":"
+                  "\"card 4111-1111-1111-1111 of a@b.example\"}}}",
+                  &ev, err, sizeof(err)),
+            0);
+        assert_string_equal(ev.error_message, "card ****-****-****-1111 of "
+                                              "[email]");
         /* a failed charge without data.error: "" (the store's fixed code) */
         assert_int_equal(
             parse("{\"type\":\"charge.failed\",\"data\":{\"id\":\"ch_2\","

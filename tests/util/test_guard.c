@@ -12,16 +12,16 @@
 
 #include <cmocka.h>
 
-#include "intent/guard.h"
+#include "util/guard.h"
 
 static bool card(const char *s)
 {
-        return intent_has_card_number(s, strlen(s));
+        return guard_has_card_number(s, strlen(s));
 }
 
 static bool email(const char *s)
 {
-        return intent_has_email(s, strlen(s));
+        return guard_has_email(s, strlen(s));
 }
 
 static void test_luhn_lengths(void **state)
@@ -171,7 +171,7 @@ static void test_emails(void **state)
 static void redacts_to(const char *s, const char *want)
 {
         char out[256];
-        size_t n = intent_redact(s, out, sizeof(out));
+        size_t n = guard_redact(s, out, sizeof(out));
 
         assert_string_equal(out, want);
         assert_int_equal(n, strlen(want));
@@ -209,19 +209,19 @@ static void test_redact_truncation(void **state)
 
         (void)state;
         /* A cut never shows more than the mask does. */
-        n = intent_redact("4111111111111111", out, sizeof(out));
+        n = guard_redact("4111111111111111", out, sizeof(out));
         assert_int_equal(n, 16);
         assert_string_equal(out, "*******");
-        n = intent_redact("ab bob@example.com", out, sizeof(out));
+        n = guard_redact("ab bob@example.com", out, sizeof(out));
         assert_int_equal(n, 10);
         assert_string_equal(out, "ab ");
         /* Never cuts inside a UTF-8 character. */
-        n = intent_redact("abcdef\xc4\x91", out, sizeof(out));
+        n = guard_redact("abcdef\xc4\x91", out, sizeof(out));
         assert_int_equal(n, 8);
         assert_string_equal(out, "abcdef");
-        n = intent_redact("abc", NULL, 0);
+        n = guard_redact("abc", NULL, 0);
         assert_int_equal(n, 3);
-        n = intent_redact("abc", out, 1);
+        n = guard_redact("abc", out, 1);
         assert_string_equal(out, "");
 }
 
@@ -250,7 +250,7 @@ static void test_redact_never_leaks(void **state)
                         strcat(in, wraps[w][0]);
                         strcat(in, secrets[i]);
                         strcat(in, wraps[w][1]);
-                        (void)intent_redact(in, out, sizeof(out));
+                        (void)guard_redact(in, out, sizeof(out));
                         assert_null(strstr(out, secrets[i]));
                         assert_null(strstr(out, "41111111"));
                         /* not even a card's first group survives */
@@ -261,8 +261,8 @@ static void test_redact_never_leaks(void **state)
                         if (nd > 0)
                                 assert_null(strstr(out, digits));
                         assert_null(strstr(out, "bob@"));
-                        assert_false(intent_has_card_number(out, strlen(out)));
-                        assert_false(intent_has_email(out, strlen(out)));
+                        assert_false(guard_has_card_number(out, strlen(out)));
+                        assert_false(guard_has_email(out, strlen(out)));
                 }
         }
 }
@@ -274,7 +274,7 @@ static void test_redact_never_leaks(void **state)
  */
 #define STEPS_PER_BYTE 16
 /* Redaction is up to three passes, each followed by both searches on its
- * output (intent_redact in guard.h): a constant factor, still linear. */
+ * output (guard_redact in guard.h): a constant factor, still linear. */
 #define REDACT_STEPS_PER_BYTE (4 * STEPS_PER_BYTE)
 
 /* 1 MB (plus the tail) of `pattern` repeated, then `tail`. */
@@ -343,15 +343,15 @@ static void test_linear(void **state)
                 unsigned long long t;
 
                 assert_non_null(out);
-                t = intent_guard_steps();
-                (void)intent_has_card_number(s, n);
-                steps[0] = (size_t)(intent_guard_steps() - t);
-                t        = intent_guard_steps();
-                (void)intent_has_email(s, n);
-                steps[1] = (size_t)(intent_guard_steps() - t);
-                t        = intent_guard_steps();
-                need     = intent_redact(s, out, 2 * n + 16);
-                steps[2] = (size_t)(intent_guard_steps() - t);
+                t = guard_steps_count();
+                (void)guard_has_card_number(s, n);
+                steps[0] = (size_t)(guard_steps_count() - t);
+                t        = guard_steps_count();
+                (void)guard_has_email(s, n);
+                steps[1] = (size_t)(guard_steps_count() - t);
+                t        = guard_steps_count();
+                need     = guard_redact(s, out, 2 * n + 16);
+                steps[2] = (size_t)(guard_steps_count() - t);
                 assert_int_equal(strlen(out), need);
                 for (int k = 0; k < 3; k++) {
                         /* redaction reads every byte: the count is real */
@@ -392,13 +392,13 @@ static void test_redact_again(void **state)
 
         (void)state;
         for (size_t i = 0; i < sizeof(in) / sizeof(*in); i++) {
-                size_t n = intent_redact(in[i], out, sizeof(out));
+                size_t n = guard_redact(in[i], out, sizeof(out));
 
                 assert_int_equal(strlen(out), n);
-                assert_false(intent_has_card_number(out, n));
-                assert_false(intent_has_email(out, n));
+                assert_false(guard_has_card_number(out, n));
+                assert_false(guard_has_email(out, n));
         }
-        (void)intent_redact("x@ex.cafe4111 1111 1111 1111", out, sizeof(out));
+        (void)guard_redact("x@ex.cafe4111 1111 1111 1111", out, sizeof(out));
         assert_string_equal(out, "[email]**** **** **** 1111");
 }
 

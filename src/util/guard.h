@@ -1,6 +1,6 @@
 /*
  * guard: finds card numbers and e-mail addresses in a string, and redacts
- * them. Pure (intent_redact allocates its working copies), any thread.
+ * them. Pure (guard_redact allocates its working copies), any thread.
  *
  * A card number is a sequence of 13-19 digits that passes the Luhn check.
  * The digits may be split into groups by a single space, dash, dot or
@@ -17,20 +17,20 @@
  *
  * Every function here is linear in the length of its input, whatever the
  * input: each character is examined a bounded number of times (see
- * intent_guard_steps()).
+ * guard_steps_count()).
  *
  * Never copies a raw card number or e-mail address into its output.
  */
-#ifndef CO_INTENT_GUARD_H
-#define CO_INTENT_GUARD_H
+#ifndef CO_UTIL_GUARD_H
+#define CO_UTIL_GUARD_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
 /* True if s[0..len) contains a card number as defined above. */
-bool intent_has_card_number(const char *s, size_t len);
+bool guard_has_card_number(const char *s, size_t len);
 /* True if s[0..len) contains an e-mail address as defined above. */
-bool intent_has_email(const char *s, size_t len);
+bool guard_has_email(const char *s, size_t len);
 
 /*
  * Writes the NUL-terminated string in into out (outsz bytes), with every
@@ -45,12 +45,12 @@ bool intent_has_email(const char *s, size_t len);
  * outsz is 0. Returns the length the whole output needs (without the
  * NUL), as snprintf does.
  */
-size_t intent_redact(const char *in, char *out, size_t outsz);
+size_t guard_redact(const char *in, char *out, size_t outsz);
 
 /* Every digit and '@' of the NUL-terminated s becomes '*', in place:
  * nothing of a card number or an address can be left (the last resort of
  * a redaction). */
-void intent_mask_all(char *s);
+void guard_mask_all(char *s);
 
 /*
  * Characters examined so far by the functions above on the calling thread
@@ -58,6 +58,6 @@ void intent_mask_all(char *s);
  * tests: the difference around a call proves the work is linear in the
  * input length without timing it. Costs one addition per call.
  */
-unsigned long long intent_guard_steps(void);
+unsigned long long guard_steps_count(void);
 
 #endif

@@ -4,7 +4,7 @@
  * Never copies a raw card number or e-mail address into its output, and
  * never logs anything.
  */
-#include "intent/guard.h"
+#include "util/guard.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +18,7 @@
 
 static const char email_mask[] = "[email]";
 
-/* Characters examined on this thread (see intent_guard_steps()). */
+/* Characters examined on this thread (see guard_steps_count()). */
 static _Thread_local unsigned long long guard_steps;
 
 /*
@@ -32,7 +32,7 @@ struct scan {
         unsigned long long steps;
 };
 
-unsigned long long intent_guard_steps(void)
+unsigned long long guard_steps_count(void)
 {
         return guard_steps;
 }
@@ -282,7 +282,7 @@ static bool find_email(struct scan *sc, size_t from, size_t *start, size_t *end)
         return false;
 }
 
-bool intent_has_card_number(const char *s, size_t len)
+bool guard_has_card_number(const char *s, size_t len)
 {
         struct scan sc = { s, len, 0 };
         size_t a, b;
@@ -292,7 +292,7 @@ bool intent_has_card_number(const char *s, size_t len)
         return found;
 }
 
-bool intent_has_email(const char *s, size_t len)
+bool guard_has_email(const char *s, size_t len)
 {
         struct scan sc = { s, len, 0 };
         size_t a, b;
@@ -342,7 +342,7 @@ static size_t utf8_unit_len(struct scan *sc, size_t end, size_t i)
  * before the point its search started from.
  */
 /* One pass over in: each card number and e-mail address found in it is
- * masked (see intent_redact). */
+ * masked (see guard_redact). */
 static size_t redact_pass(const char *in, char *out, size_t outsz)
 {
         struct redact_out o = { out, outsz > 0 ? outsz - 1 : 0, 0, 0, false };
@@ -417,7 +417,7 @@ static size_t redact_pass(const char *in, char *out, size_t outsz)
         return o.need;
 }
 
-void intent_mask_all(char *s)
+void guard_mask_all(char *s)
 {
         for (; *s; s++)
                 if (is_digit((unsigned char)*s) || *s == '@')
@@ -448,15 +448,15 @@ static char *redact_full(const char *in)
                 cur = next;
                 src = cur;
                 len = strlen(cur);
-                if (!intent_has_card_number(cur, len) &&
-                    !intent_has_email(cur, len))
+                if (!guard_has_card_number(cur, len) &&
+                    !guard_has_email(cur, len))
                         return cur;
         }
-        intent_mask_all(cur);
+        guard_mask_all(cur);
         return cur;
 }
 
-size_t intent_redact(const char *in, char *out, size_t outsz)
+size_t guard_redact(const char *in, char *out, size_t outsz)
 {
         static const char mask[] = "[email]";
         char *r                  = redact_full(in);
