@@ -84,8 +84,7 @@ static size_t control_len(const unsigned char *s, size_t len)
 
 /* s[0..len) into out (outsz bytes, > 0): valid UTF-8 (utf8_clean), each
  * control character one space; the text only shrinks in place. */
-static size_t text_clean_raw(const char *s, size_t len, char *out,
-                             size_t outsz)
+static size_t text_clean_raw(const char *s, size_t len, char *out, size_t outsz)
 {
         size_t n = utf8_clean(s, len, SIZE_MAX, out, outsz, NULL);
         size_t r = 0, w = 0;
@@ -107,7 +106,7 @@ static size_t text_clean_raw(const char *s, size_t len, char *out,
 size_t gateway_text_clean(const char *s, size_t len, char *out, size_t outsz)
 {
         size_t cap = len * 3 + 1, rcap = 0, n;
-        char *all, *red = NULL;
+        char *all, *red                = NULL;
         const char *src;
 
         if (outsz == 0)
@@ -124,7 +123,7 @@ size_t gateway_text_clean(const char *s, size_t len, char *out, size_t outsz)
                 rcap = guard_redact(all, NULL, 0) + 1;
                 red  = xmalloc(rcap);
                 n    = guard_redact(all, red, rcap);
-                src = red;
+                src  = red;
         }
         n = utf8_clean(src, n, SIZE_MAX, out, outsz, NULL);
         /* the cut itself can make one (a 25-digit run cut to 16 digits, a

@@ -394,9 +394,9 @@ static bool hashed_fields_ok(json_t *root, bool lossy)
         for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++) {
                 v = json_object_get(root, names[i]);
                 if (guard_has_card_number(json_string_value(v),
-                                           json_string_length(v)) ||
+                                          json_string_length(v)) ||
                     guard_has_email(json_string_value(v),
-                                     json_string_length(v)))
+                                    json_string_length(v)))
                         return false;
         }
         return true;
