@@ -9,6 +9,9 @@
  *                   with the same provider key -> 1 charge, succeeded
  *   charged         charged, answer lost -> query finds it -> succeeded,
  *                   0 new charges
+ *   rotated_secret  provider_key.secret changed before the reconciler
+ *                   starts: it uses the stored provider keys -> 1 charge
+ *                   each (rotating the secret is safe)
  *   declined        refused (listed, and on a re-post's 402) -> failed,
  *                   each on its 402 / listed refusal evidence
  *   unknown_review  a gateway answering 500 to everything -> processing,
@@ -350,6 +353,52 @@ static void charged(void)
         check_end(&sc);
         printf("charged: answer lost -> query found the charge -> "
                "succeeded, 0 new charges\n");
+        sim_stop(&s);
+        sc_cleanup(&sc);
+}
+
+/*
+ * provider_key.secret rotated while payments are in flight: the provider
+ * key was derived and stored at the claim, so the reconciler (with the
+ * new secret) asks for and re-posts with the stored key. Derived again
+ * from the new secret it would find nothing for the charged one and
+ * charge it a second time.
+ */
+static void rotated_secret(void)
+{
+        static const char *const xs[] = {
+                REC_FAST, "reconcile.review_after=60s",
+                "provider_key.secret=rotated-provider-key-secret-0002", NULL
+        };
+        struct scenario sc;
+        struct sim s;
+        struct co c;
+        struct orphan done, sent;
+        bool replayed = false;
+
+        sc_init(&sc, "rec_rotated", 1);
+        sim_start(&sc, &s, "");
+        make_orphan(&sc, &done, "key-rot-0001", "pm_tok_ok", 300);
+        SC_CHECK(direct_post(&s, &done, NULL) == 200, "direct charge");
+        make_orphan(&sc, &sent, "key-rot-0002", "pm_tok_ok", 300);
+        co_start(&sc, &c, "reconcile", &s, xs, NULL);
+        SC_CHECK(wait_final(&sc, &done) && wait_final(&sc, &sent),
+                 "not settled");
+        SC_CHECK(!strcmp(status_of(&sc, &done), "succeeded") &&
+                     !strcmp(status_of(&sc, &sent), "succeeded"),
+                 "statuses %s, %s", status_of(&sc, &done),
+                 status_of(&sc, &sent));
+        SC_CHECK(charges_of(&s, &done) == 1 && charges_of(&s, &sent) == 1,
+                 "%ld and %ld charges", charges_of(&s, &done),
+                 charges_of(&s, &sent));
+        /* the re-post used the stored key: posting it again replays */
+        SC_CHECK(direct_post(&s, &sent, &replayed) == 200 && replayed,
+                 "the re-post did not use the stored provider key");
+        SC_CHECK(charges_of(&s, &sent) == 1, "charged again");
+        stop_ok(&c);
+        check_end(&sc);
+        printf("rotated_secret: a new provider_key.secret; both payments "
+               "finished with their stored keys, 1 charge each\n");
         sim_stop(&s);
         sc_cleanup(&sc);
 }
@@ -1160,6 +1209,7 @@ int main(int argc, char **argv)
         static const struct test_case cases[] = {
                 { "repost", repost, NULL, NULL },
                 { "charged", charged, NULL, NULL },
+                { "rotated_secret", rotated_secret, NULL, NULL },
                 { "declined", declined, NULL, NULL },
                 { "unknown_review", unknown_review, NULL, NULL },
                 { "retention", retention, NULL, NULL },
