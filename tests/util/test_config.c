@@ -220,7 +220,7 @@ static void test_file_and_secret_file(void **state)
  * non-secret property has no _file form. */
 static void test_kafka_secret_file(void **state)
 {
-        char spath[] = "/tmp/co_ksec_XXXXXX", env_file[128];
+        char spath[]     = "/tmp/co_ksec_XXXXXX", env_file[128];
         int sfd          = mkstemp(spath);
         struct config *c = config_new();
         const char *n, *v;
@@ -245,8 +245,8 @@ static void test_kafka_secret_file(void **state)
         /* what is secret on a command line */
         assert_false(config_key_is_secret("kafka.sasl.password_file"));
         assert_true(config_arg_is_secret("kafka.consumer.sasl.password=x"));
-        assert_true(config_arg_is_secret(
-            "kafka.sasl.oauthbearer.client.secret=x"));
+        assert_true(
+            config_arg_is_secret("kafka.sasl.oauthbearer.client.secret=x"));
         assert_true(config_arg_is_secret("log.mask_secret=x"));
         assert_false(config_arg_is_secret("log.mask_secret_file=/p"));
         assert_false(config_arg_is_secret("kafka.client.id=x"));
