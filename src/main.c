@@ -5,10 +5,17 @@
  *
  * Configuration, later sources winning: defaults, --config FILE,
  * CHARGEONCE_* environment, -X. Exit status: 0 done, 1 runtime failure,
- * 2 usage or configuration error naming the offending key or argument.
+ * 2 usage or configuration error naming the offending key or argument
+ * (also a setting security.mode = production refuses, cmd/security.h).
+ *
+ * Before anything else the process makes itself non-dumpable with no
+ * core files (it is about to hold every secret), unless
+ * CHARGEONCE_ALLOW_CORE=1, which only development mode accepts.
  */
 #include "cmd/cmd.h"
+#include "cmd/security.h"
 #include "util/config.h"
+#include "util/crypto.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 
@@ -69,16 +76,41 @@ static void usage(FILE *out)
         config_describe(out);
 }
 
+/* The subcommand of argv[i..argc) (NULL for none: --dump-config) */
+static const struct cmd *find_command(int i, int argc, char **argv)
+{
+        for (size_t c = 0; i < argc && c < N_COMMANDS; c++)
+                if (!strcmp(argv[i], commands[c].name))
+                        return &commands[c];
+        return NULL;
+}
+
+/* A copy of a -X key=value (owned by the caller); a secret's value is
+ * then overwritten in argv, which is what ps shows from now on. */
+static char *take_arg(char *arg)
+{
+        char *copy = xstrdup(arg), *eq = strchr(arg, '=');
+
+        if (eq && config_arg_is_secret(arg))
+                memset(eq + 1, '*', strlen(eq + 1));
+        return copy;
+}
+
 int main(int argc, char **argv)
 {
         struct config *cfg      = config_new();
         const char *config_file = NULL;
-        const char **xargs      = xcalloc((size_t)argc + 1, sizeof(*xargs));
+        char **xargs            = xcalloc((size_t)argc + 1, sizeof(*xargs));
+        const char *argv_secret = NULL;
+        char argv_key[128];
+        const struct cmd *cmd;
         int nx = 0, i, rc = 2;
         int dump = 0;
         char err[1024];
         enum log_level lvl;
 
+        /* before any secret is read (config_new() holds defaults only) */
+        (void)cmd_security_no_core();
         for (i = 1; i < argc; i++) {
                 const char *a = argv[i];
                 if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -106,9 +138,9 @@ int main(int argc, char **argv)
                                         "chargeonce: -X needs key=value\n");
                                 goto done;
                         }
-                        xargs[nx++] = argv[i];
+                        xargs[nx++] = take_arg(argv[i]);
                 } else if (!strncmp(a, "-X", 2)) {
-                        xargs[nx++] = a + 2;
+                        xargs[nx++] = take_arg(argv[i] + 2);
                 } else if (a[0] == '-') {
                         fprintf(stderr,
                                 "chargeonce: unknown option %s (see "
@@ -125,14 +157,26 @@ int main(int argc, char **argv)
                 goto config_error;
         if (config_load_env(cfg, environ, err, sizeof(err)) < 0)
                 goto config_error;
-        for (int k = 0; k < nx; k++)
+        for (int k = 0; k < nx; k++) {
                 if (config_set_arg(cfg, xargs[k], err, sizeof(err)) < 0)
                         goto config_error;
+                if (!argv_secret && config_arg_is_secret(xargs[k])) {
+                        size_t n = strcspn(xargs[k], "=");
+                        snprintf(argv_key, sizeof(argv_key), "%.*s", (int)n,
+                                 xargs[k]);
+                        argv_secret = argv_key;
+                }
+        }
         if (cmd_opts_check_kafka(cfg, err, sizeof(err)) < 0)
                 goto config_error;
         if (!log_level_parse(config_str(cfg, "log.level"), &lvl))
                 abort(); /* the table checked it */
         log_set_level(lvl);
+        cmd = find_command(i, argc, argv);
+        if ((dump || cmd) &&
+            cmd_security_apply(cfg, cmd_security_scope(dump ? NULL : cmd->name),
+                               argv_secret, err, sizeof(err)) < 0)
+                goto config_error;
 
         if (dump) {
                 config_dump(cfg, stdout);
@@ -143,12 +187,10 @@ int main(int argc, char **argv)
                 usage(stderr);
                 goto done;
         }
-        for (size_t c = 0; c < N_COMMANDS; c++) {
-                if (!strcmp(argv[i], commands[c].name)) {
-                        log_set_component(commands[c].name);
-                        rc = commands[c].run(cfg, argc - i, argv + i);
-                        goto done;
-                }
+        if (cmd) {
+                log_set_component(cmd->name);
+                rc = cmd->run(cfg, argc - i, argv + i);
+                goto done;
         }
         fprintf(stderr, "chargeonce: unknown command %s (see --help)\n",
                 argv[i]);
@@ -157,7 +199,12 @@ int main(int argc, char **argv)
 config_error:
         fprintf(stderr, "chargeonce: configuration error: %s\n", err);
 done:
+        for (int k = 0; k < nx; k++) {
+                crypto_wipe(xargs[k], strlen(xargs[k]));
+                free(xargs[k]);
+        }
         free(xargs);
         config_destroy(cfg);
+        log_clear_mask_key();
         return rc;
 }

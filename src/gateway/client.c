@@ -29,20 +29,6 @@
 
 /* ---- options ---- */
 
-static bool url_is_loopback_http(const char *url)
-{
-        static const char *const ok[] = { "http://127.0.0.1",
-                                          "http://localhost", "http://[::1]" };
-
-        for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
-                size_t n = strlen(ok[i]);
-                if (strncasecmp(url, ok[i], n) == 0 &&
-                    (url[n] == ':' || url[n] == '/' || url[n] == '\0'))
-                        return true;
-        }
-        return false;
-}
-
 /* Why o cannot make a client (the first field unset or out of range), or
  * NULL. Never repeats the API key. */
 static const char *opts_problem(const struct gateway_opts *o)
@@ -162,13 +148,9 @@ static void log_opts(const struct gateway_opts *o)
         struct log_ctx ctx = LOG_CTX_INIT;
 
         ctx.component = "gateway";
-        if (!o->tls_verify)
-                log_warn(&ctx, "TLS certificate verification is OFF for the "
-                               "gateway (gateway.tls_verify = false)");
-        if (strncasecmp(o->base_url, "http://", 7) == 0 &&
-            !url_is_loopback_http(o->base_url))
-                log_warn(&ctx, "gateway URL is plain http: the API key "
-                               "travels unencrypted");
+        /* plain http and gateway.tls_verify = false: judged by
+         * security.mode at start (cmd/security.c), refused in production,
+         * one warning line in development */
         if (!o->idempotency_keys)
                 log_info(&ctx, "gateway ignores Idempotency-Key: querying "
                                "by reference before every retry");

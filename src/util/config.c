@@ -7,6 +7,7 @@
  * in a message, a log line or a dump.
  */
 #include "util/config.h"
+#include "util/crypto.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
@@ -61,24 +62,47 @@ static const struct config_key *cfg_find(const char *key, size_t *idx)
         return NULL;
 }
 
+/* Frees a string that may hold a secret, wiped first (every value is:
+ * the cost is nil and no caller has to know which key it held). */
+static void free_wiped(char *s)
+{
+        if (!s)
+                return;
+        crypto_wipe(s, strlen(s));
+        free(s);
+}
+
 void config_destroy(struct config *cfg)
 {
         if (!cfg)
                 return;
         for (size_t i = 0; i < CFG_N; i++)
-                free(cfg->values[i]);
+                free_wiped(cfg->values[i]);
         for (size_t i = 0; i < cfg->kafka_n; i++) {
                 free(cfg->kafka[i].name);
-                free(cfg->kafka[i].value);
+                free_wiped(cfg->kafka[i].value);
         }
         free(cfg->kafka);
+        crypto_wipe(cfg, sizeof(*cfg));
         free(cfg);
 }
 
-/* A librdkafka property (without "kafka.") that holds a secret:
- * sasl.password, ssl.key.password, ... */
+/* True when s ends with "_file" (a <secret>_file key). */
+static bool ends_with_file(const char *s)
+{
+        size_t n = strlen(s);
+        return n > 5 && strcmp(s + n - 5, "_file") == 0;
+}
+
+/* A librdkafka property (without "kafka.", with or without "consumer." /
+ * "producer.") that holds a secret: sasl.password, ssl.key.password,
+ * ssl.keystore.password, ssl.key.pem, sasl.oauthbearer.client.secret,
+ * ... (any name with "password" or "secret"). Its <prop>_file is a path,
+ * not a secret. */
 static bool kafka_prop_is_secret(const char *prop)
 {
+        if (ends_with_file(prop))
+                return false;
         return strstr(prop, "password") || strstr(prop, "secret") ||
                strstr(prop, "ssl.key.pem") || strstr(prop, "ssl_key");
 }
@@ -89,6 +113,22 @@ bool config_key_is_secret(const char *key)
         if (d)
                 return d->secret;
         return strncmp(key, "kafka.", 6) == 0 && kafka_prop_is_secret(key + 6);
+}
+
+bool config_arg_is_secret(const char *arg)
+{
+        const char *eq = strchr(arg, '=');
+        char key[256];
+        size_t n;
+
+        if (!eq)
+                return false;
+        n = (size_t)(eq - arg);
+        if (n >= sizeof(key))
+                return false;
+        memcpy(key, arg, n);
+        key[n] = '\0';
+        return config_key_is_secret(key);
 }
 
 static bool parse_bool(const char *v, bool *out)
@@ -233,7 +273,7 @@ static void cfg_assign(struct config *cfg, size_t idx, char *value,
                 memcpy(field, &pv->b, sizeof(pv->b));
                 break;
         }
-        free(cfg->values[idx]);
+        free_wiped(cfg->values[idx]);
         cfg->values[idx] = value;
 }
 
@@ -270,7 +310,7 @@ static void kafka_set(struct config *cfg, const char *prop, const char *value)
 {
         for (size_t i = 0; i < cfg->kafka_n; i++) {
                 if (strcmp(cfg->kafka[i].name, prop) == 0) {
-                        free(cfg->kafka[i].value);
+                        free_wiped(cfg->kafka[i].value);
                         cfg->kafka[i].value = xstrdup(value);
                         return;
                 }
@@ -299,9 +339,13 @@ static int read_secret_file(const char *key, const char *path, char **out,
                          key, path, strerror(errno));
                 return -1;
         }
+        /* no stdio buffer: it would keep a copy of the secret in freed
+         * memory */
+        setvbuf(f, NULL, _IONBF, 0);
         n = fread(buf, 1, sizeof(buf) - 1, f);
         if (!feof(f)) {
                 fclose(f);
+                crypto_wipe(buf, sizeof(buf));
                 snprintf(errstr, errstr_size,
                          "%s_file: %s is larger than %zu bytes", key, path,
                          sizeof(buf) - 1);
@@ -312,7 +356,7 @@ static int read_secret_file(const char *key, const char *path, char **out,
                 n--;
         buf[n] = '\0';
         *out   = xstrdup(buf);
-        memset(buf, 0, sizeof(buf));
+        crypto_wipe(buf, sizeof(buf));
         return 0;
 }
 
@@ -329,6 +373,21 @@ int config_set(struct config *cfg, const char *key, const char *value,
                                  "kafka.: a librdkafka property name must "
                                  "follow the prefix");
                         return -1;
+                }
+                /* kafka.<secret property>_file = /path */
+                if (ends_with_file(key) && klen - 5 < 256) {
+                        char prop[256];
+                        char *secret = NULL;
+                        memcpy(prop, key, klen - 5);
+                        prop[klen - 5] = '\0';
+                        if (kafka_prop_is_secret(prop + 6)) {
+                                if (read_secret_file(prop, value, &secret,
+                                                     errstr, errstr_size) < 0)
+                                        return -1;
+                                kafka_set(cfg, prop + 6, secret);
+                                free_wiped(secret);
+                                return 0;
+                        }
                 }
                 kafka_set(cfg, key + 6, value);
                 return 0;
@@ -352,7 +411,7 @@ int config_set(struct config *cfg, const char *key, const char *value,
                                         return -1;
                                 if (cfg_check(d, secret, &pv, errstr,
                                               errstr_size) < 0) {
-                                        free(secret);
+                                        free_wiped(secret);
                                         return -1;
                                 }
                                 cfg_assign(cfg, idx, secret, &pv);
@@ -417,9 +476,12 @@ int config_load_buffer(struct config *cfg, const char *name, const char *data,
                 if (config_set(cfg, key, val, sub, sizeof(sub)) < 0) {
                         snprintf(errstr, errstr_size, "%s:%d: %s", name, lineno,
                                  sub);
+                        crypto_wipe(line, sizeof(line));
                         return -1;
                 }
         }
+        /* the line may have held a secret */
+        crypto_wipe(line, sizeof(line));
         return 0;
 }
 
@@ -437,6 +499,7 @@ int config_load_file(struct config *cfg, const char *path, char *errstr,
         }
         /* one byte more than allowed, to tell "too large" from "just fits" */
         buf = xmalloc(CONFIG_FILE_MAX + 1);
+        setvbuf(f, NULL, _IONBF, 0); /* no copy of secrets in stdio's */
         while ((n = fread(buf + len, 1, CONFIG_FILE_MAX + 1 - len, f)) > 0)
                 len += n;
         if (ferror(f)) {
@@ -450,6 +513,8 @@ int config_load_file(struct config *cfg, const char *path, char *errstr,
         }
         r = config_load_buffer(cfg, path, buf, len, errstr, errstr_size);
 done:
+        /* the file may hold secrets */
+        crypto_wipe(buf, len < CONFIG_FILE_MAX + 1 ? len : CONFIG_FILE_MAX + 1);
         free(buf);
         fclose(f);
         return r;
@@ -474,10 +539,16 @@ static int env_to_key(const char *env, char *out, size_t outsz)
                 }
         }
         if (strncmp(env, "KAFKA_", 6) == 0 && env[6]) {
-                size_t o = 0;
-                for (const char *e = env; *e && o + 1 < outsz; e++)
-                        out[o++] = *e == '_' ? '.' : (char)tolower(*e);
+                /* KAFKA_SASL_PASSWORD_FILE -> kafka.sasl.password_file */
+                size_t n = strlen(env), o = 0;
+                bool file = n > 11 && strcmp(env + n - 5, "_FILE") == 0;
+                if (file)
+                        n -= 5;
+                for (size_t i = 0; i < n && o + 1 < outsz; i++)
+                        out[o++] = env[i] == '_' ? '.' : (char)tolower(env[i]);
                 out[o] = '\0';
+                if (file && o + 6 < outsz)
+                        memcpy(out + o, "_file", 6);
                 return 0;
         }
         return -1;
@@ -504,6 +575,7 @@ int config_load_env(struct config *cfg, char *const *envp, char *errstr,
                 /* not configuration: the test harness and failpoints */
                 if (!strncmp(name, "CHARGEONCE_TEST_", 16) ||
                     !strcmp(name, "CHARGEONCE_FAILPOINTS") ||
+                    !strcmp(name, "CHARGEONCE_ALLOW_CORE") ||
                     !strcmp(name, "CHARGEONCE_BIN") ||
                     !strcmp(name, "CHARGEONCE_SIM_BIN") ||
                     !strcmp(name, "CHARGEONCE_SOURCE_DIR"))

@@ -5,8 +5,12 @@
  * (`#` comments), CHARGEONCE_<KEY> environment variables (upper case,
  * `.` -> `_`), then -X key=value. `kafka.<property>` keys pass through to
  * librdkafka (checked by the kafka module). A secret may come from a file:
- * `<key>_file = /path`. Secrets are never printed: config_dump() hides them
- * and no error message repeats a value of a secret key.
+ * `<key>_file = /path`, also for a Kafka secret property
+ * (`kafka.sasl.password_file`, CHARGEONCE_KAFKA_SASL_PASSWORD_FILE; the
+ * consumer./producer. forms too). Secrets are never printed:
+ * config_dump() hides them and no error message repeats a value of a
+ * secret key. Every value is wiped (OPENSSL_cleanse) when it is replaced
+ * or freed, and so is every buffer that held a file's content.
  *
  * The keys, their types, defaults, ranges and help are one list,
  * util/config_keys.def; struct settings below is generated from it, and
@@ -89,8 +93,9 @@ int config_load_file(struct config *cfg, const char *path, char *errstr,
 int config_load_buffer(struct config *cfg, const char *name, const char *data,
                        size_t len, char *errstr,
                        size_t errstr_size) CO_MUST_CHECK;
-/* envp: a NULL-terminated environment. Names that start CHARGEONCE_TEST_
- * and CHARGEONCE_FAILPOINTS are not configuration and are skipped. */
+/* envp: a NULL-terminated environment. Names that start CHARGEONCE_TEST_,
+ * CHARGEONCE_FAILPOINTS and CHARGEONCE_ALLOW_CORE are not configuration and
+ * are skipped. */
 int config_load_env(struct config *cfg, char *const *envp, char *errstr,
                     size_t errstr_size) CO_MUST_CHECK;
 /* "key=value", as given to -X. */
@@ -118,8 +123,12 @@ size_t config_kafka_count(const struct config *cfg);
 void config_kafka_get(const struct config *cfg, size_t i, const char **name,
                       const char **value);
 
-/* True for a key whose value must never be shown. */
+/* True for a key whose value must never be shown: a secret key of the
+ * table, or a kafka.* property whose name holds "password", "secret",
+ * "ssl.key.pem" or "ssl_key" (never a <key>_file, which is a path). */
 bool config_key_is_secret(const char *key);
+/* The same for "key=value" as given to -X (false without '='). */
+bool config_arg_is_secret(const char *arg);
 
 /* Writes every key = value, secrets as "<hidden>", to out. */
 void config_dump(const struct config *cfg, FILE *out);

@@ -10,6 +10,7 @@
 #include "util/crypto.h"
 #include "util/jsonesc.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -227,13 +228,51 @@ void log_emit(enum log_level level, const struct log_ctx *ctx, const char *fmt,
         (void)w;
 }
 
+/* The HMAC key of log_mask_key(): set once by log_set_mask_key() before
+ * threads start, else random, drawn once (pthread_once). */
+static unsigned char log_mask_k[LOG_MASK_KEY_MAX];
+static size_t log_mask_k_len;
+static pthread_once_t log_mask_once = PTHREAD_ONCE_INIT;
+
+static void log_mask_random(void)
+{
+        if (log_mask_k_len)
+                return; /* set before the first mask */
+        if (!crypto_random(log_mask_k, CRYPTO_SHA256_LEN)) {
+                /* no randomness: masks still hide the key behind SHA-256 of
+                 * the time, but say so */
+                struct timespec t;
+                clock_gettime(CLOCK_REALTIME, &t);
+                crypto_sha256(&t, sizeof(t), log_mask_k);
+        }
+        log_mask_k_len = CRYPTO_SHA256_LEN;
+}
+
+void log_set_mask_key(const void *key, size_t len)
+{
+        if (len > LOG_MASK_KEY_MAX) {
+                crypto_sha256(key, len, log_mask_k);
+                len = CRYPTO_SHA256_LEN;
+        } else if (len > 0) {
+                memcpy(log_mask_k, key, len);
+        }
+        log_mask_k_len = len;
+}
+
+void log_clear_mask_key(void)
+{
+        crypto_wipe(log_mask_k, sizeof(log_mask_k));
+        log_mask_k_len = 0;
+}
+
 char *log_mask_key(const char *key, size_t key_len, char *out, size_t outsz)
 {
-        unsigned char d[32];
+        unsigned char d[CRYPTO_SHA256_LEN];
         char hex[65];
         char prefix[4] = { 0 };
 
-        crypto_sha256(key, key_len, d);
+        (void)pthread_once(&log_mask_once, log_mask_random);
+        crypto_hmac_sha256(log_mask_k, log_mask_k_len, key, key_len, d);
         crypto_hex(d, 4, hex);
         if (key_len >= 8) {
                 for (int i = 0; i < 3; i++) {

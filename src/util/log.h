@@ -75,11 +75,25 @@ void log_emit(enum log_level level, const struct log_ctx *ctx, const char *fmt,
 
 /*
  * Writes a masked form of an idempotency key into out: the first 3
- * characters, "***", and the first 8 hex digits of its SHA-256, e.g.
- * "ord***3f9a1c2b". Enough to correlate lines, never enough to read the key.
- * Keys shorter than 8 characters show no prefix. Returns out.
+ * characters, "***", and the first 8 hex digits of its HMAC-SHA256 under
+ * the mask key (log_set_mask_key), e.g. "ord***3f9a1c2b". Lines of every
+ * process that shares the mask key can be correlated; without that key the
+ * 8 hex digits cannot be brute-forced back to a key. Keys shorter than 8
+ * characters show no prefix (3 characters would be too much of them).
+ * Returns out.
  */
 #define LOG_MASKED_KEY_SIZE 24
 char *log_mask_key(const char *key, size_t key_len, char *out, size_t outsz);
+
+/*
+ * Sets the HMAC key of log_mask_key() (copied; len at most
+ * LOG_MASK_KEY_MAX, longer keys are hashed to 32 bytes first). Main
+ * thread, once at start, before any other thread masks. Without it the key
+ * is random, drawn once per process: masks then differ between processes.
+ */
+#define LOG_MASK_KEY_MAX 64
+void log_set_mask_key(const void *key, size_t len);
+/* Wipes the mask key (at exit). */
+void log_clear_mask_key(void);
 
 #endif

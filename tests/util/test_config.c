@@ -215,6 +215,51 @@ static void test_file_and_secret_file(void **state)
         config_destroy(c);
 }
 
+/* issue 16: a Kafka secret property from <prop>_file (file and
+ * environment forms, consumer./producer. too); the path is no secret; a
+ * non-secret property has no _file form. */
+static void test_kafka_secret_file(void **state)
+{
+        char spath[]     = "/tmp/co_ksec_XXXXXX", env_file[128];
+        int sfd          = mkstemp(spath);
+        struct config *c = config_new();
+        const char *n, *v;
+        char *envp[] = { env_file, (char *)"CHARGEONCE_ALLOW_CORE=1", NULL };
+        (void)state;
+        assert_true(sfd >= 0);
+        assert_int_equal(write(sfd, "k4fk4-pw\r\n", 10), 10);
+        close(sfd);
+        char arg[64];
+        snprintf(arg, sizeof(arg), "kafka.sasl.password_file=%s", spath);
+        assert_int_equal(config_set_arg(c, arg, err, sizeof(err)), 0);
+        assert_int_equal(config_kafka_count(c), 1);
+        config_kafka_get(c, 0, &n, &v);
+        assert_string_equal(n, "sasl.password");
+        assert_string_equal(v, "k4fk4-pw");
+        snprintf(env_file, sizeof(env_file),
+                 "CHARGEONCE_KAFKA_PRODUCER_SSL_KEY_PASSWORD_FILE=%s", spath);
+        assert_int_equal(config_load_env(c, envp, err, sizeof(err)), 0);
+        config_kafka_get(c, 1, &n, &v);
+        assert_string_equal(n, "producer.ssl.key.password");
+        assert_string_equal(v, "k4fk4-pw");
+        /* what is secret on a command line */
+        assert_false(config_key_is_secret("kafka.sasl.password_file"));
+        assert_true(config_arg_is_secret("kafka.consumer.sasl.password=x"));
+        assert_true(
+            config_arg_is_secret("kafka.sasl.oauthbearer.client.secret=x"));
+        assert_true(config_arg_is_secret("log.mask_secret=x"));
+        assert_false(config_arg_is_secret("log.mask_secret_file=/p"));
+        assert_false(config_arg_is_secret("kafka.client.id=x"));
+        assert_false(config_arg_is_secret("provider_key.secret"));
+        /* a missing file names the key, not its content */
+        assert_int_equal(config_set(c, "kafka.sasl.password_file",
+                                    "/nonexistent", err, sizeof(err)),
+                         -1);
+        assert_non_null(strstr(err, "kafka.sasl.password_file: cannot open"));
+        unlink(spath);
+        config_destroy(c);
+}
+
 /* A kafka.* secret with a name longer than any buffer is still hidden. */
 static void test_long_secret_name_hidden(void **state)
 {
@@ -576,6 +621,7 @@ int main(void)
                 cmocka_unit_test(test_set_and_errors),
                 cmocka_unit_test(test_secret_never_echoed),
                 cmocka_unit_test(test_file_and_secret_file),
+                cmocka_unit_test(test_kafka_secret_file),
                 cmocka_unit_test(test_long_secret_name_hidden),
                 cmocka_unit_test(test_load_buffer),
                 cmocka_unit_test(test_env),

@@ -179,6 +179,29 @@ static void test_mask_key(void **state)
         assert_int_equal(strncmp(m, "***", 3), 0);
 }
 
+/* A keyed hash: HMAC-SHA256 under the mask key, never the plain SHA-256
+ * (242745d9... for this key) that anyone could brute-force. Expected:
+ *   python3 -c 'import hmac,hashlib; print(hmac.new(
+ *     b"0123456789abcdef0123456789abcdef",
+ *     b"order-10063-9f8e7d6c5b4a", hashlib.sha256).hexdigest()[:8])' */
+static void test_mask_key_keyed(void **state)
+{
+        static const char k[] = "0123456789abcdef0123456789abcdef";
+        const char *key       = "order-10063-9f8e7d6c5b4a";
+        char m[LOG_MASKED_KEY_SIZE], other[LOG_MASKED_KEY_SIZE];
+        (void)state;
+
+        log_set_mask_key(k, sizeof(k) - 1);
+        log_mask_key(key, strlen(key), m, sizeof(m));
+        assert_string_equal(m, "ord***dd1ae07c");
+        /* another deployment's key: another mask */
+        log_set_mask_key("another deployment", 18);
+        log_mask_key(key, strlen(key), other, sizeof(other));
+        assert_string_not_equal(m, other);
+        assert_int_equal(strncmp(other, "ord***", 6), 0);
+        log_clear_mask_key();
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -188,6 +211,7 @@ int main(void)
                 cmocka_unit_test(test_crypto),
                 cmocka_unit_test(test_uuid),
                 cmocka_unit_test(test_mask_key),
+                cmocka_unit_test(test_mask_key_keyed),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
