@@ -15,6 +15,7 @@ card    a Luhn-valid number of 13-19 digits, the digits either together or
         times (they start with 1) and offsets do not match.
 email   an e-mail address (local@domain.tld, a letters-only TLD). Intents
         are the only place a test run puts addresses: no log may hold one.
+        (Not a systemd unit name such as chargeonce@w1.service.)
 secret  each value of the --secrets files (one a line, `#` comments) and
         of --secret: the secrets the tests configure. Values shorter than
         8 bytes are refused (they would match by chance).
@@ -60,6 +61,9 @@ EMAIL = re.compile(
     rb"(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}"
     rb"(?![A-Za-z0-9-])")
 MIN_SECRET = 8
+# systemd unit names (chargeonce@w1.service) look like addresses
+UNIT_TYPES = {b"service", b"socket", b"target", b"timer", b"mount",
+              b"automount", b"slice", b"scope", b"path", b"device", b"swap"}
 
 
 def luhn(digits):
@@ -148,6 +152,8 @@ class Scanner:
                 hits.append((m.start() + off, "card (%s)" % name,
                              mask_card(digits)))
         for m in EMAIL.finditer(data):
+            if m.group().rsplit(b".", 1)[1] in UNIT_TYPES:
+                continue
             hits.append((m.start(), "email",
                          mask_email(m.group().decode("ascii"))))
         for i, s in enumerate(self.secrets):

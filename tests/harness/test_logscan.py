@@ -155,7 +155,8 @@ class Emails(unittest.TestCase):
 
     def test_not_addresses(self):
         for t in ("user@localhost", "a@b", "kafka.Foo@1a2b3c",
-                  "git@host:repo", "@example.com", "x@-bad.com"):
+                  "git@host:repo", "@example.com", "x@-bad.com",
+                  "chargeonce@w1.service", "getty@tty1.service"):
             self.assertEqual(hits(t), [], t)
 
 
