@@ -25,27 +25,29 @@ build=$1 prefix=$2 demo=$3
 src=$CHARGEONCE_SOURCE_DIR
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-tmp=$(mktemp -d "${CHARGEONCE_TEST_LOG_ROOT:-${TMPDIR:-/tmp}}/co-deploy.XXXXXX")
+# $tmp: what the sandboxed binary reads (open to user nobody); $logs: the
+# processes' logs, under CHARGEONCE_TEST_LOG_ROOT (kept for the run's log
+# scan) when it is set
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/co-deploy.XXXXXX")
 chmod 755 "$tmp"
+logs=$tmp
+if [ -n "${CHARGEONCE_TEST_LOG_ROOT:-}" ]; then
+	logs=$(mktemp -d "$CHARGEONCE_TEST_LOG_ROOT/co-deploy.XXXXXX")
+fi
 db=deploy_$$_$RANDOM
 pids=()
 cleanup() {
 	local p
 	for p in ${pids[@]+"${pids[@]}"}; do kill -KILL "$p" 2>/dev/null || true; done
 	psql "$CHARGEONCE_TEST_PG" -qAtc "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
-	# the logs stay for the run's log scan under CHARGEONCE_TEST_LOG_ROOT
-	if [ -n "${CHARGEONCE_TEST_LOG_ROOT:-}" ]; then
-		rm -rf "$tmp/root" "$tmp/cred"
-	else
-		rm -rf "$tmp"
-	fi
+	rm -rf "$tmp"
 }
 trap cleanup EXIT
 
 # ---- 1. layout
 root=$tmp/root
-DESTDIR=$root cmake --install "$build" >"$tmp/install.log" 2>&1 ||
-	{ cat "$tmp/install.log"; fail "cmake --install"; }
+DESTDIR=$root cmake --install "$build" >"$logs/install.log" 2>&1 ||
+	{ cat "$logs/install.log"; fail "cmake --install"; }
 p=$root$prefix
 for f in bin/chargeonce bin/chargeonce-gatewaysim; do
 	[ -x "$p/$f" ] || fail "no executable $f"
@@ -86,9 +88,9 @@ if command -v systemd-analyze >/dev/null; then
 		fail "systemd-analyze verify: $out"
 	[ -z "$out" ] || fail "systemd-analyze verify warns: $out"
 	systemd-analyze security --offline=yes --threshold=20 \
-		"$tmp/verify/chargeonce@w1.service" >"$tmp/security.txt" 2>&1 ||
-		{ cat "$tmp/security.txt"; fail "exposure above 2.0"; }
-	echo "ok unit: verify silent, $(grep -o 'exposure level.*' "$tmp/security.txt")"
+		"$tmp/verify/chargeonce@w1.service" >"$logs/security.txt" 2>&1 ||
+		{ cat "$logs/security.txt"; fail "exposure above 2.0"; }
+	echo "ok unit: verify silent, $(grep -o 'exposure level.*' "$logs/security.txt")"
 else
 	fail "systemd-analyze is not installed (Debian: systemd)"
 fi
@@ -170,7 +172,7 @@ echo "ok a configuration error exits 2"
 "$demo" topics --bootstrap "$CHARGEONCE_TEST_KAFKA" --intents-topic "$db.intents" \
 	--results "$db.results" --dlq "$db.dlq" --partitions 2 >/dev/null
 "$p/bin/chargeonce-gatewaysim" --port 0 --port-file "$sim_port_file" \
-	--api-key sk_deploy_test_api_key >"$tmp/gatewaysim.log" 2>&1 &
+	--api-key sk_deploy_test_api_key >"$logs/gatewaysim.log" 2>&1 &
 pids+=($!)
 # no "Killed ... --api-key KEY" job report from bash at the end (the log
 # scan of the run would find the key in ctest's log)
@@ -179,29 +181,29 @@ for _ in $(seq 100); do [ -s "$sim_port_file" ] && break; sleep 0.1; done
 sport=$(cat "$sim_port_file")
 hport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 unit_run "${args[@]}" -X "gateway.url=http://127.0.0.1:$sport" \
-	-X "http.listen=127.0.0.1:$hport" consume >"$tmp/chargeonce-consume.log" 2>&1 &
+	-X "http.listen=127.0.0.1:$hport" consume >"$logs/chargeonce-consume.log" 2>&1 &
 co=$!
 pids+=($co)
 ready=0
 for _ in $(seq 600); do
-	kill -0 $co 2>/dev/null || { tail -20 "$tmp/chargeonce-consume.log"; fail "consume ended"; }
+	kill -0 $co 2>/dev/null || { tail -20 "$logs/chargeonce-consume.log"; fail "consume ended"; }
 	if [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$hport/readyz")" = 200 ]; then
 		ready=1
 		break
 	fi
 	sleep 0.1
 done
-[ $ready = 1 ] || { tail -20 "$tmp/chargeonce-consume.log"; fail "/readyz never 200"; }
+[ $ready = 1 ] || { tail -20 "$logs/chargeonce-consume.log"; fail "/readyz never 200"; }
 "$demo" publish --intents 20 --seed 16 --p-decline 0 --partitions 2 \
-	--bootstrap "$CHARGEONCE_TEST_KAFKA" --intents-topic "$db.intents" >"$tmp/publish.log" 2>&1 ||
-	{ cat "$tmp/publish.log"; fail "publish"; }
+	--bootstrap "$CHARGEONCE_TEST_KAFKA" --intents-topic "$db.intents" >"$logs/publish.log" 2>&1 ||
+	{ cat "$logs/publish.log"; fail "publish"; }
 ok=0
 for _ in $(seq 600); do
 	n=$(psql "$ci" -qAtc "SELECT count(*) FROM payments WHERE status = 'succeeded'")
 	[ "$n" -ge 10 ] && { ok=1; break; }
 	sleep 0.1
 done
-[ $ok = 1 ] || { tail -20 "$tmp/chargeonce-consume.log"; fail "only $n payments succeeded"; }
+[ $ok = 1 ] || { tail -20 "$logs/chargeonce-consume.log"; fail "only $n payments succeeded"; }
 echo "ok consume under the sandbox: /readyz 200, $n payments succeeded"
 t0=$SECONDS
 kill -TERM $co
@@ -211,5 +213,5 @@ set +e
 wait $co
 rc=$?
 set -e
-[ $rc = 0 ] || { tail -20 "$tmp/chargeonce-consume.log"; fail "consume exited $rc on SIGTERM"; }
+[ $rc = 0 ] || { tail -20 "$logs/chargeonce-consume.log"; fail "consume exited $rc on SIGTERM"; }
 echo "ok SIGTERM: exit 0 in $((SECONDS - t0)) s (TimeoutStopSec=90s)"
