@@ -148,7 +148,8 @@ else
 fi
 base_conn=$CHARGEONCE_TEST_PG
 conninfo="$(sed 's/dbname=[^ ]*//' <<<"$base_conn") dbname=$db"
-work=$(mktemp -d "${TMPDIR:-/tmp}/chargeonce-demo.XXXXXX")
+# under CHARGEONCE_TEST_LOG_ROOT (a test run) the logs stay for its scan
+work=$(mktemp -d "${CHARGEONCE_TEST_LOG_ROOT:-${TMPDIR:-/tmp}}/chargeonce-demo.XXXXXX")
 wl=(--intents "$intents" --seed "$seed" --p-decline "$p_decline" --partitions 6)
 
 co_pids=() sim_pid="" pub_pid="" db_made=0 ok=0
@@ -178,7 +179,7 @@ cleanup() {
 	if [ $keep = 1 ]; then
 		echo "demo.sh: logs kept in $work"
 	else
-		rm -rf "$work"
+		[ -n "${CHARGEONCE_TEST_LOG_ROOT:-}" ] || rm -rf "$work"
 		if [ $db_made = 1 ] && [ $names = unique ]; then
 			"$demo" db drop --conninfo "$base_conn" "$db" || true
 		fi

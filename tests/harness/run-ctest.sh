@@ -3,6 +3,14 @@
 # label's short runs in the libFuzzer build (called by scripts/test.sh under
 # with-services). Extra arguments go to ctest; `-L fuzz` runs only the fuzz
 # build. Fails if a test was skipped or if no test ran.
+#
+# Then it scans every log the run wrote (logscan.py: card numbers, e-mail
+# addresses, the tests' secrets of log-secrets.txt) and fails on a hit:
+# ctest's own (Testing/Temporary/LastTest*.log of each build it ran), the
+# services' (PostgreSQL, Kafka), and those of every process the tests
+# started, which tests/common/scenario.c and scripts/demo.sh keep under
+# CHARGEONCE_TEST_LOG_ROOT for the scan. That folder is removed when the
+# run passed, kept (and named) when it did not.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
@@ -11,12 +19,16 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 jobs=$(nproc)
 rc=0
 out=$(mktemp)
+CHARGEONCE_TEST_LOG_ROOT=$(mktemp -d "${TMPDIR:-/tmp}/chargeonce-test-logs.XXXXXX")
+export CHARGEONCE_TEST_LOG_ROOT
 trap 'rm -f "$out"' EXIT
+ran=()
 
 run() { # run BUILD-DIR CTEST-ARGS...
 	local dir=$1
 	shift
 	echo "== ctest in $dir $*"
+	ran+=("$dir")
 	ctest --test-dir "$dir" -j"$jobs" --output-on-failure \
 		--timeout 600 "$@" 2>&1 | tee -a "$out"
 	[ "${PIPESTATUS[0]}" = 0 ] || rc=1
@@ -50,5 +62,27 @@ fi
 if ! grep -qE '[0-9]+% tests passed' "$out" || grep -q 'No tests were found' "$out"; then
 	echo "run-ctest: no test ran" >&2
 	rc=1
+fi
+
+echo "== log scan"
+logs=("$CHARGEONCE_TEST_LOG_ROOT")
+for d in "${ran[@]}"; do
+	logs+=("$d"/Testing/Temporary/LastTest*.log)
+done
+if [ -n "${CHARGEONCE_TEST_DIR:-}" ]; then
+	logs+=("$CHARGEONCE_TEST_DIR"/pg/postgres.log
+		"$CHARGEONCE_TEST_DIR"/kafka/server.log "$CHARGEONCE_TEST_DIR"/*.log)
+fi
+t0=$SECONDS
+if ! "${CO_PYTHON:-python3}" tests/harness/logscan.py \
+	--secrets tests/harness/log-secrets.txt "${logs[@]}"; then
+	echo "run-ctest: a log holds card data, an e-mail address or a secret (above)" >&2
+	rc=1
+fi
+echo "run-ctest: log scan took $((SECONDS - t0)) s"
+if [ $rc = 0 ]; then
+	rm -rf "$CHARGEONCE_TEST_LOG_ROOT"
+else
+	echo "run-ctest: the tests' process logs are kept in $CHARGEONCE_TEST_LOG_ROOT" >&2
 fi
 exit $rc

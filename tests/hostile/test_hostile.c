@@ -57,10 +57,17 @@
 /* Card numbers and e-mail addresses the catalogue sends; none may reach
  * the log. Each card passes the Luhn check (checked at start). */
 static const char *const cards[] = {
-        "4242 4242 4242 4242", "5555-5555-5555-4444", "4012.8888.8888.1881",
-        "4000_0566_5566_5556", "4111111111111111",
+        "4242 4242 4242 4242",
+        "5555-5555-5555-4444",
+        "4012.8888.8888.1881",
+        "4000_0566_5566_5556",
+        "4111111111111111",
+        /* canaries of the log scan (tests/harness/logscan.py), in metadata */
+        "5105-1051-0510-5100",
+        "3782 822463 10005",
 };
-static const char email[] = "an.nguyen@example.vn";
+static const char email[]        = "an.nguyen@example.vn";
+static const char canary_email[] = "log-canary+hostile@chargeonce.example";
 /* as set by tests/common/scenario.c co_start() */
 static const char *const secrets[] = { "sk_test_chargeonce",
                                        "test-provider-key-secret" };
@@ -497,6 +504,32 @@ static void mk_email_description(struct item *it)
         set_field(it, "description", d);
 }
 
+/* Canaries: card data and an address in metadata values, which every log
+ * of the run is scanned for (tests/harness/run-ctest.sh) */
+static void mk_canary_metadata(struct item *it, const char *v)
+{
+        json_t *o = base(it);
+
+        json_object_set_new(o, "metadata",
+                            json_pack("{ss, ss}", "note", v, "channel", "web"));
+        done(it, o);
+}
+static void mk_canary_card_dashes(struct item *it)
+{
+        mk_canary_metadata(it, cards[5]);
+}
+static void mk_canary_card_amex(struct item *it)
+{
+        char d[128];
+
+        snprintf(d, sizeof(d), "amex %s", cards[6]);
+        mk_canary_metadata(it, d);
+}
+static void mk_canary_email(struct item *it)
+{
+        mk_canary_metadata(it, canary_email);
+}
+
 /* one event id, two tenants: both are intents of their own */
 static char shared_event_id[UUID_STR_LEN];
 
@@ -649,6 +682,11 @@ static const struct entry catalogue[] = {
         REJ("card_in_description_plain", mk_card_description_plain,
             "card_number_in_field"),
         REJ("email_in_description", mk_email_description, "email_in_field"),
+        REJ("canary_card_in_metadata_dashes", mk_canary_card_dashes,
+            "card_number_in_field"),
+        REJ("canary_card_in_metadata_amex", mk_canary_card_amex,
+            "card_number_in_field"),
+        REJ("canary_email_in_metadata", mk_canary_email, "email_in_field"),
         /* tenants and copies */
         OK("event_id_of_tenant_a", mk_event_id_tenant_a),
         OK("same_event_id_tenant_b", mk_event_id_tenant_b),
@@ -1319,7 +1357,8 @@ static void check_log(const char *path)
                              "catalogue card %zu (ending %s)",
                              i, digits + d - 4);
         }
-        if (memmem(log, len, email, strlen(email)))
+        if (memmem(log, len, email, strlen(email)) ||
+            memmem(log, len, canary_email, strlen(canary_email)))
                 fail("the consumer's log holds the catalogue's e-mail "
                      "address");
         for (i = 0; i < sizeof(secrets) / sizeof(secrets[0]); i++)
