@@ -52,7 +52,8 @@ struct sim {
         char url[64];
         char log[300];
 };
-/* Starts chargeonce-gatewaysim with extra options ("--p-slow 0.1 ..."). */
+/* Starts chargeonce-gatewaysim with extra options ("--p-slow 0.1 ...");
+ * with "--tls-cert F --tls-key K" it serves HTTPS and url is https://. */
 void sim_start(struct scenario *sc, struct sim *s, const char *opts);
 void sim_stop(struct sim *s);
 /* POST /_sim/config with a JSON object. */

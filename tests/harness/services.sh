@@ -9,6 +9,10 @@
 #   services.sh logs DIR           the tail of each service's log
 #   services.sh kafka-started DIR N  0 when the broker's log says it
 #                                  started after its line N
+#   services.sh start-tls DIR      the TLS services of tests/tls under
+#                                  DIR/tls (see start_tls below); a second
+#                                  call while they run does nothing
+#   services.sh stop-tls DIR       (stop-all stops them too)
 #
 # Ports are free ones picked at start, so two runs side by side never
 # collide. Each start writes DIR/<service>.env with the variables that the
@@ -216,9 +220,174 @@ stop_kafka() {
 	rm -f "$dir/kafka.pid"
 }
 
+# ---- TLS services (tests/tls) ----
+# Made on demand by the first TLS test of a run, under DIR/tls, and kept
+# for the rest of the run (the sanitizer build's tests reuse them): a test
+# PKI (tests/harness/tls-ca.sh), a second PostgreSQL with ssl = on (the
+# plain one above is left as it is), and a second Kafka broker with one
+# plaintext listener for the tests' own clients and three SSL listeners,
+# one per certificate set, so one JVM serves every case:
+#   RIGHT    CA A's certificate for 127.0.0.1 and localhost
+#   WRONG    CA A's certificate for wrong.example
+#   UNKNOWN  CA B's certificate for 127.0.0.1 and localhost
+# PostgreSQL serves one certificate at a time: the tests switch it with
+# ALTER SYSTEM and pg_reload_conf() (copies of the three sets are in
+# DIR/tls/pg/ssl, owned by the server's user). Its pg_hba.conf refuses
+# TCP without TLS, so a client that gets in used TLS.
+tls_running() {
+	local t=$1/tls
+	[ -f "$t/tls.env" ] && kafka_running "$t" &&
+		[ -f "$t/pg/data/postmaster.pid" ] &&
+		kill -0 "$(head -n 1 "$t/pg/data/postmaster.pid")" 2>/dev/null
+}
+
+start_pg_tls() { # start_pg_tls T: T is DIR/tls
+	local t=$1 set port
+	start_pg "$t"
+	port=$(cat "$t/pg.port")
+	mkdir -p "$t/pg/ssl"
+	for set in right wrong unknown; do
+		cp "$t/ca/$set.crt" "$t/ca/$set.key" "$t/pg/ssl/"
+	done
+	chmod 600 "$t/pg/ssl/"*.key
+	[ "$(id -u)" = 0 ] && chown -R postgres: "$t/pg/ssl"
+	cat >>"$t/pg/data/postgresql.conf" <<CONF
+ssl = on
+ssl_cert_file = '$t/pg/ssl/right.crt'
+ssl_key_file = '$t/pg/ssl/right.key'
+CONF
+	cat >"$t/pg/data/pg_hba.conf" <<'HBA'
+local all all trust
+hostssl all all 127.0.0.1/32 trust
+hostnossl all all all reject
+HBA
+	as_pg "$(pg_bin)/pg_ctl" -D "$t/pg/data" reload >/dev/null
+	# ready when a verify-full connection gets in with CA A
+	wait_for 30 "PostgreSQL with TLS" psql -XAtq -c 'SELECT 1' \
+		"host=localhost port=$port user=postgres dbname=postgres sslmode=verify-full sslrootcert=$t/ca/ca.crt"
+}
+
+kafka_format() { # kafka_format DIR JARS: as in start_kafka
+	local dir=$1 jars=$2 cid
+	cid=$(python3 -c 'import base64,uuid
+while True:
+    c = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    if not c.startswith("-"):
+        print(c)
+        break')
+	java -Xmx256m -Dlog4j.configuration="file:$dir/kafka/log4j.properties" \
+		-cp "$jars/*" kafka.tools.StorageTool format -t "$cid" \
+		-c "$dir/kafka/server.properties" >"$dir/kafka/format.log" 2>&1 || {
+		cat "$dir/kafka/format.log" >&2
+		return 1
+	}
+}
+
+start_kafka_tls() { # start_kafka_tls T: T is DIR/tls
+	local t=$1 jars port cport pr pw pu p l listeners adv ssl=
+	local -a ports
+	jars=$("$top/scripts/kafka-jars.sh")
+	mkdir -p "$t/kafka/data"
+	ports=()
+	while [ ${#ports[@]} -lt 5 ]; do
+		p=$(free_port)
+		case " ${ports[*]} " in *" $p "*) ;; *) ports+=("$p") ;; esac
+	done
+	port=${ports[0]} cport=${ports[1]} pr=${ports[2]} pw=${ports[3]}
+	pu=${ports[4]}
+	adv="PLAINTEXT://127.0.0.1:$port,RIGHT://127.0.0.1:$pr"
+	adv="$adv,WRONG://127.0.0.1:$pw,UNKNOWN://127.0.0.1:$pu"
+	listeners="$adv,CONTROLLER://127.0.0.1:$cport"
+	for l in right wrong unknown; do
+		ssl="${ssl}listener.name.$l.ssl.keystore.type=PEM
+listener.name.$l.ssl.keystore.location=$t/ca/$l.pem
+"
+	done
+	cat >"$t/kafka/server.properties" <<PROPS
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:$cport
+listeners=$listeners
+advertised.listeners=$adv
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,RIGHT:SSL,WRONG:SSL,UNKNOWN:SSL
+${ssl}log.dirs=$t/kafka/data
+num.partitions=1
+default.replication.factor=1
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+min.insync.replicas=1
+group.initial.rebalance.delay.ms=0
+auto.create.topics.enable=false
+log.segment.bytes=67108864
+PROPS
+	cat >"$t/kafka/log4j.properties" <<'L4J'
+log4j.rootLogger=INFO, stdout
+log4j.appender.stdout=org.apache.log4j.ConsoleAppender
+log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
+log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.kafka=INFO
+log4j.logger.org.apache.kafka=INFO
+log4j.logger.kafka.request.logger=WARN
+log4j.logger.state.change.logger=WARN
+L4J
+	kafka_format "$t" "$jars"
+	start_kafka_server "$t" "$jars"
+	cat >"$t/kafka.env" <<ENV
+export CHARGEONCE_TEST_TLS_KAFKA=127.0.0.1:$port
+export CHARGEONCE_TEST_TLS_KAFKA_RIGHT=127.0.0.1:$pr
+export CHARGEONCE_TEST_TLS_KAFKA_WRONG=127.0.0.1:$pw
+export CHARGEONCE_TEST_TLS_KAFKA_UNKNOWN=127.0.0.1:$pu
+ENV
+}
+
+# Under the lock of DIR/tls.lock (flock -o: the servers started here must
+# not inherit it).
+start_tls_locked() {
+	local dir=$1 t=$1/tls pg_pid kafka_pid ok=1
+	tls_running "$dir" && return 0
+	stop_tls "$dir" # what a failed start left
+	rm -rf "$t"
+	mkdir -p "$t"
+	chmod 755 "$t"
+	"$here/tls-ca.sh" "$t/ca"
+	chmod 755 "$t/ca"
+	start_pg_tls "$t" >"$t/start-pg.out" 2>&1 &
+	pg_pid=$!
+	start_kafka_tls "$t" >"$t/start-kafka.out" 2>&1 &
+	kafka_pid=$!
+	wait $pg_pid || { ok=0; cat "$t/start-pg.out" >&2; }
+	wait $kafka_pid || { ok=0; cat "$t/start-kafka.out" >&2; }
+	[ $ok = 1 ] || return 1
+	cat "$t/kafka.env" - >"$t/tls.env.tmp" <<ENV
+export CHARGEONCE_TEST_TLS_CA=$t/ca/ca.crt
+export CHARGEONCE_TEST_TLS_CERTS=$t/ca
+export CHARGEONCE_TEST_TLS_PG='host=$t/pg port=$(cat "$t/pg.port") user=postgres dbname=postgres'
+export CHARGEONCE_TEST_TLS_PGPORT=$(cat "$t/pg.port")
+export CHARGEONCE_TEST_TLS_PG_SSL=$t/pg/ssl
+ENV
+	mv "$t/tls.env.tmp" "$t/tls.env"
+}
+
+start_tls() {
+	flock -o "$1/tls.lock" "$here/services.sh" start-tls-locked "$1"
+}
+
+stop_tls() {
+	local t=$1/tls
+	[ -d "$t" ] || return 0
+	stop_kafka "$t" &
+	stop_pg "$t"
+	wait
+}
+
 show_logs() {
 	local dir=$1 f
-	for f in "$dir/pg/postgres.log" "$dir/kafka/server.log" "$dir"/*.log; do
+	for f in "$dir/pg/postgres.log" "$dir/kafka/server.log" "$dir"/*.log \
+		"$dir/tls/pg/postgres.log" "$dir/tls/kafka/server.log"; do
 		[ -s "$f" ] || continue
 		echo "----- last lines of ${f#"$dir"/} -----"
 		tail -n 60 "$f"
@@ -228,7 +397,7 @@ show_logs() {
 cmd=${1:-}
 dir=${2:-${CHARGEONCE_TEST_DIR:-}}
 [ -n "$cmd" ] && [ -n "$dir" ] || {
-	echo "usage: services.sh start-pg|start-kafka|stop-pg|stop-kafka|start-again-pg|start-again-kafka|stop-all|logs DIR" >&2
+	echo "usage: services.sh start-pg|start-kafka|stop-pg|stop-kafka|start-again-pg|start-again-kafka|start-tls|stop-tls|stop-all|logs DIR" >&2
 	exit 2
 }
 case $cmd in
@@ -241,8 +410,12 @@ start-again-kafka) start_kafka_server "$dir" "$(cat "$dir/kafka.jars")" ;;
 stop-all)
 	stop_kafka "$dir" &
 	stop_pg "$dir"
+	stop_tls "$dir"
 	wait
 	;;
+start-tls) start_tls "$dir" ;;
+start-tls-locked) start_tls_locked "$dir" ;;
+stop-tls) stop_tls "$dir" ;;
 logs) show_logs "$dir" ;;
 kafka-started) kafka_started "$dir" "${3:-0}" ;; # for tests/harness/check
 *)

@@ -51,6 +51,11 @@ static const struct opt opts[] = {
           false, "write the bound port here (atomically) once listening" },
         { "threads", OPT_INT, OFF(threads), 0, 1, 64, false, false,
           "HTTP worker threads (default 2)" },
+        { "tls_cert", OPT_STR, OFF(tls_cert), SZ(tls_cert), 0, 0, false, false,
+          "serve HTTPS with this PEM certificate (chain) file (needs "
+          "--tls-key; default: plain HTTP)" },
+        { "tls_key", OPT_STR, OFF(tls_key), SZ(tls_key), 0, 0, false, false,
+          "the PEM private key file of --tls-cert" },
         { "log_level", OPT_LEVEL, OFF(log_level), SZ(log_level), 0, 0, true,
           false,
           "error|warn|info|debug (default info; no per-request lines below "

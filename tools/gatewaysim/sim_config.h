@@ -26,6 +26,8 @@ struct sim_config {
         char bind[SIM_STR_SMALL];
         char port_file[SIM_STR_LARGE];
         int threads;
+        char tls_cert[SIM_STR_LARGE]; /* PEM files; both empty: plain HTTP */
+        char tls_key[SIM_STR_LARGE];
         /* runtime: may change through POST /_sim/config */
         char log_level[16];
         uint64_t seed;

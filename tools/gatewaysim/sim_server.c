@@ -32,6 +32,7 @@
 #include "sim_prng.h"
 #include "sim_request.h"
 #include "sim_store.h"
+#include "sim_tls.h"
 #include "sim_webhook.h"
 #include "util/crypto.h"
 #include "util/log.h"
@@ -73,6 +74,7 @@ struct timer_entry {
 
 struct sim_server {
         struct MHD_Daemon *mhd;
+        struct sim_tls tls; /* --tls-cert: HTTPS */
         int port;
         struct sim_store *st;
         struct sim_webhook *wh;
@@ -862,26 +864,31 @@ struct sim_server *sim_server_start(const struct sim_config *cfg, char *errstr,
                          cfg->bind);
                 goto fail;
         }
+        if (sim_tls_load(&srv->tls, cfg, errstr, errstr_size) < 0)
+                goto fail;
         srv->mhd = MHD_start_daemon(
             MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
-                MHD_USE_ERROR_LOG,
+                MHD_USE_ERROR_LOG | sim_tls_flags(&srv->tls),
             0, NULL, NULL, on_request, srv, MHD_OPTION_EXTERNAL_LOGGER,
             on_mhd_log, NULL, MHD_OPTION_SOCK_ADDR, &sa,
             MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)cfg->threads,
             MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)60,
             MHD_OPTION_CONNECTION_LIMIT, (unsigned int)4000,
-            MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024, MHD_OPTION_END);
+            MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024,
+            MHD_OPTION_ARRAY, srv->tls.opts, MHD_OPTION_END);
         if (!srv->mhd) {
-                snprintf(errstr, errstr_size,
-                         "cannot listen on %s:%d (in use, or not allowed)",
-                         cfg->bind, cfg->port);
+                snprintf(errstr, errstr_size, "cannot listen on %s:%d (%s)",
+                         cfg->bind, cfg->port,
+                         srv->tls.cert ? "in use, not allowed, or the TLS "
+                                         "certificate or key was refused"
+                                       : "in use, or not allowed");
                 goto fail;
         }
         info      = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_BIND_PORT);
         srv->port = info ? (int)info->port : cfg->port;
-        log_info(&srv_ctx, "listening on %s:%d with %d threads", cfg->bind,
-                 srv->port, cfg->threads);
+        log_info(&srv_ctx, "listening on %s:%d (%s) with %d threads", cfg->bind,
+                 srv->port, srv->tls.cert ? "https" : "http", cfg->threads);
         return srv;
 fail:
         sim_server_stop(srv);
@@ -918,6 +925,7 @@ void sim_server_stop(struct sim_server *srv)
         pthread_mutex_unlock(&srv->tlock);
         if (srv->mhd)
                 MHD_stop_daemon(srv->mhd);
+        sim_tls_free(&srv->tls);
         sim_webhook_destroy(srv->wh);
         sim_store_destroy(srv->st);
         free(srv->heap);
