@@ -129,6 +129,9 @@ void sc_cleanup(struct scenario *sc)
         snprintf(cmd, sizeof(cmd), "rm -rf '%s'", sc->dir);
         if (!log_root() && system(cmd) != 0)
                 fprintf(stderr, "could not remove %s\n", sc->dir);
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", sc->secrets);
+        if (sc->secrets[0] && system(cmd) != 0)
+                fprintf(stderr, "could not remove %s\n", sc->secrets);
         curl_global_cleanup();
 }
 
@@ -425,6 +428,27 @@ static void check_running(void)
         }
 }
 
+void sc_secret_file(struct scenario *sc, const char *name, const char *value,
+                    char *path, size_t pathsz)
+{
+        size_t len = strlen(value);
+        int fd;
+
+        if (!sc->secrets[0]) {
+                const char *tmp = getenv("TMPDIR");
+
+                snprintf(sc->secrets, sizeof(sc->secrets),
+                         "%.200s/co-secrets-XXXXXX",
+                         tmp && *tmp ? tmp : "/tmp");
+                SC_CHECK(mkdtemp(sc->secrets), "mkdtemp %s", sc->secrets);
+        }
+        snprintf(path, pathsz, "%s/%s", sc->secrets, name);
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        SC_CHECK(fd >= 0 && write(fd, value, len) == (ssize_t)len &&
+                     close(fd) == 0,
+                 "secret file %s: %s", path, strerror(errno));
+}
+
 void co_start(struct scenario *sc, struct co *c, const char *command,
               const struct sim *s, const char *const *xs,
               const char *const *env)
@@ -433,6 +457,7 @@ void co_start(struct scenario *sc, struct co *c, const char *command,
         static char args[64][1200];
         char *argv[80];
         char *envv[32];
+        char f_conninfo[300], f_pk[300], f_api[300];
         int a = 0, e = 0;
         static int seq;
 
@@ -452,8 +477,16 @@ void co_start(struct scenario *sc, struct co *c, const char *command,
         memset(c, 0, sizeof(*c));
         snprintf(c->log, sizeof(c->log), "%s/chargeonce-%s-%d.log", sc->dir,
                  command, ++seq);
+        /* secrets through files, as production mode wants them (later
+         * -X in xs still win) */
+        sc_secret_file(sc, "conninfo", sc->conninfo, f_conninfo,
+                       sizeof(f_conninfo));
+        sc_secret_file(sc, "provider_key", "test-provider-key-secret", f_pk,
+                       sizeof(f_pk));
+        sc_secret_file(sc, "api_key", "sk_test_chargeonce", f_api,
+                       sizeof(f_api));
         ARG("%s", bin);
-        X("db.conninfo=%s", sc->conninfo);
+        X("db.conninfo_file=%s", f_conninfo);
         X("kafka.bootstrap.servers=%s", testenv_kafka());
         X("kafka.consumer.auto.commit.interval.ms=200");
         X("kafka.consumer.session.timeout.ms=10000");
@@ -462,8 +495,8 @@ void co_start(struct scenario *sc, struct co *c, const char *command,
         X("topic.results=%s", sc->t_results);
         X("topic.dlq=%s", sc->t_dlq);
         X("group.id=%s", sc->group);
-        X("provider_key.secret=test-provider-key-secret");
-        X("gateway.api_key=sk_test_chargeonce");
+        X("provider_key.secret_file=%s", f_pk);
+        X("gateway.api_key_file=%s", f_api);
         X("gateway.url=%s", s ? s->url : "http://127.0.0.1:9");
         X("gateway.backoff_base=20ms");
         X("gateway.backoff_max=500ms");

@@ -28,7 +28,9 @@
 /* Everything one test owns: its database, topics, group, temp folder. */
 struct scenario {
         char name[64];
-        char dir[256]; /* temp folder (logs) */
+        char dir[256];     /* temp folder (logs) */
+        char secrets[256]; /* temp folder of secret files, outside the
+                              log root the log scan reads; "" = none */
         char db[128];
         char conninfo[1024];
         char t_intents[128], t_results[128], t_dlq[128];
@@ -85,6 +87,12 @@ struct co {
 void co_start(struct scenario *sc, struct co *c, const char *command,
               const struct sim *s, const char *const *xs,
               const char *const *env);
+
+/* Writes value into a file (mode 0600) named name in sc->secrets,
+ * and its path into path: a secret for a `<key>_file` key (production
+ * mode refuses secrets on the command line). */
+void sc_secret_file(struct scenario *sc, const char *name, const char *value,
+                    char *path, size_t pathsz);
 /* Sends sig and waits up to timeout_ms. Returns the exit status, 128+sig
  * if killed by a signal, or -1 if it did not end (then it is killed). */
 int co_stop(struct co *c, int sig, int timeout_ms);
