@@ -4,11 +4,13 @@
  * catalogue of hostile messages (the table `catalogue` below) interleaved
  * with 300 honest intents, a tenth of them declined by the simulator with a
  * 2,100-byte Vietnamese message that has a 3-byte character across every
- * usual cut point (gatewaysim --decline-message-bytes). Then:
+ * usual cut point (gatewaysim --decline-message-bytes), after a card
+ * number and an e-mail address (--decline-message-pii). Then:
  *
  *   - every honest intent has exactly one result (found by intent event
  *     id, tenant and key), `succeeded`, or `failed` / card_declined with a
- *     non-empty error.message that is valid UTF-8;
+ *     non-empty error.message that is valid UTF-8, the gateway's card
+ *     number and address redacted (in the payments row too);
  *   - every catalogue entry is answered exactly once (a result with the
  *     status, error.code and `replayed` the entry names) or dead-lettered
  *     exactly once (found by dlq-source-partition / dlq-source-offset,
@@ -65,9 +67,15 @@ static const char *const cards[] = {
         /* canaries of the log scan (tests/harness/logscan.py), in metadata */
         "5105-1051-0510-5100",
         "3782 822463 10005",
+        /* what the simulator echoes in its declines (--decline-message-pii) */
+        "4111 1111 1111 1111",
 };
 static const char email[]        = "an.nguyen@example.vn";
 static const char canary_email[] = "log-canary+hostile@chargeonce.example";
+/* the simulator's decline text begins with SIM_DECLINE_PII: a card number
+ * and this address, which must reach no result, row or log but redacted */
+static const char decline_email[]    = "jane.doe@example.com";
+static const char decline_redacted[] = "Card **** **** **** 1111 of [email]: ";
 /* as set by tests/common/scenario.c co_start() */
 static const char *const secrets[] = { "sk_test_chargeonce",
                                        "test-provider-key-secret" };
@@ -1207,6 +1215,11 @@ static size_t check_results(struct out *r, size_t n)
                             (!msg || !*msg || !utf8_valid(msg, strlen(msg))))
                                 it->bad_message = "error.message empty or "
                                                   "missing";
+                        else if (streq(st, "failed") &&
+                                 strncmp(msg, decline_redacted,
+                                         strlen(decline_redacted)))
+                                it->bad_message = "the gateway's card number "
+                                                  "or address not redacted";
                 }
                 if (!any && stray++ < 5)
                         fail("a result answers nothing that was sent: "
@@ -1358,7 +1371,8 @@ static void check_log(const char *path)
                              i, digits + d - 4);
         }
         if (memmem(log, len, email, strlen(email)) ||
-            memmem(log, len, canary_email, strlen(canary_email)))
+            memmem(log, len, canary_email, strlen(canary_email)) ||
+            memmem(log, len, decline_email, strlen(decline_email)))
                 fail("the consumer's log holds the catalogue's e-mail "
                      "address");
         for (i = 0; i < sizeof(secrets) / sizeof(secrets[0]); i++)
@@ -1432,7 +1446,8 @@ static void run(void)
         select_items();
 
         sc_init(&sc, "hostile", PARTITIONS);
-        snprintf(opts, sizeof(opts), "--seed 11 --decline-message-bytes %d",
+        snprintf(opts, sizeof(opts),
+                 "--seed 11 --decline-message-bytes %d --decline-message-pii",
                  DECLINE_BYTES);
         sim_start(&sc, &s, opts);
         the_sc  = &sc;
@@ -1521,6 +1536,17 @@ static void run(void)
         printf("simulator: %ld charges, %ld declined\n",
                sim_stat(st, "charges"), sim_stat(st, "failed_charges"));
         json_decref(st);
+
+        /* the stored decline texts: redacted, as the results */
+        if (sc_sql_long(&sc,
+                        "SELECT count(*) FROM payments WHERE status ="
+                        " 'failed' AND error_message NOT LIKE"
+                        " 'Card **** **** **** 1111 of [email]: %%'") != 0 ||
+            sc_sql_long(&sc, "SELECT count(*) FROM payments WHERE"
+                             " error_message LIKE '%%@%%' OR error_message"
+                             " LIKE '%%4111 1111%%'") != 0)
+                fail("a stored decline text holds the gateway's card number "
+                     "or address");
 
         co_start(&sc, &audit, "audit", NULL, NULL, NULL);
         rc = co_wait(&audit, 30000);

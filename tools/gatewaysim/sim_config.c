@@ -102,6 +102,10 @@ static const struct opt opts[] = {
           "error.message of a decline: N bytes of Vietnamese text with a "
           "multi-byte character across every usual cut point (default 0: "
           "\"Your card was declined.\")" },
+        { "decline_message_pii", OPT_BOOL, OFF(decline_message_pii), 0, 0, 0,
+          true, false,
+          "a decline message begins with a card number and an e-mail "
+          "address (a PSP echoing what it got)" },
         { "decline_message_invalid_utf8", OPT_BOOL,
           OFF(decline_message_invalid_utf8), 0, 0, 0, true, false,
           "put invalid UTF-8 at the start, middle and end of the decline "

@@ -49,7 +49,8 @@ struct sim_config {
         char decline_prefix[SIM_STR_SMALL];
         int64_t decline_message_bytes; /* 0: SIM_DECLINE_DEFAULT */
         bool decline_message_invalid_utf8;
-        int64_t charge_id_bytes; /* 0: the usual ch_<hex> */
+        bool decline_message_pii; /* SIM_DECLINE_PII first */
+        int64_t charge_id_bytes;  /* 0: the usual ch_<hex> */
         char webhook_url[SIM_STR_LARGE];
         char webhook_secret[SIM_STR_LARGE];
         double p_webhook_dup;

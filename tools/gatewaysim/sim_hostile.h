@@ -15,6 +15,11 @@
  * points: 2-byte and 3-byte UTF-8 characters among ASCII). */
 #define SIM_DECLINE_PHRASE "Giao dịch bị từ chối bởi ngân hàng phát hành thẻ. "
 
+/* What a careless PSP echoes at the start of a decline message
+ * (decline_message_pii): a Luhn-valid Visa test number and an e-mail
+ * address, which chargeonce must never store, publish or log. */
+#define SIM_DECLINE_PII "Card 4111 1111 1111 1111 of jane.doe@example.com: "
+
 /* The default decline message (decline_message_bytes = 0). */
 #define SIM_DECLINE_DEFAULT "Your card was declined."
 

@@ -346,20 +346,27 @@ static void draw_all(const struct sim_config *cfg, uint64_t seq,
 
 /*
  * The decline's error object: the message is SIM_DECLINE_DEFAULT or
- * decline_message_bytes of Vietnamese text; with
+ * decline_message_bytes of Vietnamese text, after SIM_DECLINE_PII with
+ * decline_message_pii; with
  * decline_message_invalid_utf8 it is spoiled after the JSON is built (see
  * charge_json). Returns a new string (malloc) or NULL.
  */
 static char *decline_message(const struct sim_config *cfg)
 {
         size_t n = (size_t)cfg->decline_message_bytes;
+        size_t p = cfg->decline_message_pii ? sizeof(SIM_DECLINE_PII) - 1 : 0;
         char *msg;
 
         if (!n)
-                return strdup(SIM_DECLINE_DEFAULT);
-        msg = malloc(n + 1);
-        if (msg)
-                sim_decline_message(msg, n);
+                n = sizeof(SIM_DECLINE_DEFAULT) - 1;
+        msg = malloc(p + n + 1);
+        if (!msg)
+                return NULL;
+        memcpy(msg, SIM_DECLINE_PII, p);
+        if (cfg->decline_message_bytes)
+                sim_decline_message(msg + p, n);
+        else
+                memcpy(msg + p, SIM_DECLINE_DEFAULT, n + 1);
         return msg;
 }
 
