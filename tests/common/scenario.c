@@ -432,6 +432,7 @@ void sc_secret_file(struct scenario *sc, const char *name, const char *value,
                     char *path, size_t pathsz)
 {
         size_t len = strlen(value);
+        char aside[600];
         int fd;
 
         if (!sc->secrets[0]) {
@@ -443,9 +444,13 @@ void sc_secret_file(struct scenario *sc, const char *name, const char *value,
                 SC_CHECK(mkdtemp(sc->secrets), "mkdtemp %s", sc->secrets);
         }
         snprintf(path, pathsz, "%s/%s", sc->secrets, name);
-        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        snprintf(aside, sizeof(aside), "%s.%ld.tmp", path, (long)getpid());
+        /* written aside, then renamed over: a process started a moment
+         * earlier may be reading the file (a truncated one would read
+         * empty) */
+        fd = open(aside, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
         SC_CHECK(fd >= 0 && write(fd, value, len) == (ssize_t)len &&
-                     close(fd) == 0,
+                     close(fd) == 0 && rename(aside, path) == 0,
                  "secret file %s: %s", path, strerror(errno));
 }
 
