@@ -103,7 +103,8 @@ rc=$?
 if command -v openssl >/dev/null; then
 	"$(dirname "$0")/../harness/tls-ca.sh" "$tmp/pki"
 	p=$tmp/pki
-	hook=(env "CHARGEONCE_WEBHOOK_SECRET=$wh32" "$bin" -X http.listen=127.0.0.1:0 -X "db.conninfo_file=$tmp/ci-closed")
+	# bounded: a check that is not refused would serve until killed
+	hook=(timeout 10 env "CHARGEONCE_WEBHOOK_SECRET=$wh32" "$bin" -X http.listen=127.0.0.1:0 -X "db.conninfo_file=$tmp/ci-closed")
 	check tls-cert-only 2 'http.tls_cert_file and http.tls_key_file: set both' -- "${hook[@]}" -X "http.tls_cert_file=$p/right.crt" webhook
 	check tls-key-only 2 'only http.tls_key_file is set' -- "${hook[@]}" -X "http.tls_key_file=$p/right.key" consume
 	check tls-no-cert 2 'http.tls_cert_file: cannot open' -- "${hook[@]}" -X "http.tls_cert_file=$p/none.crt" -X "http.tls_key_file=$p/right.key" webhook
