@@ -33,7 +33,8 @@
 static struct {
         const char *scheme;
         const char *ca;
-} client = { "http", NULL };
+        bool tls11; /* offer TLS 1.1 only (the client's own floor lowered) */
+} client = { "http", NULL, false };
 
 struct answer {
         long status; /* -1: no HTTP answer (see curl, err) */
@@ -74,6 +75,13 @@ static void req(int port, const char *method, const char *path,
         curl_easy_setopt(c, CURLOPT_ERRORBUFFER, a->err);
         if (client.ca)
                 curl_easy_setopt(c, CURLOPT_CAINFO, client.ca);
+        if (client.tls11) {
+                curl_easy_setopt(c, CURLOPT_SSLVERSION,
+                                 (long)(CURL_SSLVERSION_TLSv1_1 |
+                                        CURL_SSLVERSION_MAX_TLSv1_1));
+                curl_easy_setopt(c, CURLOPT_SSL_CIPHER_LIST,
+                                 "DEFAULT:@SECLEVEL=0");
+        }
         curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
         curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
         curl_easy_setopt(c, CURLOPT_WRITEDATA, a);
@@ -682,7 +690,8 @@ static void processing_payment(const char *id)
  * localhost, signed by CA A): over HTTPS trusting CA A only, a signed
  * webhook is applied once (its copy a duplicate) and /healthz, /metrics
  * answer; a plain HTTP request to that port gets no HTTP answer; a client
- * trusting only CA B is refused with curl's certificate error.
+ * trusting only CA B is refused with curl's certificate error; a client
+ * offering TLS 1.1 only is refused by the server.
  */
 static void https(void)
 {
@@ -769,7 +778,14 @@ static void https(void)
                      strstr(a.err, "certificate"),
                  "untrusted CA: %ld, curl %d: %s", a.status, (int)a.curl,
                  a.err);
-        client.ca = ca;
+        /* TLS 1.1 (which this client would speak): the server refuses */
+        client.ca    = ca;
+        client.tls11 = true;
+        get(port, "/healthz", &a);
+        client.tls11 = false;
+        SC_CHECK(a.status == -1 && a.curl == CURLE_SSL_CONNECT_ERROR &&
+                     !strstr(a.err, "no protocols"),
+                 "TLS 1.1: %ld, curl %d: %s", a.status, (int)a.curl, a.err);
         SC_CHECK(written() == w, "a refused request wrote something");
         client.scheme = "http";
         client.ca     = NULL;
