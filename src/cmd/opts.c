@@ -124,6 +124,8 @@ static void fill_http(struct cmd_opts *o, const struct settings *st)
         struct http_opts *h = &o->http;
 
         h->listen           = st->http_listen;
+        h->tls_cert_file    = st->http_tls_cert_file;
+        h->tls_key_file     = st->http_tls_key_file;
         h->conninfo         = st->db_conninfo;
         h->secret           = st->webhook_secret;
         h->secret_file      = st->webhook_secret_file;

@@ -10,6 +10,9 @@
 
 #include <libpq-fe.h>
 
+#include <arpa/inet.h>
+#include <sys/socket.h>
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -137,6 +140,60 @@ static void judge_kafka(struct judge *j, const struct security_facts *f)
         }
 }
 
+/* The host of "host:port" / "[v6]:port" is loopback: localhost,
+ * 127.0.0.0/8, ::1 (or ::ffff:127.0.0.0/104). Literal only: a name other
+ * than localhost is not resolved (the judge does no I/O), so not loopback. */
+static bool listen_loopback(const char *listen)
+{
+        const char *colon = strrchr(listen, ':');
+        unsigned char a[16];
+        char host[64];
+        size_t n;
+
+        if (!colon)
+                return false;
+        n = (size_t)(colon - listen);
+        if (n >= 2 && listen[0] == '[' && listen[n - 1] == ']') {
+                listen++;
+                n -= 2;
+        }
+        if (n == 0 || n >= sizeof(host))
+                return false;
+        memcpy(host, listen, n);
+        host[n] = '\0';
+        if (!strcasecmp(host, "localhost"))
+                return true;
+        if (inet_pton(AF_INET, host, a) == 1)
+                return a[0] == 127;
+        if (inet_pton(AF_INET6, host, a) != 1)
+                return false;
+        for (size_t i = 0; i < 10; i++)
+                if (a[i])
+                        return false;
+        if (a[10] == 0 && a[11] == 0) { /* ::1 */
+                for (size_t i = 12; i < 15; i++)
+                        if (a[i])
+                                return false;
+                return a[15] == 1;
+        }
+        return a[10] == 0xff && a[11] == 0xff && a[12] == 127;
+}
+
+/* Webhooks and metrics in plain HTTP only on loopback (behind a local
+ * TLS-terminating proxy); elsewhere TLS (http.tls_cert_file / _key_file:
+ * one of them set counts, the engine refuses half a pair). */
+static void judge_http(struct judge *j, const struct settings *st)
+{
+        if (!*st->http_listen || *st->http_tls_cert_file ||
+            *st->http_tls_key_file || listen_loopback(st->http_listen))
+                return;
+        found(j, "http.listen",
+              "%.80s serves plain HTTP beyond loopback (webhooks and metrics "
+              "unencrypted): set http.tls_cert_file and http.tls_key_file, "
+              "or listen on 127.0.0.1 behind a TLS proxy",
+              st->http_listen);
+}
+
 static void judge_secrets(struct judge *j, const struct security_facts *f)
 {
         const struct settings *st = f->st;
@@ -182,6 +239,8 @@ size_t security_judge(const struct security_facts *f,
                 judge_db(&j, f);
         if (f->scope & SECURITY_KAFKA)
                 judge_kafka(&j, f);
+        if (f->scope & SECURITY_HTTP)
+                judge_http(&j, f->st);
         judge_secrets(&j, f);
         return j.n;
 }
@@ -196,9 +255,9 @@ unsigned cmd_security_scope(const char *subcommand)
         } t[] = {
                 { "migrate", SECURITY_DB },
                 { "consume", SECURITY_ALL },
-                { "relay", SECURITY_DB | SECURITY_KAFKA },
-                { "reconcile", SECURITY_DB | SECURITY_GATEWAY },
-                { "webhook", SECURITY_DB },
+                { "relay", SECURITY_DB | SECURITY_KAFKA | SECURITY_HTTP },
+                { "reconcile", SECURITY_DB | SECURITY_GATEWAY | SECURITY_HTTP },
+                { "webhook", SECURITY_DB | SECURITY_HTTP },
                 { "replay", SECURITY_DB | SECURITY_KAFKA },
                 { "inspect", SECURITY_DB },
                 { "audit", SECURITY_DB },

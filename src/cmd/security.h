@@ -26,7 +26,10 @@ enum security_scope {
         SECURITY_GATEWAY = 1 << 0,
         SECURITY_DB      = 1 << 1,
         SECURITY_KAFKA   = 1 << 2,
-        SECURITY_ALL     = SECURITY_GATEWAY | SECURITY_DB | SECURITY_KAFKA,
+        /* serves HTTP (http.listen): webhooks and /metrics */
+        SECURITY_HTTP = 1 << 3,
+        SECURITY_ALL =
+            SECURITY_GATEWAY | SECURITY_DB | SECURITY_KAFKA | SECURITY_HTTP,
 };
 
 /* Secrets shorter than this are refused in production (bytes; webhook
@@ -58,6 +61,7 @@ struct security_finding {
 /* Every finding of f, at most max, into out, in this order: a secret on
  * the command line, CHARGEONCE_ALLOW_CORE, gateway.url, gateway.tls_verify,
  * the libpq sslmode, Kafka (security.protocol, certificate checks),
+ * http.listen (plain HTTP on an address that is not loopback),
  * provider_key.secret, webhook.secret, log.mask_secret. Returns how many. */
 size_t security_judge(const struct security_facts *f,
                       struct security_finding *out, size_t max);

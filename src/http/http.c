@@ -480,7 +480,9 @@ static struct http *http_new_checked(const struct http_opts *o, char *errstr,
                     0)
                         goto fail;
         }
-        if (load_secrets(h, errstr, errstr_size) < 0)
+        if (load_secrets(h, errstr, errstr_size) < 0 ||
+            http_tls_load(&h->tls, o->tls_cert_file, o->tls_key_file, errstr,
+                          errstr_size) < 0)
                 goto fail;
         return h;
 fail:
@@ -497,6 +499,33 @@ int http_opts_check(const struct http_opts *o, char *errstr, size_t errstr_size)
                 return -1;
         http_destroy(h);
         return 0;
+}
+
+/* The daemon on the listening socket fd: HTTPS when h->tls holds a
+ * certificate, else plain HTTP. NULL when it cannot start. */
+static struct MHD_Daemon *start_daemon(struct http *h, int fd)
+{
+        unsigned int flags = MHD_USE_POLL_INTERNAL_THREAD |
+                             MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG;
+        struct MHD_OptionItem tls[] = {
+                { MHD_OPTION_HTTPS_MEM_CERT, 0, h->tls.cert },
+                { MHD_OPTION_HTTPS_MEM_KEY, 0, h->tls.key },
+                { MHD_OPTION_HTTPS_PRIORITIES, 0,
+                  (void *)(uintptr_t)HTTP_TLS_PRIORITIES },
+                { MHD_OPTION_END, 0, NULL },
+        };
+
+        if (h->tls.cert)
+                flags |= MHD_USE_TLS;
+        else
+                tls[0].option = MHD_OPTION_END;
+        return MHD_start_daemon(
+            flags, 0, NULL, NULL, on_request, h, MHD_OPTION_LISTEN_SOCKET, fd,
+            MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
+            MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+            MHD_OPTION_CONNECTION_LIMIT, (unsigned int)HTTP_CONN_LIMIT,
+            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)HTTP_CONN_TIMEOUT,
+            MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
 }
 
 struct http *http_new(const struct http_opts *o, char *errstr,
@@ -517,15 +546,9 @@ struct http *http_new(const struct http_opts *o, char *errstr,
                 why = errno;
                 goto fail;
         }
-        h->mhd = MHD_start_daemon(
-            MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-                MHD_USE_ERROR_LOG,
-            0, NULL, NULL, on_request, h, MHD_OPTION_LISTEN_SOCKET, fd,
-            MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
-            MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-            MHD_OPTION_CONNECTION_LIMIT, (unsigned int)HTTP_CONN_LIMIT,
-            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)HTTP_CONN_TIMEOUT,
-            MHD_OPTION_END);
+        h->mhd = start_daemon(h, fd);
+        /* parsed into GnuTLS's credentials by now (http/tls.c) */
+        http_tls_wipe_key(&h->tls);
         if (!h->mhd) {
                 why = errno && errno != EINVAL ? errno : EIO;
                 close(fd);
@@ -533,7 +556,8 @@ struct http *http_new(const struct http_opts *o, char *errstr,
                          "http: cannot start the server on %s", h->addr);
                 goto fail;
         }
-        log_info(&lc, "http: listening on %s", h->addr);
+        log_info(&lc, "http: listening on %s (%s)", h->addr,
+                 h->tls.cert ? "HTTPS only, TLS 1.2 and 1.3" : "plain HTTP");
         if (o->webhooks != HTTP_WEBHOOKS_OFF && !h->webhooks)
                 log_info(&lc, "http: webhooks are off (no webhook.secret): "
                               "POST /webhooks/gateway answers 404");
@@ -559,5 +583,6 @@ void http_destroy(struct http *h)
         store_destroy(h->ready_st);
         pthread_mutex_destroy(&h->ready_mu);
         gateway_webhook_secrets_clear(&h->secrets);
+        http_tls_free(&h->tls);
         free(h);
 }

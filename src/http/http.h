@@ -13,6 +13,9 @@
  *   GET  /readyz            200 while the database answers (and, in a
  *                           consuming process, the consumer has joined)
  *
+ * With http.tls_cert_file and http.tls_key_file the server speaks HTTPS
+ * only (TLS 1.2 and 1.3, http/tls.c); without, plain HTTP.
+ *
  * Another path is 404, another method 405. A body over 64 KiB is 413,
  * refused unread when its Content-Length says so, cut off as soon as a
  * chunked one grows past it.
@@ -52,7 +55,9 @@ enum http_webhooks {
 /* The options, filled by cmd/ (http.*, webhook.*, metrics.*). Strings and
  * metrics are borrowed for the server's life. */
 struct http_opts {
-        const char *listen;      /* "host:port", port 0: any free one */
+        const char *listen; /* "host:port", port 0: any free one */
+        /* http.tls_cert_file, http.tls_key_file: both "": plain HTTP */
+        const char *tls_cert_file, *tls_key_file;
         const char *conninfo;    /* db.conninfo */
         const char *secret;      /* webhook.secret ("" none) */
         const char *secret_file; /* webhook.secret_file ("" none) */
@@ -68,7 +73,8 @@ struct http_opts {
 
 /*
  * Checks o as http_new would (http.listen's syntax, the secrets, reading
- * webhook.secret_file) without binding anything: 0, or -1 with the
+ * webhook.secret_file, the TLS certificate and key) without binding
+ * anything: 0, or -1 with the
  * reason naming the key. So a command judges its whole configuration
  * before it starts anything. Any thread.
  */

@@ -1,7 +1,8 @@
 /*
  * http_int: what the files of src/http share (not for other modules).
  * http.c: the server and the small routes; hook.c: the webhook route and
- * its pool of database connections; run.c: the gauge loop.
+ * its pool of database connections; run.c: the gauge loop; tls.c: the
+ * certificate and key of HTTPS.
  */
 #ifndef CO_HTTP_INT_H
 #define CO_HTTP_INT_H
@@ -19,7 +20,19 @@
 #define HTTP_DB_CONNECT_S    2
 #define HTTP_DB_STATEMENT_MS 1500
 
+/* The TLS versions and ciphers served (GnuTLS priority string): GnuTLS's
+ * NORMAL set (no RC4, 3DES, export or anonymous ciphers) with the
+ * protocol versions cut to TLS 1.3 and 1.2. */
+#define HTTP_TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
+
 struct store;
+
+/* HTTPS's certificate chain and key, as read (PEM, NUL-terminated), or
+ * both NULL: plain HTTP. */
+struct http_tls {
+        char *cert, *key;
+        size_t cert_len, key_len;
+};
 
 /* The webhook route's database connections, one per request at a time. */
 struct http_pool {
@@ -36,6 +49,7 @@ struct http {
         int port;
         char addr[80]; /* "host:port" as bound, for the log */
         bool webhooks; /* the route is served */
+        struct http_tls tls;
         struct gateway_webhook_secrets secrets;
         struct http_pool pool;
         /* /readyz: one probe at a time on a connection of its own */
@@ -54,6 +68,22 @@ struct http_req {
 /* Queues status with a text/plain body (copied). */
 enum MHD_Result http_answer(struct MHD_Connection *c, unsigned status,
                             const char *text);
+
+/* tls.c */
+/*
+ * Reads and judges http.tls_cert_file and http.tls_key_file (both set, or
+ * neither: t stays empty, 0). -1 with the reason naming the key: one set
+ * without the other, a file unreadable, empty or over 1 MiB, not PEM, an
+ * encrypted key, a key that is not the certificate's. On success t owns
+ * the contents (http_tls_free). Any thread.
+ */
+int http_tls_load(struct http_tls *t, const char *cert_file,
+                  const char *key_file, char *errstr,
+                  size_t errstr_size) CO_MUST_CHECK;
+/* Zeroes the key's bytes (once libmicrohttpd has parsed them). */
+void http_tls_wipe_key(struct http_tls *t);
+/* Wipes the key and frees both. */
+void http_tls_free(struct http_tls *t);
 
 /* hook.c */
 int http_pool_init(struct http_pool *p, int n);

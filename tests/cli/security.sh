@@ -3,7 +3,9 @@
 # key, a production-ready configuration starts; development starts with
 # one warning line; -X secrets are hidden from ps; secrets come from
 # <key>_file (also Kafka's); the process is non-dumpable with
-# RLIMIT_CORE 0 unless CHARGEONCE_ALLOW_CORE=1 (development only).
+# RLIMIT_CORE 0 unless CHARGEONCE_ALLOW_CORE=1 (development only);
+# plain HTTP beyond loopback is refused in production; a bad
+# http.tls_cert_file / http.tls_key_file pair is a configuration error.
 set -u
 bin=$1
 fails=0
@@ -81,6 +83,45 @@ check bad-mode 2 'security.mode: "prod" is not one of' -- "$bin" -X security.mod
 # with an http gateway, and is refused (before any connection) for sslmode
 check migrate-scope 2 "$refused db.conninfo" -- "${prod[@]}" -X gateway.url=http://x -X "db.conninfo_file=$tmp/ci" migrate
 check webhook-scope 2 "$refused db.conninfo" -- "${prod[@]}" -X kafka.security.protocol=plaintext -X "db.conninfo_file=$tmp/ci" webhook
+# plain HTTP beyond loopback: refused for the subcommands that serve HTTP
+# (before anything listens); TLS, loopback or off are fine; migrate does not
+# serve HTTP (it gets as far as its database, which is not there)
+check http-any 2 "$refused http.listen: 0.0.0.0:9108 serves plain HTTP" -- "${prod[@]}" -X http.listen=0.0.0.0:9108 --dump-config
+for sub in consume relay reconcile webhook; do
+	check "http-$sub" 2 "$refused http.listen" -- "${prod[@]}" -X "http.listen=[::]:9108" "$sub"
+done
+check http-tls 0 '' -- "${prod[@]}" -X http.listen=0.0.0.0:9108 -X http.tls_cert_file=/c.pem -X http.tls_key_file=/k.pem --dump-config
+check http-localhost 0 '' -- "${prod[@]}" -X http.listen=localhost:9108 --dump-config
+check http-off 0 '' -- "${prod[@]}" -X http.listen= --dump-config
+printf 'host=127.0.0.1 port=1 sslmode=verify-full' >"$tmp/ci-closed"
+out=$("${prod[@]}" -X http.listen=0.0.0.0:9108 -X "db.conninfo_file=$tmp/ci-closed" migrate 2>&1)
+rc=$?
+[ "$rc" = 1 ] && grep -q 'Connection refused' <<<"$out" && ! grep -q http.listen <<<"$out" && pass || fail "migrate-http-scope: rc=$rc $out"
+
+# http.tls_cert_file / http.tls_key_file: each bad pair is a configuration
+# error (exit 2) naming the key, before anything listens or connects
+if command -v openssl >/dev/null; then
+	"$(dirname "$0")/../harness/tls-ca.sh" "$tmp/pki"
+	p=$tmp/pki
+	# bounded: a check that is not refused would serve until killed
+	hook=(timeout 10 env "CHARGEONCE_WEBHOOK_SECRET=$wh32" "$bin" -X http.listen=127.0.0.1:0 -X "db.conninfo_file=$tmp/ci-closed")
+	check tls-cert-only 2 'http.tls_cert_file and http.tls_key_file: set both' -- "${hook[@]}" -X "http.tls_cert_file=$p/right.crt" webhook
+	check tls-key-only 2 'only http.tls_key_file is set' -- "${hook[@]}" -X "http.tls_key_file=$p/right.key" consume
+	check tls-no-cert 2 'http.tls_cert_file: cannot open' -- "${hook[@]}" -X "http.tls_cert_file=$p/none.crt" -X "http.tls_key_file=$p/right.key" webhook
+	check tls-no-key 2 'http.tls_key_file: cannot open' -- "${hook[@]}" -X "http.tls_cert_file=$p/right.crt" -X "http.tls_key_file=$p/none.key" webhook
+	check tls-cert-not-pem 2 'http.tls_cert_file: .* holds no PEM certificate' -- "${hook[@]}" -X "http.tls_cert_file=$p/right.key" -X "http.tls_key_file=$p/right.key" webhook
+	check tls-key-not-pem 2 'http.tls_key_file: .* holds no unencrypted PEM private key' -- "${hook[@]}" -X "http.tls_cert_file=$p/right.crt" -X "http.tls_key_file=$p/right.crt" relay
+	check tls-mismatch 2 'http.tls_key_file: .*/wrong.key is not the key of the certificate' -- "${hook[@]}" -X "http.tls_cert_file=$p/right.crt" -X "http.tls_key_file=$p/wrong.key" webhook
+	: >"$tmp/empty"
+	check tls-empty 2 'http.tls_key_file: .* is empty' -- "${hook[@]}" -X "http.tls_cert_file=$p/right.crt" -X "http.tls_key_file=$tmp/empty" webhook
+	openssl pkey -in "$p/right.key" -aes256 -passout pass:hunter2hunter2 -out "$tmp/enc.key" 2>/dev/null
+	check tls-encrypted 2 'http.tls_key_file: .* holds no unencrypted PEM private key' -- "${hook[@]}" -X "http.tls_cert_file=$p/right.crt" -X "http.tls_key_file=$tmp/enc.key" webhook
+	out=$("${hook[@]}" -X "http.tls_cert_file=$p/right.crt" -X "http.tls_key_file=$p/right.crt" webhook 2>&1)
+	grep -q 'BEGIN\|PRIVATE' <<<"$out" && fail "a TLS refusal shows PEM: $out" || pass
+else
+	echo "SKIP the http.tls_* checks: no openssl"
+fi
+
 # no refusal repeats a secret
 out=$("${prod[@]}" -X "provider_key.secret=$s32" --dump-config 2>&1)
 grep -q "$s32" <<<"$out" && fail "a refusal shows the secret" || pass

@@ -99,6 +99,42 @@ static const struct tcase cases[] = {
           .set   = { "kafka.security.protocol=plaintext" },
           .scope = SECURITY_DB,
           .want  = NULL },
+        { .name = "http on every address",
+          .set  = { "http.listen=0.0.0.0:9108" },
+          .want = "http.listen" },
+        { .name = "http on every v6 address",
+          .set  = { "http.listen=[::]:9108" },
+          .want = "http.listen" },
+        { .name = "http on a private address",
+          .set  = { "http.listen=10.1.2.3:9108" },
+          .want = "http.listen" },
+        { .name = "http on a host name (not resolved)",
+          .set  = { "http.listen=metrics.internal:9108" },
+          .want = "http.listen" },
+        { .name = "http on localhost.<domain> is not loopback",
+          .set  = { "http.listen=localhost.example:9108" },
+          .want = "http.listen" },
+        { .name = "http on 128.0.0.1",
+          .set  = { "http.listen=128.0.0.1:9108" },
+          .want = "http.listen" },
+        { .name = "http on 127.0.0.2", .set = { "http.listen=127.0.0.2:0" } },
+        { .name = "http on localhost",
+          .set  = { "http.listen=LocalHost:9108" } },
+        { .name = "http on ::1", .set = { "http.listen=[::1]:9108" } },
+        { .name = "http on v4-mapped loopback",
+          .set  = { "http.listen=[::ffff:127.0.0.1]:9108" } },
+        { .name = "http on ::2",
+          .set  = { "http.listen=[::2]:9108" },
+          .want = "http.listen" },
+        { .name = "http off", .set = { "http.listen=" } },
+        { .name = "https on every address",
+          .set  = { "http.listen=0.0.0.0:9108", "http.tls_cert_file=/c.pem",
+                    "http.tls_key_file=/k.pem" } },
+        { .name = "half a pair: the engine names both keys",
+          .set  = { "http.listen=0.0.0.0:9108", "http.tls_key_file=/k.pem" } },
+        { .name  = "http not in scope",
+          .set   = { "http.listen=0.0.0.0:9108" },
+          .scope = SECURITY_DB | SECURITY_GATEWAY | SECURITY_KAFKA },
         { .name = "short provider key",
           .set  = { "provider_key.secret=0123456789abcdef0123456789abcde" },
           .want = "provider_key.secret" },
@@ -216,6 +252,20 @@ static void test_scope(void **state)
         assert_int_equal(cmd_security_scope("webhook") & SECURITY_GATEWAY, 0);
         assert_true(cmd_security_scope("review") & SECURITY_GATEWAY);
         assert_true(cmd_security_scope("relay") & SECURITY_KAFKA);
+        /* the subcommands that serve HTTP, and only those */
+        {
+                static const char *const serve[]  = { "consume", "relay",
+                                                      "reconcile", "webhook" };
+                static const char *const others[] = { "migrate", "replay",
+                                                      "inspect", "audit",
+                                                      "review",  "gc" };
+                for (size_t i = 0; i < 4; i++)
+                        assert_true(cmd_security_scope(serve[i]) &
+                                    SECURITY_HTTP);
+                for (size_t i = 0; i < 6; i++)
+                        assert_int_equal(
+                            cmd_security_scope(others[i]) & SECURITY_HTTP, 0);
+        }
 }
 
 int main(void)

@@ -5,6 +5,8 @@
  * signed here with util/crypto (checked once against a vector computed by
  * Python's hmac, so the signer is not our verifier agreeing with itself).
  *
+ * https: the same server with http.tls_cert_file / http.tls_key_file.
+ *
  * Cases that need a payment applied by a webhook end to end are in
  * tests/http (replay) and, with the simulator, left to the e2e run.
  */
@@ -27,8 +29,17 @@
 
 /* ---- requests ---- */
 
+/* Where req() goes: plain HTTP, or HTTPS trusting only the CA file ca. */
+static struct {
+        const char *scheme;
+        const char *ca;
+        bool tls11; /* offer TLS 1.1 only (the client's own floor lowered) */
+} client = { "http", NULL, false };
+
 struct answer {
-        long status;
+        long status; /* -1: no HTTP answer (see curl, err) */
+        CURLcode curl;
+        char err[CURL_ERROR_SIZE];
         char body[256 * 1024];
         size_t len;
         char ctype[128];
@@ -58,8 +69,19 @@ static void req(int port, const char *method, const char *path,
         char url[256], *ct = NULL;
 
         memset(a, 0, sizeof(*a));
-        snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
+        snprintf(url, sizeof(url), "%s://127.0.0.1:%d%s", client.scheme, port,
+                 path);
         curl_easy_setopt(c, CURLOPT_URL, url);
+        curl_easy_setopt(c, CURLOPT_ERRORBUFFER, a->err);
+        if (client.ca)
+                curl_easy_setopt(c, CURLOPT_CAINFO, client.ca);
+        if (client.tls11) {
+                curl_easy_setopt(c, CURLOPT_SSLVERSION,
+                                 (long)(CURL_SSLVERSION_TLSv1_1 |
+                                        CURL_SSLVERSION_MAX_TLSv1_1));
+                curl_easy_setopt(c, CURLOPT_SSL_CIPHER_LIST,
+                                 "DEFAULT:@SECLEVEL=0");
+        }
         curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
         curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
         curl_easy_setopt(c, CURLOPT_WRITEDATA, a);
@@ -76,7 +98,8 @@ static void req(int port, const char *method, const char *path,
                                          (curl_off_t)len);
         }
         curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-        a->status = curl_easy_perform(c) == CURLE_OK ? 0 : -1;
+        a->curl   = curl_easy_perform(c);
+        a->status = a->curl == CURLE_OK ? 0 : -1;
         if (a->status == 0)
                 curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &a->status);
         curl_easy_getinfo(c, CURLINFO_TOTAL_TIME, &a->seconds);
@@ -636,6 +659,140 @@ static void sim_webhooks(void)
         sim_stop(&s);
 }
 
+/* A payment processing (its worker holds the lease) that a charge.succeeded
+ * webhook for 1250 EUR settles. */
+static void processing_payment(const char *id)
+{
+        SC_CHECK(sc_sql(scenario(),
+                        "WITH p AS (INSERT INTO payments (payment_id,"
+                        " tenant_id, idem_key, order_id, customer_id, amount,"
+                        " currency, payment_method, status, provider_key,"
+                        " lease_owner, lease_expires_at, intent_event_id)"
+                        " VALUES ('%s', 'tls-shop', 'tls-key', 'o-tls', 'c',"
+                        " 1250, 'EUR', 'pm_tok', 'processing', 'pk-tls',"
+                        " 'elsewhere', now() + interval '1 hour', 'ev-tls')"
+                        " RETURNING 1),"
+                        " k AS (INSERT INTO idempotency_keys (tenant_id,"
+                        " idem_key, request_hash, payment_id, expires_at)"
+                        " VALUES ('tls-shop', 'tls-key', sha256('t'::bytea),"
+                        " '%s', now() + interval '1 day') RETURNING 1),"
+                        " i AS (INSERT INTO inbox (event_id, tenant_id,"
+                        " idem_key, disposition) VALUES ('ev-tls', 'tls-shop',"
+                        " 'tls-key', 'new') RETURNING 1)"
+                        " SELECT 1 FROM p, k, i",
+                        id, id),
+                 "processing payment");
+}
+
+/*
+ * `chargeonce webhook` with http.tls_cert_file / http.tls_key_file from
+ * the tests' PKI (tests/harness/tls-ca.sh, the `right` set: 127.0.0.1 and
+ * localhost, signed by CA A): over HTTPS trusting CA A only, a signed
+ * webhook is applied once (its copy a duplicate) and /healthz, /metrics
+ * answer; a plain HTTP request to that port gets no HTTP answer; a client
+ * trusting only CA B is refused with curl's certificate error; a client
+ * offering TLS 1.1 only is refused by the server.
+ */
+static void https(void)
+{
+        static const char pay[] = "5b0c6f0e-2d6a-4f43-9a1e-7c3b2a1d0e9f";
+        struct scenario *sc     = scenario();
+        const char *src         = getenv("CHARGEONCE_SOURCE_DIR");
+        const char *body        = event_body(pay);
+        char sfile[600], pki[600], cmd[1400], ca[700], other[700];
+        static char x[3][720];
+        const char *xs[] = { x[0], x[1], x[2], NULL };
+        char ts[32], sig[128];
+        struct answer a;
+        struct co c;
+        long w;
+        int port;
+
+        SC_CHECK(src, "CHARGEONCE_SOURCE_DIR unset");
+        /* the PKI beside the secret files, outside the logs' folder */
+        sc_secret_file(sc, "webhook_secret", SECRET, sfile, sizeof(sfile));
+        snprintf(pki, sizeof(pki), "%.300s/pki", sc->secrets);
+        snprintf(cmd, sizeof(cmd), "'%s/tests/harness/tls-ca.sh' '%s'", src,
+                 pki);
+        SC_CHECK(system(cmd) == 0, "%s failed", cmd);
+        snprintf(ca, sizeof(ca), "%s/ca.crt", pki);
+        snprintf(other, sizeof(other), "%s/other-ca.crt", pki);
+        snprintf(x[0], sizeof(x[0]), "webhook.secret_file=%s", sfile);
+        snprintf(x[1], sizeof(x[1]), "http.tls_cert_file=%s/right.crt", pki);
+        snprintf(x[2], sizeof(x[2]), "http.tls_key_file=%s/right.key", pki);
+        processing_payment(pay);
+        co_start(sc, &c, "webhook", NULL, xs, NULL);
+        port = wait_port(&c);
+
+        client.scheme = "https";
+        client.ca     = ca;
+        get(port, "/healthz", &a);
+        SC_CHECK(a.status == 200 && !strcmp(a.body, "ok\n"),
+                 "/healthz over HTTPS: %ld %s (curl %d: %s)", a.status, a.body,
+                 (int)a.curl, a.err);
+        get(port, "/metrics", &a);
+        SC_CHECK(a.status == 200 &&
+                     strstr(a.body, "# TYPE chargeonce_webhooks_total "),
+                 "/metrics over HTTPS: %ld (curl %d: %s)", a.status,
+                 (int)a.curl, a.err);
+        now_ts(ts, sizeof(ts), 0);
+        sign(SECRET, "msg_tls", ts, body, strlen(body), sig, sizeof(sig));
+        post_hook(port, "msg_tls", ts, sig, body, &a);
+        SC_CHECK(a.status == 200 && strstr(a.body, "applied"),
+                 "webhook over HTTPS: %ld %s (curl %d: %s)", a.status, a.body,
+                 (int)a.curl, a.err);
+        post_hook(port, "msg_tls", ts, sig, body, &a);
+        SC_CHECK(a.status == 200 && strstr(a.body, "duplicate"),
+                 "its copy over HTTPS: %ld %s", a.status, a.body);
+        SC_CHECK(sc_sql_long(sc,
+                             "SELECT count(*) FROM payments WHERE "
+                             "payment_id = '%s' AND status = 'succeeded'",
+                             pay) == 1,
+                 "the payment is not succeeded");
+        SC_CHECK(sc_sql_long(sc, "SELECT count(*) FROM webhook_events"
+                                 " WHERE result = 'applied'") == 1,
+                 "applied webhook_events rows");
+        SC_CHECK(metric(port, "chargeonce_webhooks_total{result="
+                              "\"applied\"} ") == 1,
+                 "applied counted once");
+        w = written();
+
+        /* plain HTTP to the HTTPS port: no HTTP answer, nothing written */
+        client.scheme = "http";
+        client.ca     = NULL;
+        get(port, "/healthz", &a);
+        SC_CHECK(a.status == -1, "plain HTTP /healthz answered %ld %s",
+                 a.status, a.body);
+        sign(SECRET, "msg_plain", ts, body, strlen(body), sig, sizeof(sig));
+        post_hook(port, "msg_plain", ts, sig, body, &a);
+        SC_CHECK(a.status == -1, "plain HTTP webhook answered %ld %s", a.status,
+                 a.body);
+        fprintf(stderr, "https: plain HTTP gets curl %d: %s\n", (int)a.curl,
+                a.err);
+
+        /* a client that trusts another CA: curl's certificate error */
+        client.scheme = "https";
+        client.ca     = other;
+        get(port, "/healthz", &a);
+        SC_CHECK(a.status == -1 && a.curl == CURLE_PEER_FAILED_VERIFICATION &&
+                     strstr(a.err, "certificate"),
+                 "untrusted CA: %ld, curl %d: %s", a.status, (int)a.curl,
+                 a.err);
+        /* TLS 1.1 (which this client would speak): the server refuses */
+        client.ca    = ca;
+        client.tls11 = true;
+        get(port, "/healthz", &a);
+        client.tls11 = false;
+        SC_CHECK(a.status == -1 && a.curl == CURLE_SSL_CONNECT_ERROR &&
+                     !strstr(a.err, "no protocols"),
+                 "TLS 1.1: %ld, curl %d: %s", a.status, (int)a.curl, a.err);
+        SC_CHECK(written() == w, "a refused request wrote something");
+        client.scheme = "http";
+        client.ca     = NULL;
+        SC_CHECK(co_stop(&c, SIGTERM, 10000) == 0,
+                 "chargeonce webhook (HTTPS) did not exit 0 on SIGTERM");
+}
+
 static int setup(void)
 {
         if (!testenv_have_services())
@@ -666,6 +823,7 @@ int main(int argc, char **argv)
                 { "readyz_consumer", readyz_consumer, NULL, NULL },
                 { "readyz_db", readyz_db, NULL, NULL },
                 { "sim_webhooks", sim_webhooks, NULL, NULL },
+                { "https", https, NULL, NULL },
         };
         static const struct test_suite suite = {
                 .name     = "test_http",
