@@ -7,7 +7,7 @@ set -euo pipefail
 PKGS=(
 	build-essential cmake pkg-config git ca-certificates curl
 	librdkafka-dev libpq-dev libjansson-dev libssl-dev
-	libcurl4-openssl-dev libmicrohttpd-dev libcmocka-dev
+	libcurl4-openssl-dev libmicrohttpd-dev libgnutls28-dev libcmocka-dev
 	kcat postgresql postgresql-contrib
 	openjdk-17-jre-headless maven
 	clang-format valgrind python3 python3-jsonschema gnuplot-nox
