@@ -6,6 +6,7 @@
 #include "cmd/security.h"
 #include "gateway/webhook.h"
 #include "util/crypto.h"
+#include "util/file.h"
 #include "util/log.h"
 
 #include <libpq-fe.h>
@@ -306,16 +307,15 @@ static void webhook_lengths(const struct settings *st, struct security_facts *f)
         size_t n      = 0;
 
         if (!*s && *st->webhook_secret_file) {
-                FILE *fp = fopen(st->webhook_secret_file, "r");
-                if (!fp)
+                char *buf =
+                    file_read_secret(st->webhook_secret_file, sizeof(spec) - 1,
+                                     &n, err, sizeof(err));
+                if (!buf)
                         return;
-                setvbuf(fp, NULL, _IONBF, 0);
-                n = fread(spec, 1, sizeof(spec) - 1, fp);
-                fclose(fp);
-                while (n > 0 && (spec[n - 1] == '\n' || spec[n - 1] == '\r'))
-                        n--;
-                spec[n] = '\0';
-                s       = spec;
+                memcpy(spec, buf, n + 1);
+                crypto_wipe(buf, n);
+                free(buf);
+                s = spec;
         }
         if (*s &&
             gateway_webhook_secrets_parse(s, &ws, err, sizeof(err)) == 0) {

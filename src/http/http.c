@@ -17,6 +17,8 @@
 #include "flow/flow.h"
 #include "store/gauges.h"
 #include "store/store.h"
+#include "util/crypto.h"
+#include "util/file.h"
 #include "util/log.h"
 #include "util/metrics.h"
 #include "util/xalloc.h"
@@ -383,28 +385,17 @@ static int bind_listen(struct http *h, char *errstr, size_t errstr_size)
 static int read_secret_file(const char *path, char *spec, size_t specsz,
                             char *errstr, size_t errstr_size)
 {
-        FILE *f = fopen(path, "r");
+        char why[512];
         size_t n;
+        char *buf = file_read_secret(path, specsz - 1, &n, why, sizeof(why));
 
-        if (!f) {
-                snprintf(errstr, errstr_size,
-                         "webhook.secret_file: cannot open %s: %s", path,
-                         strerror(errno));
+        if (!buf) {
+                snprintf(errstr, errstr_size, "webhook.secret_file: %s", why);
                 return -1;
         }
-        n = fread(spec, 1, specsz - 1, f);
-        if (!feof(f) || ferror(f)) {
-                fclose(f);
-                snprintf(errstr, errstr_size,
-                         "webhook.secret_file: cannot read %s (or larger "
-                         "than %zu bytes)",
-                         path, specsz - 1);
-                return -1;
-        }
-        fclose(f);
-        while (n > 0 && (spec[n - 1] == '\n' || spec[n - 1] == '\r'))
-                n--;
-        spec[n] = '\0';
+        memcpy(spec, buf, n + 1);
+        crypto_wipe(buf, n);
+        free(buf);
         return 0;
 }
 
@@ -448,7 +439,7 @@ static int load_secrets(struct http *h, char *errstr, size_t errstr_size)
         h->webhooks = true;
         rc          = 0;
 done:
-        memset(spec, 0, sizeof(spec));
+        crypto_wipe(spec, sizeof(spec));
         return rc;
 }
 

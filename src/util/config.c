@@ -8,6 +8,7 @@
  */
 #include "util/config.h"
 #include "util/crypto.h"
+#include "util/file.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
@@ -330,33 +331,16 @@ static void kafka_set(struct config *cfg, const char *prop, const char *value)
 static int read_secret_file(const char *key, const char *path, char **out,
                             char *errstr, size_t errstr_size)
 {
-        FILE *f = fopen(path, "r");
-        char buf[8192];
+        char why[512];
         size_t n;
+        /* read(2) into its own buffer: no stdio buffer keeps a copy */
+        char *buf = file_read_secret(path, 8191, &n, why, sizeof(why));
 
-        if (!f) {
-                snprintf(errstr, errstr_size, "%s_file: cannot open %s: %s",
-                         key, path, strerror(errno));
+        if (!buf) {
+                snprintf(errstr, errstr_size, "%s_file: %s", key, why);
                 return -1;
         }
-        /* no stdio buffer: it would keep a copy of the secret in freed
-         * memory */
-        setvbuf(f, NULL, _IONBF, 0);
-        n = fread(buf, 1, sizeof(buf) - 1, f);
-        if (!feof(f)) {
-                fclose(f);
-                crypto_wipe(buf, sizeof(buf));
-                snprintf(errstr, errstr_size,
-                         "%s_file: %s is larger than %zu bytes", key, path,
-                         sizeof(buf) - 1);
-                return -1;
-        }
-        fclose(f);
-        while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
-                n--;
-        buf[n] = '\0';
-        *out   = xstrdup(buf);
-        crypto_wipe(buf, sizeof(buf));
+        *out = buf;
         return 0;
 }
 

@@ -63,3 +63,14 @@ fail:
         free(buf);
         return NULL;
 }
+
+char *file_read_secret(const char *path, size_t max, size_t *len, char *errstr,
+                       size_t errstr_size)
+{
+        char *buf = file_read(path, max, len, errstr, errstr_size);
+
+        while (buf && *len > 0 &&
+               (buf[*len - 1] == '\n' || buf[*len - 1] == '\r'))
+                buf[--*len] = '\0';
+        return buf;
+}

@@ -21,4 +21,9 @@
 char *file_read(const char *path, size_t max, size_t *len, char *errstr,
                 size_t errstr_size) CO_MUST_CHECK;
 
+/* file_read() of a file holding a secret as text: trailing new lines
+ * ("\n", "\r") cut (zeroed), *len the length left. */
+char *file_read_secret(const char *path, size_t max, size_t *len, char *errstr,
+                       size_t errstr_size) CO_MUST_CHECK;
+
 #endif
