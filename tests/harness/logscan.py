@@ -56,6 +56,13 @@ IINS = [
 # dash; the start must not continue a word, a number or a fraction (the
 # digits after a decimal point: a float printed with 17 digits).
 CANDIDATE = re.compile(rb"(?<![0-9A-Za-z._])[0-9](?:[ -]?[0-9]){12,}")
+# A UUID (8-4-4-4-12 hex digits) is never a card number, but its first
+# groups can be all digits and make one by chance
+# (52831628-4040-4201-8e33-...: 16 digits of a Mastercard range, Luhn-valid):
+# UUIDs are blanked before the card search.
+UUID = re.compile(rb"(?<![0-9A-Za-z])[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-"
+                  rb"[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"
+                  rb"(?![0-9A-Za-z])")
 EMAIL = re.compile(
     rb"(?<![A-Za-z0-9._%+-])[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@"
     rb"(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}"
@@ -141,8 +148,9 @@ class Scanner:
     def scan_bytes(self, data):
         """[(offset, rule, masked value)] of every hit in data, in order."""
         hits = []
-        for m in CANDIDATE.finditer(data):
-            nxt = data[m.end():m.end() + 2]
+        digits_data = UUID.sub(lambda u: b"u" * len(u.group()), data)
+        for m in CANDIDATE.finditer(digits_data):
+            nxt = digits_data[m.end():m.end() + 2]
             # a letter (or `_`, or `-` and a letter) right after the digits:
             # they end a word such as a hex string, not a number
             glued = nxt[:1].isalpha() or nxt[:1] == b"_" or (

@@ -120,6 +120,15 @@ class NoFalseHits(unittest.TestCase):
         self.assertEqual(hits(text), [])
         # all-digit groups, as a v4 UUID may have
         self.assertEqual(hits("41111111-1111-4111-8111-111111111111"), [])
+        # a payment id seen in a real run: its first three groups are 16
+        # digits of a Mastercard range and pass the Luhn check
+        self.assertEqual(
+            hits('"payment_id":"52831628-4040-4201-8e33-20c9526f5034"'), [])
+        self.assertTrue(logscan.luhn("5283162840404201"))
+        # a card next to a UUID is still found
+        self.assertEqual(
+            hits("4111 1111 1111 1111 52831628-4040-4201-8e33-20c9526f5034"),
+            [("card (visa)", "************1111")])
 
     def test_hex(self):
         rng = random.Random(8)
