@@ -186,6 +186,10 @@ static void check_verdict(const struct gw_answer *a, const struct gw_verdict *v)
                    gateway_ident_valid(v->error_code, strlen(v->error_code),
                                        GW_ERROR_CODE_SIZE - 1));
         FUZZ_CHECK(clean_text(v->error_message));
+        FUZZ_CHECK(
+            !guard_has_card_number(v->error_message,
+                                   strlen(v->error_message)) &&
+            !guard_has_email(v->error_message, strlen(v->error_message)));
         FUZZ_CHECK(v->reason != NULL && v->reason[0] != '\0');
         FUZZ_CHECK(v->outcome >= GW_SUCCEEDED && v->outcome <= GW_NOT_FOUND);
         FUZZ_CHECK(v->retry_after_ms == -1 ||
