@@ -3,21 +3,8 @@
 # configuration errors that name the key, secrets never printed.
 set -u
 bin=$1
-fails=0
-passes=0
-check() { # check NAME WANT_RC [grep-pattern] -- command...
-	local name=$1 want=$2 pat=$3
-	shift 4
-	local out rc
-	out=$("$@" 2>&1)
-	rc=$?
-	if [ "$rc" != "$want" ] || { [ -n "$pat" ] && ! grep -qE -- "$pat" <<<"$out"; }; then
-		echo "FAIL $name: rc=$rc (want $want) output: $out"
-		fails=$((fails + 1))
-	else
-		passes=$((passes + 1))
-	fi
-}
+# shellcheck source=tests/cli/check.sh
+. "$(dirname "$0")/check.sh"
 check help 0 'migrate.*consume.*|COMMAND' -- "$bin" --help
 for c in migrate consume relay reconcile webhook; do
 	check "help lists $c" 0 "^  $c " -- "$bin" --help

@@ -8,8 +8,8 @@
 # http.tls_cert_file / http.tls_key_file pair is a configuration error.
 set -u
 bin=$1
-fails=0
-passes=0
+# shellcheck source=tests/cli/check.sh
+. "$(dirname "$0")/check.sh"
 tmp=$(mktemp -d)
 pids=()
 cleanup() {
@@ -17,19 +17,6 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-check() { # check NAME WANT_RC [grep-pattern] -- command...
-	local name=$1 want=$2 pat=$3
-	shift 4
-	local out rc
-	out=$("$@" 2>&1)
-	rc=$?
-	if [ "$rc" != "$want" ] || { [ -n "$pat" ] && ! grep -qE -- "$pat" <<<"$out"; }; then
-		echo "FAIL $name: rc=$rc (want $want) output: $out"
-		fails=$((fails + 1))
-	else
-		passes=$((passes + 1))
-	fi
-}
 pass() { passes=$((passes + 1)); }
 fail() {
 	echo "FAIL $*"

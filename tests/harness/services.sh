@@ -147,23 +147,21 @@ start_kafka_server() {
 	done
 }
 
-start_kafka() {
-	local dir=$1 jars port cport cid
-	jars=$("$top/scripts/kafka-jars.sh")
-	mkdir -p "$dir/kafka/data"
-	port=$(free_port)
-	cport=$(free_port)
-	while [ "$cport" = "$port" ]; do cport=$(free_port); done
+# kafka_config DIR CONTROLLER_PORT LISTENERS ADVERTISED PROTOCOL_MAP EXTRA:
+# DIR/kafka/server.properties (one node, broker and controller, data in
+# DIR/kafka/data; EXTRA: more property lines) and its log4j.properties.
+kafka_config() {
+	local dir=$1 cport=$2 listeners=$3 adv=$4 map=$5 extra=$6
 	cat >"$dir/kafka/server.properties" <<PROPS
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$cport
-listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
-advertised.listeners=PLAINTEXT://127.0.0.1:$port
+listeners=$listeners
+advertised.listeners=$adv
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
-log.dirs=$dir/kafka/data
+listener.security.protocol.map=$map
+${extra}log.dirs=$dir/kafka/data
 num.partitions=1
 default.replication.factor=1
 offsets.topic.replication.factor=1
@@ -185,8 +183,13 @@ log4j.logger.org.apache.kafka=INFO
 log4j.logger.kafka.request.logger=WARN
 log4j.logger.state.change.logger=WARN
 L4J
-	# A cluster id starting with '-' would be taken for an option by the
-	# storage tool's argument parser (1 start in 64 failed so): draw again.
+}
+
+# kafka_format DIR JARS: formats DIR/kafka/data for a new KRaft cluster.
+# A cluster id starting with '-' would be taken for an option by the
+# storage tool's argument parser (1 start in 64 failed so): draw again.
+kafka_format() {
+	local dir=$1 jars=$2 cid
 	cid=$(python3 -c 'import base64,uuid
 while True:
     c = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
@@ -199,6 +202,20 @@ while True:
 		cat "$dir/kafka/format.log" >&2
 		return 1
 	}
+}
+
+start_kafka() {
+	local dir=$1 jars port cport
+	jars=$("$top/scripts/kafka-jars.sh")
+	mkdir -p "$dir/kafka/data"
+	port=$(free_port)
+	cport=$(free_port)
+	while [ "$cport" = "$port" ]; do cport=$(free_port); done
+	kafka_config "$dir" "$cport" \
+		"PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport" \
+		"PLAINTEXT://127.0.0.1:$port" \
+		"PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT" ""
+	kafka_format "$dir" "$jars" || return 1
 	echo "$jars" >"$dir/kafka.jars"
 	start_kafka_server "$dir" "$jars"
 	cat >"$dir/kafka.env" <<ENV
@@ -267,22 +284,6 @@ HBA
 		"host=localhost port=$port user=postgres dbname=postgres sslmode=verify-full sslrootcert=$t/ca/ca.crt"
 }
 
-kafka_format() { # kafka_format DIR JARS: as in start_kafka
-	local dir=$1 jars=$2 cid
-	cid=$(python3 -c 'import base64,uuid
-while True:
-    c = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-    if not c.startswith("-"):
-        print(c)
-        break')
-	java -Xmx256m -Dlog4j.configuration="file:$dir/kafka/log4j.properties" \
-		-cp "$jars/*" kafka.tools.StorageTool format -t "$cid" \
-		-c "$dir/kafka/server.properties" >"$dir/kafka/format.log" 2>&1 || {
-		cat "$dir/kafka/format.log" >&2
-		return 1
-	}
-}
-
 start_kafka_tls() { # start_kafka_tls T: T is DIR/tls
 	local t=$1 jars port cport pr pw pu p l listeners adv ssl=
 	local -a ports
@@ -303,38 +304,10 @@ start_kafka_tls() { # start_kafka_tls T: T is DIR/tls
 listener.name.$l.ssl.keystore.location=$t/ca/$l.pem
 "
 	done
-	cat >"$t/kafka/server.properties" <<PROPS
-process.roles=broker,controller
-node.id=1
-controller.quorum.voters=1@127.0.0.1:$cport
-listeners=$listeners
-advertised.listeners=$adv
-controller.listener.names=CONTROLLER
-inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,RIGHT:SSL,WRONG:SSL,UNKNOWN:SSL
-${ssl}log.dirs=$t/kafka/data
-num.partitions=1
-default.replication.factor=1
-offsets.topic.replication.factor=1
-offsets.topic.num.partitions=1
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
-min.insync.replicas=1
-group.initial.rebalance.delay.ms=0
-auto.create.topics.enable=false
-log.segment.bytes=67108864
-PROPS
-	cat >"$t/kafka/log4j.properties" <<'L4J'
-log4j.rootLogger=INFO, stdout
-log4j.appender.stdout=org.apache.log4j.ConsoleAppender
-log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
-log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
-log4j.logger.kafka=INFO
-log4j.logger.org.apache.kafka=INFO
-log4j.logger.kafka.request.logger=WARN
-log4j.logger.state.change.logger=WARN
-L4J
-	kafka_format "$t" "$jars"
+	kafka_config "$t" "$cport" "$listeners" "$adv" \
+		"PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,RIGHT:SSL,WRONG:SSL,UNKNOWN:SSL" \
+		"$ssl"
+	kafka_format "$t" "$jars" || return 1
 	start_kafka_server "$t" "$jars"
 	cat >"$t/kafka.env" <<ENV
 export CHARGEONCE_TEST_TLS_KAFKA=127.0.0.1:$port
