@@ -24,7 +24,11 @@
  * $15 lease owner, $16 lease ms, $17 key retention ms.
  *
  * fresh:  items whose (tenant, event id) is not in the inbox (statement
- *         snapshot): the inbox is per tenant.
+ *         snapshot): the inbox is per tenant. One inbox_pkey probe per
+ *         item (LATERAL ... LIMIT 1): as NOT EXISTS the planner hashed a
+ *         sequential scan of the whole inbox into every claim once the
+ *         table had a few thousand rows (7 of 23 ms per batch of 100 at
+ *         11,000 rows, growing with the table).
  * rep:    the first fresh item of each (tenant, key): it alone may create.
  * k:      the key upsert. DO UPDATE (a no-op) rather than DO NOTHING so
  *         that an existing row is returned and locked, even one committed
@@ -49,9 +53,11 @@ static const struct store_stmt claim_stmt = {
         "  $12::text[], $13::int[], $14::bigint[]) i"
         "), fresh AS ("
         " SELECT i.*, decode(i.hash_hex, 'hex') AS request_hash FROM input i"
-        "  WHERE NOT EXISTS (SELECT 1 FROM inbox b"
+        "  LEFT JOIN LATERAL (SELECT true AS hit FROM inbox b"
         "                     WHERE b.tenant_id = i.tenant_id"
-        "                       AND b.event_id = i.event_id)"
+        "                       AND b.event_id = i.event_id LIMIT 1) b"
+        "   ON true"
+        "  WHERE b.hit IS NULL"
         "), rep AS ("
         " SELECT DISTINCT ON (tenant_id, idem_key) * FROM fresh"
         "  ORDER BY tenant_id, idem_key, ord"

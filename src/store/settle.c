@@ -20,7 +20,15 @@
  * payments moved (a broken invariant must fail, not half-commit).
  * 'already': the item's result event id is in the outbox, i.e. this very
  * settle committed before (a repeat after a lost connection).
- * cur: the payment as of the statement's snapshot, for fenced items.
+ * up reads payments through the primary key (the redundant = ANY ($1)
+ * says so to the planner; from the join alone it read every processing
+ * payment through the lease index, live and dead, and hashed them).
+ * cur: the payment as of the statement's snapshot, read (like the outbox
+ * lookup) only for the items the UPDATE did not move (NULL for the others:
+ * their outcome is ok). Both are LATERAL with LIMIT 1 so that the planner
+ * keeps them as one index probe per such item: as plain joins it hashed a
+ * sequential scan of payments and of outbox into every settle (measured:
+ * 16 of 38 ms per batch of 100 on an 11,000-row table).
  */
 static const struct store_stmt settle_stmt = {
         STORE_STMT_SETTLE, "co_settle_batch",
@@ -37,7 +45,8 @@ static const struct store_stmt settle_stmt = {
         "   lease_owner = NULL, lease_expires_at = NULL,"
         "   finished_at = now(), updated_at = now()"
         "  FROM input i"
-        "  WHERE p.payment_id = i.payment_id AND p.status = 'processing'"
+        "  WHERE p.payment_id = ANY ($1::uuid[])"
+        "    AND p.payment_id = i.payment_id AND p.status = 'processing'"
         "    AND p.lease_epoch = i.lease_epoch"
         " RETURNING p.payment_id, p.tenant_id, p.idem_key, p.amount,"
         "  p.currency, p.status, p.provider_charge_id, p.error_code,"
@@ -86,14 +95,18 @@ static const struct store_stmt settle_stmt = {
         ")"
         " SELECT i.ord,"
         "  CASE WHEN u.payment_id IS NOT NULL THEN 'ok'"
-        "       WHEN o.event_id IS NOT NULL THEN 'already'"
+        "       WHEN o.ok THEN 'already'"
         "       ELSE 'fenced' END,"
         "  cur.status, cur.lease_epoch, chk.ok"
         " FROM input i CROSS JOIN chk"
         " LEFT JOIN up u ON u.payment_id = i.payment_id"
-        " LEFT JOIN outbox o ON o.event_id = i.result_event_id"
-        "  AND o.payment_id = i.payment_id"
-        " LEFT JOIN payments cur ON cur.payment_id = i.payment_id"
+        " LEFT JOIN LATERAL (SELECT true AS ok FROM outbox o"
+        "   WHERE u.payment_id IS NULL AND o.payment_id = i.payment_id"
+        "     AND o.event_id = i.result_event_id LIMIT 1) o ON true"
+        " LEFT JOIN LATERAL (SELECT c.status, c.lease_epoch FROM payments c"
+        "   WHERE u.payment_id IS NULL AND c.payment_id = i.payment_id"
+        "   LIMIT 1) cur"
+        "  ON true"
         " ORDER BY i.ord",
         9
 };

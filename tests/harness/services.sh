@@ -81,6 +81,10 @@ synchronous_commit = on
 fsync = on
 log_min_messages = warning
 log_line_prefix = '%m [%p] '
+# per-statement counters for bench/capacity.sh (a few per cent of CPU at
+# most; production servers usually load it too)
+shared_preload_libraries = 'pg_stat_statements'
+pg_stat_statements.track = top
 CONF
 	port=$(free_port)
 	echo "$port" >"$dir/pg.port"

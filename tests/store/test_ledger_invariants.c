@@ -213,6 +213,17 @@ static void planted_violations(void)
               "payment_id = '%s'",
               c[11].payment_id);
 
+        /* 0012: two uniqueness rules kept by the audit, not an index */
+        PLANT("UPDATE payments SET provider_key = (SELECT provider_key FROM "
+              "payments WHERE payment_id = '%s') WHERE payment_id = '%s'",
+              c[1].payment_id, c[2].payment_id);
+        PLANT("INSERT INTO outbox (event_id, message_key, tenant_id, "
+              "idem_key, payment_id, intent_event_id, status, payload) "
+              "SELECT event_id, message_key, tenant_id, idem_key, "
+              "payment_id, intent_event_id, status, payload FROM outbox "
+              "WHERE payment_id = '%s'",
+              c[10].payment_id);
+
         PLANT("UPDATE idempotency_keys SET payment_id = gen_random_uuid() "
               "WHERE payment_id = '%s'",
               c[14].payment_id);
@@ -240,6 +251,9 @@ static void planted_violations(void)
         CHECK(has(v, nv, "payment_without_key", c[14].payment_id));
         CHECK(has(v, nv, "result_for_unknown_payment", NULL));
         CHECK(has(v, nv, "final_without_result", c[15].payment_id));
+        CHECK(has(v, nv, "provider_key_reused", c[1].payment_id));
+        CHECK(has(v, nv, "provider_key_reused", c[2].payment_id));
+        CHECK(has(v, nv, "result_event_id_reused", c[10].payment_id));
         for (size_t i = 0; i < nv; i++) {
                 CHECK(strcmp(v[i].payment_id, c[0].payment_id) != 0);
                 CHECK(strcmp(v[i].payment_id, c[12].payment_id) != 0);
