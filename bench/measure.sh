@@ -3,7 +3,8 @@
 # of tests/harness/with-services (which exports CHARGEONCE_TEST_PG and
 # CHARGEONCE_TEST_KAFKA). Writes OUT/results.jsonl (one JSON object per
 # run), OUT/pgbench.txt, OUT/sweep.dat, OUT/profile-*.txt. Sizes come from
-# the environment (defaults suit a 2-core machine: ~8-9 minutes in all).
+# the environment (defaults suit a 2-core machine: ~4-9 minutes in all, the
+# drain and naive rows about 1 minute of it).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)

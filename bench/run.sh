@@ -8,7 +8,7 @@
 # bench/results/ (report.md, the raw JSON lines, the pgbench and sweep
 # data, profiles and inflight.png) for docs/benchmarks.md.
 #
-# usage: bench/run.sh            (about 8-9 minutes on 2 cores)
+# usage: bench/run.sh            (about 4-9 minutes on 2 cores)
 # env:   BUILD_DIR (default <repo>/build-bench), RESULTS (default
 #        <repo>/bench/results), and the sizes of bench/measure.sh
 #        (N_INSTANT, N_SIM50, N_DRAIN, N_NAIVE, N_NAIVE_INSTANT,
