@@ -3,7 +3,8 @@
 # of tests/harness/with-services (which exports CHARGEONCE_TEST_PG and
 # CHARGEONCE_TEST_KAFKA). Writes OUT/results.jsonl (one JSON object per
 # run), OUT/pgbench.txt, OUT/sweep.dat, OUT/profile-*.txt. Sizes come from
-# the environment (defaults suit a 2-core machine: ~6-8 minutes in all).
+# the environment (defaults suit a 2-core machine: ~4-9 minutes in all, the
+# drain and naive rows about 1 minute of it).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -17,6 +18,10 @@ mkdir -p "$WORK"
 trap cleanup_all EXIT
 
 N_INSTANT=${N_INSTANT:-30000}
+N_DRAIN=${N_DRAIN:-30000}
+N_NAIVE=${N_NAIVE:-2000}
+N_NAIVE_INSTANT=${N_NAIVE_INSTANT:-1000}
+N_NAIVE_SIM50=${N_NAIVE_SIM50:-300}
 N_SIM50=${N_SIM50:-30000}
 N_BASELINE=${N_BASELINE:-60}
 N_REPLAY=${N_REPLAY:-100000}
@@ -78,6 +83,18 @@ tail -n +"$((start_line + 1))" "$pglog" | python3 "$here/stmt_summary.py" \
 log "simulator answering in 50 ms ($N_SIM50 intents, 1,000 in flight)"
 measure sim50 50 "$N_SIM50" 0 200 -X consumer.max_in_flight=1000
 max50=$(field "$(tail -n 1 "$WORK/results.jsonl")" intents_per_s)
+
+# ---- the backlog drain: what ops see after an outage ----
+log "backlog drain, chargeonce defaults ($N_DRAIN intents, 6 partitions)"
+drain drain chargeonce "$N_DRAIN" >/dev/null
+log "backlog drain, naive consumer ($N_NAIVE intents, 6 partitions)"
+drain naive_drain naive "$N_NAIVE" >/dev/null
+
+# ---- the naive consumer (bench/naive/), streaming like the rows above ----
+log "naive consumer, instant simulator ($N_NAIVE_INSTANT intents)"
+naive_measure naive_instant 0 "$N_NAIVE_INSTANT" 0 10 >/dev/null
+log "naive consumer, simulator answering in 50 ms ($N_NAIVE_SIM50 intents)"
+naive_measure naive_sim50 50 "$N_NAIVE_SIM50" 0 10 >/dev/null
 
 log "baseline: one intent at a time ($N_BASELINE intents)"
 measure baseline 0 "$N_BASELINE" 0 10 -X consumer.batch_size=1 \

@@ -49,16 +49,48 @@ p99o = g("latency_half", "p99_overhead_ms")
 rep = g("replay", "intents_per_s")
 ratio = inst / base if base else 0
 frac = inst / ceiling if ceiling else 0
+# the backlog drain and the naive consumer (bench/naive/) of the same run
+drn = g("drain", "intents_per_s")
+ndrn = g("naive_drain", "intents_per_s")
+ninst = g("naive_instant", "intents_per_s")
+ns50 = g("naive_sim50", "intents_per_s")
 
 
 def ok(b):
     return "met" if b else "NOT met"
 
 
+def x(a, b):
+    return a / b if b else 0
+
+
+def drained(tag):
+    """the drain row's figure: from the consumer's start, and from its
+    first result; and whether every intent had one result and one charge"""
+    r = runs.get(tag, {})
+    once = (r.get("ok") is True and r.get("duplicates") == 0 and
+            str(r.get("charges")) == str(r.get("n")))
+    return "%.1f intents/s (%d in %.1f s; %.1f/s from the first result)%s" % (
+        g(tag, "intents_per_s"), g(tag, "n"), g(tag, "seconds"),
+        g(tag, "intents_per_s_from_first_result"),
+        "" if once or not r else ", NOT each answered and charged once")
+
+
 rows = [
+    ("backlog drain: %d intents on %d partitions, then chargeonce "
+     "(defaults) started" % (g("drain", "n"), g("drain", "partitions", 6)),
+     drained("drain"), ""),
+    ("backlog drain, naive consumer (%d intents)" % g("naive_drain", "n"),
+     drained("naive_drain"), ""),
+    ("backlog drain / naive", "%.1f x" % x(drn, ndrn),
+     "target >= 30x: %s" % ok(x(drn, ndrn) >= 30)),
     ("end to end, instant simulator", "%.0f intents/s" % inst, ""),
+    ("naive consumer, instant simulator", "%.1f intents/s" % ninst, ""),
+    ("instant / naive", "%.1f x" % x(inst, ninst), ""),
     ("end to end, 50 ms simulator", "%.0f intents/s" % s50,
      "target >= 5,000: %s" % ok(s50 >= 5000)),
+    ("naive consumer, 50 ms simulator", "%.1f intents/s" % ns50, ""),
+    ("50 ms / naive", "%.1f x" % x(s50, ns50), ""),
     ("baseline (batch 1, 1 in flight, 1 connection), instant",
      "%.1f intents/s" % base, ""),
     ("baseline, 50 ms simulator", "%.1f intents/s" % g("baseline_sim50",
@@ -93,13 +125,20 @@ for p in pg:
 lines.append("")
 lines.append("every run (load = 1-minute load average when it ended):")
 lines.append("")
-lines.append("| run | intents | intents/s | p50 ms | p99 ms | VmHWM MB | load | ok |")
-lines.append("|---|---|---|---|---|---|---|---|")
+lines.append("| run | consumer | intents | intents/s | p50 ms | p99 ms | VmHWM MB | load | ok |")
+lines.append("|---|---|---|---|---|---|---|---|---|")
 for tag, r in runs.items():
-    lines.append("| %s | %s | %s | %s | %s | %.1f | %s | %s |" % (
-        tag, r.get("n", ""), r.get("intents_per_s", ""), r.get("p50_ms", ""),
+    lines.append("| %s | %s | %s | %s | %s | %s | %.1f | %s | %s |" % (
+        tag, r.get("who", "chargeonce"), r.get("n", ""),
+        r.get("intents_per_s", ""), r.get("p50_ms", ""),
         r.get("p99_ms", ""), float(r.get("vm_hwm_kb", 0) or 0) / 1024,
         r.get("load", ""), r.get("ok", "")))
+lines.append("")
+lines.append("backlog drain: N intents produced with no consumer running, "
+             "then the consumer started at T; intents/s = N / (last result "
+             "published - T), so it includes the consumer's start and group "
+             "join. The naive consumer: bench/naive/naive.py (one message "
+             "at a time, claim first, one commit per step).")
 lines.append("")
 nproc = subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip()
 lines.append("machine: %s cores (nproc), %s memory, %s; broker, PostgreSQL "

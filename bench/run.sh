@@ -8,10 +8,13 @@
 # bench/results/ (report.md, the raw JSON lines, the pgbench and sweep
 # data, profiles and inflight.png) for docs/benchmarks.md.
 #
-# usage: bench/run.sh            (about 6-8 minutes on 2 cores)
+# usage: bench/run.sh            (about 4-9 minutes on 2 cores)
 # env:   BUILD_DIR (default <repo>/build-bench), RESULTS (default
 #        <repo>/bench/results), and the sizes of bench/measure.sh
-#        (N_INSTANT, N_SIM50, N_BASELINE, N_REPLAY, LAT_SECONDS, SWEEP, ...)
+#        (N_INSTANT, N_SIM50, N_DRAIN, N_NAIVE, N_NAIVE_INSTANT,
+#        N_NAIVE_SIM50, N_BASELINE, N_REPLAY, LAT_SECONDS, SWEEP, ...)
+# The naive consumer (bench/naive/) runs on Debian's python3 with
+# python3-confluent-kafka and python3-psycopg2 (scripts/install-deps.sh).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build-bench}
@@ -43,7 +46,17 @@ for f in report.md results.jsonl pgbench.txt sweep.dat claim_settle.sql \
 	[ -f "$out/$f" ] && cp "$out/$f" "$results/$f"
 done
 if command -v gnuplot >/dev/null; then
-	gnuplot -e "data='$results/sweep.dat'; out='$results/inflight.png'" \
+	# the backlog drains (chargeonce, naive) as lines beside the sweep
+	drains=$(python3 -c '
+import json, sys
+r = {}
+for line in open(sys.argv[1]):
+    if line.strip():
+        d = json.loads(line)
+        r[d["tag"]] = float(d.get("intents_per_s", 0) or 0)
+print("drain=%.1f; naive=%.1f; naive_stream=%.1f" % (r.get("drain", 0),
+      r.get("naive_drain", 0), r.get("naive_instant", 0)))' "$out/results.jsonl")
+	gnuplot -e "data='$results/sweep.dat'; out='$results/inflight.png'; $drains" \
 		"$root/bench/inflight.gp"
 	echo "bench: plot in $results/inflight.png" >&2
 else

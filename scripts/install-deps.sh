@@ -12,6 +12,7 @@ PKGS=(
 	openjdk-17-jre-headless maven
 	clang-format valgrind python3 python3-jsonschema gnuplot-nox
 	python3-prometheus-client python3-yaml
+	python3-confluent-kafka python3-psycopg2
 	openssl systemd
 	clang-14 libclang-rt-14-dev
 )

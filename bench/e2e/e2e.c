@@ -19,6 +19,19 @@
  *       produces again the intents K..K+N-1 of run ID (the same event ids)
  *       and waits until group G has committed the end of every partition:
  *       prints the rate at which the replay was absorbed.
+ *   chargeonce-e2e produce --brokers B --intents T --run ID --n N
+ *                      [--offset K]
+ *       produces the intents K..K+N-1 of run ID as fast as it can and
+ *       exits (a backlog for drain).
+ *   chargeonce-e2e drain --brokers B --results R --run ID --n N
+ *                      --t0-us T [--offset K] [--timeout S]
+ *       reads the result topic from the beginning until the N intents
+ *       K..K+N-1 of run ID have a result. The time of a result is its
+ *       message timestamp (set when the consumer published it; the time it
+ *       was read when the broker gives none), so the reader may start late.
+ *       Prints one JSON line: seconds from T (wall-clock us when the
+ *       consumer was started) to the last result, intents/s over that, and
+ *       over the time from the first result to the last.
  *
  * Event ids are derived from (run, index), so a replay names the same
  * events. Only for benchmarks on loopback.
@@ -523,6 +536,99 @@ static int cmd_replay(struct load *L)
 }
 
 /* ------------------------------------------------------------------ */
+/* produce and drain: a backlog, then the consumer is started          */
+
+static int cmd_produce(struct load *L)
+{
+        rd_kafka_t *rk = new_producer();
+        int64_t t0     = mono_us();
+        int rc         = 0;
+
+        if (produce_range(rk, L, L->offset, L->offset + L->n, 0) < 0 ||
+            rd_kafka_flush(rk, 60000) != 0)
+                rc = 1;
+        double secs = (double)(mono_us() - t0) / 1e6;
+        printf("{\"n\":%ld,\"seconds\":%.3f,\"ok\":%s}\n", L->n, secs,
+               rc ? "false" : "true");
+        rd_kafka_destroy(rk);
+        return rc;
+}
+
+static int cmd_drain(struct load *L, int64_t t0_us)
+{
+        rd_kafka_t *rk   = results_reader(L->results);
+        uint8_t *seen    = calloc((size_t)L->n, 1);
+        size_t meas_seen = 0, dups = 0, foreign = 0, not_ok = 0;
+        int64_t deadline = mono_us() + (int64_t)L->timeout_s * 1000000;
+        int64_t t_first = 0, t_last = 0; /* wall us */
+
+        if (!seen)
+                die("memory", "out of memory");
+        while (meas_seen < (size_t)L->n && mono_us() < deadline) {
+                rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 50);
+                rd_kafka_timestamp_type_t tst;
+                const char *eid;
+                size_t elen;
+                long i;
+
+                if (!m)
+                        continue;
+                if (m->err) {
+                        rd_kafka_message_destroy(m);
+                        continue;
+                }
+                int64_t ts  = rd_kafka_message_timestamp(m, &tst);
+                int64_t at  = tst != RD_KAFKA_TIMESTAMP_NOT_AVAILABLE && ts > 0
+                                  ? ts * 1000
+                                  : wall_us();
+                json_t *doc = json_loadb(m->payload, m->len, 0, NULL);
+                json_t *v   = json_object_get(doc, "intent_event_id");
+                json_t *st  = json_object_get(doc, "status");
+
+                eid  = json_string_value(v);
+                elen = eid ? json_string_length(v) : 0;
+                i    = eid ? index_of(L->run, eid, elen) - L->offset : -1;
+                if (i < 0 || i >= L->n) {
+                        foreign++;
+                } else if (seen[i]) {
+                        dups++;
+                } else {
+                        seen[i] = 1;
+                        meas_seen++;
+                        if (!json_is_string(st) ||
+                            strcmp(json_string_value(st), "succeeded") != 0)
+                                not_ok++;
+                        if (t_first == 0 || at < t_first)
+                                t_first = at;
+                        if (at > t_last)
+                                t_last = at;
+                }
+                json_decref(doc);
+                rd_kafka_message_destroy(m);
+        }
+        rd_kafka_consumer_close(rk);
+        rd_kafka_destroy(rk);
+
+        bool ok     = meas_seen == (size_t)L->n;
+        double secs = t_last > t0_us ? (double)(t_last - t0_us) / 1e6 : 0;
+        double from_first =
+            t_last > t_first ? (double)(t_last - t_first) / 1e6 : 0;
+        printf("{\"n\":%ld,\"results\":%zu,\"duplicates\":%zu,"
+               "\"foreign\":%zu,\"not_succeeded\":%zu,\"seconds\":%.3f,"
+               "\"intents_per_s\":%.1f,\"seconds_to_first_result\":%.3f,"
+               "\"seconds_from_first_result\":%.3f,"
+               "\"intents_per_s_from_first_result\":%.1f,\"ok\":%s}\n",
+               L->n, meas_seen, dups, foreign, not_ok, secs,
+               secs > 0 ? (double)meas_seen / secs : 0,
+               t_first > t0_us ? (double)(t_first - t0_us) / 1e6 : 0,
+               from_first,
+               from_first > 0 ? (double)(meas_seen - 1) / from_first : 0,
+               ok ? "true" : "false");
+        free(seen);
+        return ok ? 0 : 1;
+}
+
+/* ------------------------------------------------------------------ */
 
 static void usage(void)
 {
@@ -533,7 +639,11 @@ static void usage(void)
                 "--run ID --n N [--rate R] [--warmup W] [--sim-ms L] "
                 "[--offset K] [--timeout S]\n"
                 "       chargeonce-e2e replay --brokers B --intents T --group "
-                "G --run ID --n N [--offset K] [--timeout S]\n");
+                "G --run ID --n N [--offset K] [--timeout S]\n"
+                "       chargeonce-e2e produce --brokers B --intents T --run "
+                "ID --n N [--offset K]\n"
+                "       chargeonce-e2e drain --brokers B --results R --run ID "
+                "--n N --t0-us T [--offset K] [--timeout S]\n");
         exit(2);
 }
 
@@ -544,6 +654,7 @@ int main(int argc, char **argv)
         char *topics[16];
         int ntopics = 0, partitions = 1;
         double sim_ms = 0;
+        int64_t t0_us = 0;
 
         memset(&L, 0, sizeof(L));
         L.timeout_s = 120;
@@ -585,6 +696,8 @@ int main(int argc, char **argv)
                         L.offset = atol(v);
                 else if (!strcmp(a, "--sim-ms"))
                         sim_ms = atof(v);
+                else if (!strcmp(a, "--t0-us"))
+                        t0_us = strtoll(v, NULL, 10);
                 else if (!strcmp(a, "--timeout"))
                         L.timeout_s = atol(v);
                 else
@@ -598,6 +711,10 @@ int main(int argc, char **argv)
                 return cmd_run(&L, sim_ms);
         if (!strcmp(cmd, "replay") && L.intents && L.group && L.n > 0)
                 return cmd_replay(&L);
+        if (!strcmp(cmd, "produce") && L.intents && L.n > 0)
+                return cmd_produce(&L);
+        if (!strcmp(cmd, "drain") && L.results && L.n > 0 && t0_us > 0)
+                return cmd_drain(&L, t0_us);
         usage();
         return 2;
 }
