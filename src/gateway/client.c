@@ -21,6 +21,8 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <sys/epoll.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -88,12 +90,54 @@ static void client_free(struct gateway *gw)
                 return;
         if (gw->multi)
                 curl_multi_cleanup(gw->multi);
+        if (gw->epfd >= 0)
+                close(gw->epfd);
         gateway_slist_wipe_free(gw->get_headers);
         free(gw->charges_url);
         free(gw->ca_file);
         gateway_wipe_free(gw->auth_header);
         free(gw->base_url);
         free(gw);
+}
+
+/*
+ * libcurl's event interface. curl_multi_perform() and curl_multi_poll()
+ * walk every transfer on every call; with hundreds of payments at the
+ * gateway and a loop that turns every millisecond that was most of the
+ * daemon's CPU (bench/, docs/benchmarks.md "Performance round 2"). With
+ * curl_multi_socket_action() libcurl says which sockets to watch and when
+ * its timer is due; only the sockets that are ready are serviced.
+ */
+static int on_socket(CURL *easy, curl_socket_t s, int what, void *userp,
+                     void *socketp)
+{
+        struct gateway *gw    = userp;
+        struct epoll_event ev = { 0 };
+
+        (void)easy;
+        (void)socketp;
+        if (what == CURL_POLL_REMOVE) {
+                /* the socket may be closed already: nothing to undo then */
+                (void)epoll_ctl(gw->epfd, EPOLL_CTL_DEL, s, NULL);
+                return 0;
+        }
+        ev.events = (what & CURL_POLL_IN ? EPOLLIN : 0u) |
+                    (what & CURL_POLL_OUT ? EPOLLOUT : 0u);
+        ev.data.fd = s;
+        if (epoll_ctl(gw->epfd, EPOLL_CTL_MOD, s, &ev) != 0 &&
+            (errno != ENOENT ||
+             epoll_ctl(gw->epfd, EPOLL_CTL_ADD, s, &ev) != 0))
+                return -1; /* libcurl fails the transfers on this socket */
+        return 0;
+}
+
+static int on_timer(CURLM *multi, long timeout_ms, void *userp)
+{
+        struct gateway *gw = userp;
+
+        (void)multi;
+        gw->timer_due_ms = timeout_ms < 0 ? -1 : time_mono_ms() + timeout_ms;
+        return 0;
 }
 
 /* Copies what gw needs from o (the API key only into the Authorization
@@ -103,14 +147,26 @@ static bool client_setup(struct gateway *gw, const struct gateway_opts *o,
 {
         size_t klen = strlen(o->api_key);
 
-        gw->opts        = *o;
-        gw->base_url    = xstrdup(o->base_url);
-        gw->auth_header = xmalloc(klen + sizeof(AUTH_PREFIX));
-        gw->ca_file     = o->ca_file ? xstrdup(o->ca_file) : NULL;
-        gw->multi       = curl_multi_init();
-        if (!gw->multi) {
+        gw->opts         = *o;
+        gw->base_url     = xstrdup(o->base_url);
+        gw->auth_header  = xmalloc(klen + sizeof(AUTH_PREFIX));
+        gw->ca_file      = o->ca_file ? xstrdup(o->ca_file) : NULL;
+        gw->multi        = curl_multi_init();
+        gw->epfd         = epoll_create1(EPOLL_CLOEXEC);
+        gw->timer_due_ms = -1;
+        if (!gw->multi || gw->epfd < 0) {
                 snprintf(errstr, errstr_size,
                          "libcurl could not make a multi handle");
+                return false;
+        }
+        if (curl_multi_setopt(gw->multi, CURLMOPT_SOCKETFUNCTION, on_socket) !=
+                CURLM_OK ||
+            curl_multi_setopt(gw->multi, CURLMOPT_SOCKETDATA, gw) != CURLM_OK ||
+            curl_multi_setopt(gw->multi, CURLMOPT_TIMERFUNCTION, on_timer) !=
+                CURLM_OK ||
+            curl_multi_setopt(gw->multi, CURLMOPT_TIMERDATA, gw) != CURLM_OK) {
+                snprintf(errstr, errstr_size,
+                         "libcurl refused the event callbacks");
                 return false;
         }
         memcpy(gw->auth_header, AUTH_PREFIX, sizeof(AUTH_PREFIX) - 1);
@@ -167,7 +223,9 @@ struct gateway *gateway_new(const struct gateway_opts *o, char *errstr,
                 snprintf(errstr, errstr_size, "libcurl initialisation failed");
                 return NULL;
         }
-        gw = xcalloc(1, sizeof(*gw));
+        gw          = xcalloc(1, sizeof(*gw));
+        gw->epfd    = -1;
+        gw->wake_fd = -1;
         if (!client_setup(gw, o, errstr, errstr_size)) {
                 client_free(gw);
                 curl_global_cleanup();
@@ -224,11 +282,50 @@ static int run_callbacks(struct gateway *gw)
         return n;
 }
 
+/* Runs libcurl's timer if it is due. */
+static CURLMcode run_timer(struct gateway *gw)
+{
+        int running = 0;
+
+        if (gw->timer_due_ms < 0 || gw->timer_due_ms > time_mono_ms())
+                return CURLM_OK;
+        gw->timer_due_ms = -1; /* libcurl sets it again if it wants */
+        return curl_multi_socket_action(gw->multi, CURL_SOCKET_TIMEOUT, 0,
+                                        &running);
+}
+
+enum { GW_EVENTS = 256 };
+
+/* The tag of the wake fd in the epoll set (curl's sockets carry their fd). */
+#define GW_WAKE_TAG ((uint64_t)1 << 40)
+
+int gateway_wake_fd(struct gateway *gw, int fd)
+{
+        struct epoll_event ev = { .events = EPOLLIN, .data.u64 = GW_WAKE_TAG };
+
+        if (gw->wake_fd >= 0 || fd < 0)
+                return -EINVAL;
+        if (epoll_ctl(gw->epfd, EPOLL_CTL_ADD, fd, &ev) != 0)
+                return -errno;
+        gw->wake_fd = fd;
+        return 0;
+}
+
+/* Empties the wake fd (an eventfd: one read resets it). */
+static void drain_wake(struct gateway *gw)
+{
+        uint64_t v;
+
+        while (read(gw->wake_fd, &v, sizeof(v)) > 0)
+                ;
+}
+
 int gateway_poll(struct gateway *gw, int timeout_ms)
 {
-        int64_t wait;
-        int running = 0, n;
-        CURLMcode mc;
+        struct epoll_event ev[GW_EVENTS];
+        int64_t wait, now;
+        int running  = 0, n, ne;
+        CURLMcode mc = CURLM_OK;
 
         if (gw->in_poll || gw->destroying)
                 return -EBUSY;
@@ -238,14 +335,31 @@ int gateway_poll(struct gateway *gw, int timeout_ms)
         wait = start_due(gw, timeout_ms);
         if (gw->done.n > 0)
                 wait = 0;
-        mc = curl_multi_poll(gw->multi, NULL, 0, (int)wait, NULL);
+        now = time_mono_ms();
+        if (gw->timer_due_ms >= 0 && gw->timer_due_ms - now < wait)
+                wait = gw->timer_due_ms > now ? gw->timer_due_ms - now : 0;
+        ne = epoll_wait(gw->epfd, ev, GW_EVENTS, (int)wait);
+        for (int i = 0; i < ne && mc == CURLM_OK; i++) {
+                if (ev[i].data.u64 == GW_WAKE_TAG) {
+                        drain_wake(gw);
+                        continue;
+                }
+                int flags =
+                    (ev[i].events & EPOLLIN ? CURL_CSELECT_IN : 0) |
+                    (ev[i].events & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
+                    (ev[i].events & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR
+                                                          : 0);
+                mc = curl_multi_socket_action(gw->multi, ev[i].data.fd, flags,
+                                              &running);
+        }
         if (mc == CURLM_OK)
-                mc = curl_multi_perform(gw->multi, &running);
+                mc = run_timer(gw);
         gateway_collect_finished(gw);
-        /* retries due now (delay 0) go out in this round */
+        /* retries due now (delay 0) go out in this round: adding a
+         * transfer sets libcurl's timer to 0, which starts it */
         (void)start_due(gw, 0);
         if (mc == CURLM_OK)
-                mc = curl_multi_perform(gw->multi, &running);
+                mc = run_timer(gw);
         gateway_collect_finished(gw);
         n           = run_callbacks(gw); /* still in_poll: no nesting */
         gw->in_poll = false;

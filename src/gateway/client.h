@@ -162,6 +162,13 @@ int gateway_query(struct gateway *gw, const char *reference, int64_t amount,
  */
 int gateway_poll(struct gateway *gw, int timeout_ms) CO_MUST_CHECK;
 
+/*
+ * gateway_poll() also returns as soon as fd is readable (an eventfd the
+ * owner's other event sources write to: finished database jobs, Kafka
+ * messages), after reading it empty. One fd per client; 0 or -errno.
+ */
+int gateway_wake_fd(struct gateway *gw, int fd) CO_MUST_CHECK;
+
 /* Calls accepted whose callback has not run yet. */
 int gateway_in_flight(const struct gateway *gw);
 

@@ -96,6 +96,12 @@ struct gateway {
         int in_flight;
         bool in_poll;
         bool destroying;
+        /* libcurl's event interface (curl_multi_socket_action): the
+         * sockets it wants watched in an epoll set, its one timer as a
+         * monotonic deadline (-1: none); client.c */
+        int epfd;
+        int64_t timer_due_ms;
+        int wake_fd; /* gateway_wake_fd(), or -1 */
 };
 
 /* ---- client_call.c ---- */

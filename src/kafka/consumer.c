@@ -261,6 +261,14 @@ fail:
         return NULL;
 }
 
+void kconsumer_wake_fd(struct kconsumer *kc, int fd)
+{
+        /* an eventfd takes 8-byte counts: 1, in this machine's order */
+        static const uint64_t one = 1;
+
+        rd_kafka_queue_io_event_enable(kc->q, fd, &one, sizeof(one));
+}
+
 void kconsumer_destroy(struct kconsumer *kc)
 {
         if (!kc)

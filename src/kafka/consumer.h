@@ -51,6 +51,11 @@ void kconsumer_destroy(struct kconsumer *kc);
 size_t kconsumer_poll(struct kconsumer *kc, rd_kafka_message_t **msgs,
                       size_t max, int timeout_ms, bool *fatal);
 
+/* librdkafka adds 1 to the eventfd fd whenever the consumer's queue goes
+ * from empty to not empty (a message, a rebalance, an error), so the
+ * owner can sleep in poll(2) and still wake for it. */
+void kconsumer_wake_fd(struct kconsumer *kc, int fd);
+
 /* Stores offset (the next one to read) of partition p for commit. */
 void kconsumer_store(struct kconsumer *kc, int32_t p, int64_t offset);
 /* Commits stored offsets now, synchronously. 0 or -1 (logged). */

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 struct worker {
         struct dbpool *pool;
@@ -31,6 +32,7 @@ struct dbpool {
         bool stopping;
         atomic_bool give_up;
         int outstanding; /* owner thread only */
+        int wake_fd;     /* dbpool_wake_fd(), or -1; set before submits */
         struct worker *w;
         int n_workers;
 };
@@ -200,6 +202,11 @@ static void *worker_main(void *arg)
                         p->done_head = j;
                 p->done_tail = j;
                 pthread_mutex_unlock(&p->lock);
+                if (p->wake_fd >= 0) {
+                        uint64_t one = 1;
+                        /* EAGAIN: the counter is full, the owner wakes */
+                        CO_IGNORE(write(p->wake_fd, &one, sizeof(one)));
+                }
         }
         return NULL;
 }
@@ -208,10 +215,12 @@ struct dbpool *dbpool_new(const struct dbpool_opts *o, char *errstr,
                           size_t errstr_size)
 {
         struct dbpool *p = xcalloc(1, sizeof(*p));
-        p->o             = *o;
-        p->conninfo      = xstrdup(o->conninfo);
-        p->owner         = xstrdup(o->owner);
-        p->pk_secret     = xmalloc(o->pk_secret_len ? o->pk_secret_len : 1);
+
+        p->wake_fd   = -1;
+        p->o         = *o;
+        p->conninfo  = xstrdup(o->conninfo);
+        p->owner     = xstrdup(o->owner);
+        p->pk_secret = xmalloc(o->pk_secret_len ? o->pk_secret_len : 1);
         memcpy(p->pk_secret, o->pk_secret, o->pk_secret_len);
         pthread_mutex_init(&p->lock, NULL);
         pthread_cond_init(&p->cond, NULL);
@@ -306,6 +315,11 @@ struct dbjob *dbpool_take_done(struct dbpool *p)
 int dbpool_outstanding(const struct dbpool *p)
 {
         return p->outstanding;
+}
+
+void dbpool_wake_fd(struct dbpool *p, int fd)
+{
+        p->wake_fd = fd;
 }
 
 int dbpool_workers(const struct dbpool *p)

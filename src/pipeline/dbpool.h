@@ -71,6 +71,11 @@ void dbpool_submit(struct dbpool *pool, struct dbjob *job);
 struct dbjob *dbpool_take_done(struct dbpool *pool);
 /* Jobs submitted and not yet taken back. */
 int dbpool_outstanding(const struct dbpool *pool);
+
+/* From now on a worker that finishes a job adds 1 to the eventfd fd (the
+ * owner's loop wakes on it instead of polling for finished jobs). Call
+ * before the first dbpool_submit(); fd must outlive the pool. */
+void dbpool_wake_fd(struct dbpool *pool, int fd);
 int dbpool_workers(const struct dbpool *pool);
 /* Asks workers to give up retrying failing jobs (shutdown). */
 void dbpool_stop_retrying(struct dbpool *pool);

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 /* How long the in-flight cap may hold before the partitions are paused. */
@@ -209,6 +210,14 @@ static int connect_all(struct pipeline *pl, char *errstr, size_t errstr_size)
         if (!(pl->kc = kconsumer_new(pl->o.kafka, pl->o.topic, pl->o.group,
                                      &hooks, errstr, errstr_size)))
                 return -EIO;
+        pl->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (pl->wake_fd < 0 || gateway_wake_fd(pl->gw, pl->wake_fd) != 0) {
+                snprintf(errstr, errstr_size, "wake-up fd: %s",
+                         strerror(errno));
+                return -EIO;
+        }
+        dbpool_wake_fd(pl->db, pl->wake_fd);
+        kconsumer_wake_fd(pl->kc, pl->wake_fd);
         return 0;
 }
 
@@ -219,6 +228,7 @@ struct pipeline *pipeline_new(const struct pipeline_opts *o, char *errstr,
         struct log_ctx lc   = LOG_CTX_INIT;
         int rc;
 
+        pl->wake_fd = -1;
         if (o->pk_secret_len == 0) {
                 snprintf(errstr, errstr_size,
                          "provider_key.secret is required: provider "
@@ -313,6 +323,8 @@ void pipeline_destroy(struct pipeline *pl)
         free(pl->hot);
         free(pl->lag_parts);
         free(pl->lag_values);
+        if (pl->wake_fd >= 0) /* its writers are gone */
+                close(pl->wake_fd);
         free(pl);
 }
 
@@ -380,10 +392,17 @@ static bool turn(struct pipeline *pl, bool draining, int64_t *at_cap_since)
                 lag_refresh(pl);
         metrics_loop_beat(pl->o.metrics, pl->loop_id);
 
-        timeout = pl->claims.n || pl->settles.n || pl->outbox.n ||
-                          pl->probes.n || dbpool_outstanding(pl->db)
-                      ? 1
-                      : 10;
+        /* librdkafka signals the wake fd only when its queue was empty: a
+         * full take may have left messages behind, so do not sleep. A
+         * batch lingering needs the next turn within its linger; finished
+         * database jobs, Kafka messages and gateway answers wake the
+         * poll by themselves. */
+        if (room > 0 && n == room)
+                timeout = 0;
+        else if (pl->claims.n || pl->settles.n || pl->outbox.n || pl->probes.n)
+                timeout = 1;
+        else
+                timeout = 10;
         if (gateway_poll(pl->gw, timeout) < 0)
                 log_warn(&lc, "gateway poll failed");
         return true;

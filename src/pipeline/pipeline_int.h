@@ -110,6 +110,10 @@ struct pipeline {
         int64_t dlq_backoff_ms, dlq_next_ms; /* DLQ failures back off */
         struct flow_renew renew;
         int max_jobs;
+        /* an eventfd written by the database workers and by librdkafka,
+         * watched by gateway_poll(): the loop sleeps until something
+         * happens instead of turning every millisecond; -1 if none */
+        int wake_fd;
         bool closing; /* teardown: start nothing new */
         struct flow_list all;
         struct pipeline_stats st, st_logged;
