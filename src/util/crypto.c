@@ -3,7 +3,9 @@
 #include "util/xalloc.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <openssl/crypto.h>
@@ -20,34 +22,118 @@ void crypto_sha256(const void *data, size_t len,
         SHA256(data, len, out);
 }
 
+/*
+ * HMAC-SHA256 with keyed contexts kept per thread. HMAC() (EVP_Q_mac)
+ * fetches the algorithm and the digest and derives the key's pads on
+ * every call: 16 % of the daemon's CPU in a replay (two HMACs per intent:
+ * the provider key and the log mask). A thread keeps up to HMAC_SLOTS
+ * keyed contexts, found by the key's bytes; EVP_MAC_init() with no key
+ * starts the next MAC with the same key. The copies of the keys are wiped
+ * when the thread ends.
+ */
+enum { HMAC_SLOTS = 4 };
+
+struct hmac_slot {
+        unsigned char *key;
+        size_t len;
+        EVP_MAC_CTX *ctx;
+};
+
+struct hmac_cache {
+        struct hmac_slot s[HMAC_SLOTS];
+        unsigned next;
+};
+
+static pthread_once_t hmac_once = PTHREAD_ONCE_INIT;
+static pthread_key_t hmac_tls;
+static EVP_MAC *hmac_alg; /* fetched once, kept for the process */
+
+static void hmac_slot_clear(struct hmac_slot *sl)
+{
+        EVP_MAC_CTX_free(sl->ctx);
+        if (sl->key) {
+                crypto_wipe(sl->key, sl->len);
+                free(sl->key);
+        }
+        memset(sl, 0, sizeof(*sl));
+}
+
+static void hmac_cache_free(void *p)
+{
+        struct hmac_cache *c = p;
+
+        for (int i = 0; i < HMAC_SLOTS; i++)
+                hmac_slot_clear(&c->s[i]);
+        free(c);
+}
+
+static void hmac_init_once(void)
+{
+        if (pthread_key_create(&hmac_tls, hmac_cache_free) != 0)
+                xalloc_die();
+        hmac_alg = EVP_MAC_fetch(NULL, "HMAC", NULL);
+}
+
+/* This thread's context keyed with key, ready for a new MAC. */
+static EVP_MAC_CTX *hmac_keyed(const void *key, size_t key_len)
+{
+        struct hmac_cache *c;
+        struct hmac_slot *sl;
+        OSSL_PARAM params[2];
+        char digest[] = "SHA256";
+
+        if (pthread_once(&hmac_once, hmac_init_once) != 0 || !hmac_alg)
+                xalloc_die(); /* OpenSSL without HMAC: cannot go on */
+        if (!(c = pthread_getspecific(hmac_tls))) {
+                c = xcalloc(1, sizeof(*c));
+                if (pthread_setspecific(hmac_tls, c) != 0)
+                        xalloc_die();
+        }
+        for (int i = 0; i < HMAC_SLOTS; i++) {
+                sl = &c->s[i];
+                if (sl->ctx && sl->len == key_len &&
+                    memcmp(sl->key, key, key_len) == 0)
+                        return EVP_MAC_init(sl->ctx, NULL, 0, NULL) ? sl->ctx
+                                                                    : NULL;
+        }
+        sl = &c->s[c->next++ % HMAC_SLOTS];
+        hmac_slot_clear(sl);
+        params[0] =
+            OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0);
+        params[1] = OSSL_PARAM_construct_end();
+        sl->ctx   = EVP_MAC_CTX_new(hmac_alg);
+        sl->key   = xmalloc(key_len);
+        sl->len   = key_len;
+        memcpy(sl->key, key, key_len);
+        if (!sl->ctx || !EVP_MAC_init(sl->ctx, key, key_len, params)) {
+                hmac_slot_clear(sl);
+                return NULL;
+        }
+        return sl->ctx;
+}
+
 void crypto_hmac_sha256(const void *key, size_t key_len, const void *data,
                         size_t len, unsigned char out[CRYPTO_SHA256_LEN])
 {
-        unsigned int outlen = CRYPTO_SHA256_LEN;
-        HMAC(EVP_sha256(), key, (int)key_len, data, len, out, &outlen);
+        struct crypto_part part = { data, len };
+
+        crypto_hmac_sha256_parts(key, key_len, &part, 1, out);
 }
 
 void crypto_hmac_sha256_parts(const void *key, size_t key_len,
                               const struct crypto_part *parts, size_t n,
                               unsigned char out[CRYPTO_SHA256_LEN])
 {
-        EVP_MAC *mac     = EVP_MAC_fetch(NULL, "HMAC", NULL);
-        EVP_MAC_CTX *ctx = mac ? EVP_MAC_CTX_new(mac) : NULL;
-        OSSL_PARAM params[2];
-        char digest[] = "SHA256";
-        size_t outlen = 0;
-        bool ok;
+        static const unsigned char no_key[1];
+        /* an empty key is a valid HMAC key; a pointer is still needed */
+        EVP_MAC_CTX *ctx = hmac_keyed(key_len ? key : no_key, key_len);
+        size_t outlen    = 0;
+        bool ok          = ctx != NULL;
 
-        params[0] =
-            OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0);
-        params[1] = OSSL_PARAM_construct_end();
-        ok        = ctx && EVP_MAC_init(ctx, key, key_len, params);
         for (size_t i = 0; ok && i < n; i++)
                 ok = EVP_MAC_update(ctx, parts[i].data, parts[i].len);
         ok = ok && EVP_MAC_final(ctx, out, &outlen, CRYPTO_SHA256_LEN) &&
              outlen == CRYPTO_SHA256_LEN;
-        EVP_MAC_CTX_free(ctx);
-        EVP_MAC_free(mac);
         if (!ok) /* only when OpenSSL itself is broken or out of memory */
                 xalloc_die();
 }
