@@ -132,10 +132,18 @@ static PGconn *connect_one(const char *conninfo, const char *app, char *errstr,
                 PQfinish(conn);
                 return NULL;
         }
-        /* one statement per call: run() uses the extended protocol */
+        /* one statement per call: run() uses the extended protocol.
+         * No bitmap scans: the relay's fetch reads outbox_unpublished_idx
+         * in id order, and a bitmap scan visits the heap for every entry
+         * of a row published since the last vacuum (a fetch that found
+         * nothing read 10,200 of them, 2.6 ms, after 10,000 results),
+         * where a plain index scan marks them dead once and skips them
+         * after (docs/relay.md). */
         snprintf(sql, sizeof(sql), "SET application_name = '%s'", app);
         if (run_ok(conn, "database setup",
                    "SET default_transaction_isolation = 'read committed'",
+                   errstr, errstr_size) != STORE_OK ||
+            run_ok(conn, "database setup", "SET enable_bitmapscan = off",
                    errstr, errstr_size) != STORE_OK ||
             run_ok(conn, "database setup", sql, errstr, errstr_size) !=
                 STORE_OK) {
