@@ -873,10 +873,15 @@ static void concurrent(void)
                "batch %lld ms; worst produce->result %ld ms\n",
                n, copies, jnum(&g.r, "tombstones"), jnum(&g.r, "batches"),
                jnum(&g.r, "longest_batch_ms"), worst);
-        SC_CHECK(jnum(&g.r, "longest_batch_ms") < 1000,
+        /* Reported above; the bounds catch gc holding its locks across
+         * batches (the whole run, ~8-10 s here, in one transaction) or
+         * claims waiting for it, not a slow machine: a stalled VM once
+         * made one batch (normally ~0.2 s) and one intent take 3.6 s
+         * together. Speed is measured in bench/, not asserted here. */
+        SC_CHECK(jnum(&g.r, "longest_batch_ms") < 5000,
                  "a gc batch held its locks %lld ms",
                  jnum(&g.r, "longest_batch_ms"));
-        SC_CHECK(worst < 2000, "an intent waited %ld ms for its answer", worst);
+        SC_CHECK(worst < 5000, "an intent waited %ld ms for its answer", worst);
         /* keys skipped because a claim held them: the next run */
         co_cmd(&sc, NULL, "gc", "--json", &more);
         SC_CHECK(more.rc == 0 &&
