@@ -82,16 +82,21 @@ co_start() { # co_start NAME [-X k=v]...: chargeonce consume in the background
 	}
 }
 
-co_stop() {
-	[ -n "$CO_PID" ] || return 0
-	kill -TERM "$CO_PID" 2>/dev/null || true
-	local i
-	for i in $(seq 1 300); do # at most 30 s
-		kill -0 "$CO_PID" 2>/dev/null || break
+# proc_stop PID: SIGTERM, at most 30 s for the exit, then SIGKILL.
+proc_stop() {
+	local pid=$1 i
+	[ -n "$pid" ] || return 0
+	kill -TERM "$pid" 2>/dev/null || true
+	for i in $(seq 1 300); do
+		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
 	done
-	kill -KILL "$CO_PID" 2>/dev/null || true
-	wait "$CO_PID" 2>/dev/null || true
+	kill -KILL "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+}
+
+co_stop() {
+	proc_stop "$CO_PID"
 	CO_PID=
 }
 
@@ -122,15 +127,7 @@ naive_start() { # naive_start NAME: the naive consumer in the background
 }
 
 naive_stop() {
-	[ -n "$NAIVE_PID" ] || return 0
-	kill -TERM "$NAIVE_PID" 2>/dev/null || true
-	local i
-	for i in $(seq 1 300); do # at most 30 s
-		kill -0 "$NAIVE_PID" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -KILL "$NAIVE_PID" 2>/dev/null || true
-	wait "$NAIVE_PID" 2>/dev/null || true
+	proc_stop "$NAIVE_PID"
 	NAIVE_PID=
 }
 
