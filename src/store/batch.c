@@ -86,31 +86,38 @@ static bool same_key(const struct batch_key *x, const struct batch_key *y)
 /* b->sent: the items to send, in their order (see store_batch_def). */
 static void batch_order(struct store_batch *b,
                         const struct store_batch_def *def, void *items,
-                        size_t n)
+                        size_t n, void *arg)
 {
+        enum { SEND, DUP, SKIP };
         struct batch_key *v = xmalloc(n * sizeof(*v));
-        bool *dup           = xcalloc(n, sizeof(*dup));
+        unsigned char *what = xcalloc(n, 1); /* SEND */
+        size_t m            = 0;
 
         b->nsent = 0;
         b->sent  = xmalloc(n * sizeof(*b->sent));
         for (size_t i = 0; i < n; i++) {
-                def->key(items, i, v[i].k);
-                v[i].idx = i;
+                if (def->skip && def->skip(items, i, arg)) {
+                        what[i] = SKIP;
+                        continue;
+                }
+                def->key(items, i, v[m].k);
+                v[m++].idx = i;
         }
-        qsort(v, n, sizeof(*v), cmp_batch_key);
-        for (size_t j = 0; j < n; j++) {
-                dup[v[j].idx] = j > 0 && same_key(&v[j - 1], &v[j]);
-                if (def->sorted && !dup[v[j].idx])
+        qsort(v, m, sizeof(*v), cmp_batch_key);
+        for (size_t j = 0; j < m; j++) {
+                if (j > 0 && same_key(&v[j - 1], &v[j]))
+                        what[v[j].idx] = DUP;
+                else if (def->sorted)
                         b->sent[b->nsent++] = v[j].idx;
         }
         for (size_t i = 0; i < n; i++) {
-                if (dup[i] && def->on_dup)
+                if (what[i] == DUP && def->on_dup)
                         def->on_dup(items, i);
-                else if (!def->sorted && !dup[i])
+                else if (!def->sorted && what[i] == SEND)
                         b->sent[b->nsent++] = i;
         }
         free(v);
-        free(dup);
+        free(what);
 }
 
 PGresult *store_batch_exec(struct store *st, struct store_batch *b, int nfields,
@@ -172,7 +179,7 @@ int store_batch_run(struct store *st, const struct store_batch_def *def,
                 goto done;
         b.nsent = n; /* sent == NULL: every item, in batch order */
         if (def->key)
-                batch_order(&b, def, items, n);
+                batch_order(&b, def, items, n, arg);
         rc = STORE_ERR;
         if (!def->fill(&b, items, arg, errstr, errstr_size))
                 goto done;

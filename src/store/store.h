@@ -174,7 +174,9 @@ void store_claim_item_clear(struct claim_item *it);
  * first item of a key wins and later items of that key are judged like
  * later copies. Items may come in any order (Kafka order); locks are
  * taken in (tenant_id, idem_key) order. A deadlock or serialization
- * failure is retried transparently.
+ * failure is retried transparently. After a batch that was at least half
+ * CLAIM_DUP_EVENT (a replay), the next batch on st first looks its events
+ * up in the inbox (one read-only statement) and claims only the others.
  *
  * Clears the out part of every item first (store_claim_item_clear). On any
  * error nothing was written (or, STORE_ERR_CONN, see above) and the out parts

@@ -43,6 +43,7 @@ enum {
         STORE_STMT_EVIDENCE_INSERT, /* evidence.c */
         STORE_STMT_EVIDENCE_CLOCK,  /* evidence.c */
         STORE_STMT_JUDGE,           /* judge.c */
+        STORE_STMT_INBOX_SEEN,      /* claim.c */
         STORE_STMT_COUNT_
 };
 _Static_assert(STORE_STMT_COUNT_ <= 32, "store.prepared holds 32 bits");
@@ -53,6 +54,9 @@ struct store {
         int64_t key_retention_ms;
         struct store_stats stats;
         unsigned int rand_state; /* retry jitter */
+        /* claim.c: the last claim batch was mostly events already in the
+         * inbox (a replay), so the next one looks them up first */
+        bool claim_precheck;
 };
 
 /* The underlying connection (owned by st; never PQfinish it). */
@@ -152,6 +156,13 @@ struct store_batch_def {
         void (*key)(const void *items, size_t i, const char *k[2]);
         void (*on_dup)(void *items, size_t i);
         bool sorted;
+        /*
+         * May be NULL; used only with key. Items for which it returns true
+         * (arg: the run's arg) are left out before the duplicates are
+         * found: neither sent nor passed to on_dup, their out part as
+         * prepare left it.
+         */
+        bool (*skip)(const void *items, size_t i, void *arg);
         /*
          * Puts the items sent into b->arr (in the order of
          * store_batch_item) and sets the scalar b->values. False, with

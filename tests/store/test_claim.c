@@ -507,6 +507,83 @@ static void mixed_batch(void)
         clear(mc, 5);
 }
 
+/* Statements st sent since the last call. */
+static uint64_t statements_since(void)
+{
+        static uint64_t last;
+        struct store_stats ss;
+        uint64_t n;
+
+        store_get_stats(st, &ss);
+        n    = ss.statements - last;
+        last = ss.statements;
+        return n;
+}
+
+static void replay_precheck(void)
+{
+        /* 13. A replay: after a batch of recorded events, the next batch
+         * looks its events up in the inbox first and claims only the
+         * others; fresh traffic turns that off again. */
+        struct st_intent m[6];
+        struct claim_item mc[6];
+        int payments = st_count(pg, "SELECT count(*) FROM payments");
+
+        (void)statements_since();
+        for (int i = 0; i < N; i++)
+                st_item(&c[i], &in[i]);
+        REQUIRE(claim(c, N) == STORE_OK); /* the claim finds them */
+        for (int i = 0; i < N; i++)
+                CHECK_EQ_I(c[i].outcome, CLAIM_DUP_EVENT);
+        CHECK_EQ_I(statements_since(), 1);
+
+        for (int i = 0; i < N; i++)
+                st_item(&c[i], &in[i]);
+        REQUIRE(claim(c, N) == STORE_OK); /* the pre-check alone */
+        for (int i = 0; i < N; i++) {
+                CHECK_EQ_I(c[i].outcome, CLAIM_DUP_EVENT);
+                CHECK(c[i].payment_id[0] == '\0');
+                CHECK(c[i].provider_key[0] == '\0');
+        }
+        CHECK_EQ_I(statements_since(), 1);
+
+        /* mixed, on the pre-check path: two recorded events, a new key
+         * (twice in the batch), a replay, a conflict */
+        m[0] = in[0];
+        m[1] = in[2];
+        st_intent(&m[2], "t1", "key-precheck", 77, 0);
+        m[3] = m[2];
+        st_intent(&m[4], "t1", "key-1", 1001, 0);
+        st_intent(&m[5], "t2", "key-0", 1000, 6);
+        for (int i = 0; i < 6; i++)
+                st_item(&mc[i], &m[i]);
+        REQUIRE(claim(mc, 6) == STORE_OK);
+        CHECK_EQ_I(mc[0].outcome, CLAIM_DUP_EVENT);
+        CHECK_EQ_I(mc[1].outcome, CLAIM_DUP_EVENT);
+        CHECK_EQ_I(mc[2].outcome, CLAIM_NEW);
+        CHECK_EQ_I(mc[3].outcome, CLAIM_DUP_EVENT);
+        CHECK_EQ_I(mc[4].outcome, CLAIM_REPLAY);
+        CHECK_EQ_I(mc[5].outcome, CLAIM_CONFLICT);
+        CHECK_EQ_I(statements_since(), 2);
+        CHECK_EQ_I(st_count(pg, "SELECT count(*) FROM payments"), payments + 1);
+        clear(mc, 6);
+
+        /* three of six were duplicates: still a replay; then fresh
+         * intents: looked up once more, then claimed at once */
+        st_intent(&m[0], "t1", "key-precheck-2", 78, 0);
+        st_item(&mc[0], &m[0]);
+        REQUIRE(claim(mc, 1) == STORE_OK);
+        CHECK_EQ_I(mc[0].outcome, CLAIM_NEW);
+        CHECK_EQ_I(statements_since(), 2);
+        st_intent(&m[1], "t1", "key-precheck-3", 79, 0);
+        st_item(&mc[1], &m[1]);
+        REQUIRE(claim(&mc[1], 1) == STORE_OK);
+        CHECK_EQ_I(mc[1].outcome, CLAIM_NEW);
+        CHECK_EQ_I(statements_since(), 1);
+        CHECK_EQ_I(st_count(pg, "SELECT count(*) FROM payments"), payments + 3);
+        clear(mc, 2);
+}
+
 static void no_violations(void)
 {
         /* Every final payment has its result: no violation. */
@@ -553,6 +630,7 @@ int main(int argc, char **argv)
                 { "rejected", rejected, NULL, NULL },
                 { "fencing", fencing, NULL, NULL },
                 { "mixed_batch", mixed_batch, NULL, NULL },
+                { "replay_precheck", replay_precheck, NULL, NULL },
                 { "no_violations", no_violations, NULL, NULL },
         };
         return st_suite_main("store_claim", cases,
