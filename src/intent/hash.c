@@ -23,48 +23,55 @@
  */
 #define CANON_MAX (1024 * 1024)
 
-/* A JSON string literal, escaped exactly as RFC 8785 section 3.2.2.2. */
+/* A JSON string literal, escaped exactly as RFC 8785 section 3.2.2.2;
+ * runs of bytes that need no escape are appended at once. */
 static void canon_put_string(struct buf *b, const char *s)
 {
         static const char hex[] = "0123456789abcdef";
+        const char *run         = s;
 
         buf_append(b, "\"", 1);
-        for (; *s != '\0'; s++) {
+        for (;; s++) {
                 unsigned char c = (unsigned char)*s;
                 char esc[6]     = { '\\', 'u', '0', '0', 0, 0 };
+                const char *e   = esc;
+                size_t elen     = 2;
 
+                if (c >= 0x20 && c != '"' && c != '\\')
+                        continue;
+                buf_append(b, run, (size_t)(s - run));
+                if (c == '\0')
+                        break;
+                run = s + 1;
                 switch (c) {
                 case '"':
-                        buf_append(b, "\\\"", 2);
+                        e = "\\\"";
                         break;
                 case '\\':
-                        buf_append(b, "\\\\", 2);
+                        e = "\\\\";
                         break;
                 case '\b':
-                        buf_append(b, "\\b", 2);
+                        e = "\\b";
                         break;
                 case '\t':
-                        buf_append(b, "\\t", 2);
+                        e = "\\t";
                         break;
                 case '\n':
-                        buf_append(b, "\\n", 2);
+                        e = "\\n";
                         break;
                 case '\f':
-                        buf_append(b, "\\f", 2);
+                        e = "\\f";
                         break;
                 case '\r':
-                        buf_append(b, "\\r", 2);
+                        e = "\\r";
                         break;
                 default:
-                        if (c < 0x20) {
-                                esc[4] = hex[c >> 4];
-                                esc[5] = hex[c & 0xf];
-                                buf_append(b, esc, sizeof(esc));
-                        } else {
-                                buf_append_char(b, (char)c);
-                        }
+                        esc[4] = hex[c >> 4];
+                        esc[5] = hex[c & 0xf];
+                        elen   = sizeof(esc);
                         break;
                 }
+                buf_append(b, e, elen);
         }
         buf_append(b, "\"", 1);
 }

@@ -62,7 +62,6 @@ void intent_reset(struct intent *in)
         free(in->currency);
         free(in->payment_method);
         free(in->description);
-        free(in->metadata_json);
         free(in->occurred_at);
         intent_init(in);
 }
@@ -456,7 +455,6 @@ static void fill_rejected(json_t *root, bool lossy, struct intent *in)
 
 static void fill_ok(json_t *root, bool lossy, struct intent *in)
 {
-        json_t *meta = json_object_get(root, "metadata");
         struct intent_hash_fields hf;
 
         event_key_of(root, in);
@@ -471,13 +469,6 @@ static void fill_ok(json_t *root, bool lossy, struct intent *in)
         in->occurred_at     = dup_member(root, "occurred_at");
         in->has_amount =
             get_integer(json_object_get(root, "amount"), lossy, &in->amount);
-        if (json_is_object(meta)) {
-                in->metadata_json =
-                    json_dumps(meta, JSON_COMPACT | JSON_SORT_KEYS);
-                /* an object always encodes: NULL is out of memory */
-                if (in->metadata_json == NULL)
-                        xalloc_die();
-        }
         hf = intent_hash_fields_of(in);
         hash_valid(&hf, in);
 }

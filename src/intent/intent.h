@@ -44,7 +44,8 @@ enum intent_verdict {
  * A decoded intent. Every char * is owned by the struct (NUL-terminated,
  * valid UTF-8, malloc'd) and freed by intent_reset(); NULL when absent or
  * not kept. What is set depends on the verdict:
- *   OK:       all fields; description / metadata_json NULL when absent;
+ *   OK:       all fields; description NULL when absent (metadata is
+ *             checked, not kept: nothing downstream reads it);
  *             request_hash and request_hash_hex.
  *   REJECTED: event_id, tenant_id, idempotency_key (redacted, then cut
  *             to 36, 64 and 255 code points; never NULL); order_id
@@ -70,8 +71,7 @@ struct intent {
         int64_t amount;
         char *currency;
         char *payment_method;
-        char *description;   /* NULL when absent (or null) */
-        char *metadata_json; /* compact, keys sorted; NULL when absent */
+        char *description; /* NULL when absent (or null) */
         char *occurred_at;
 
         /* OK: always true. REJECTED: true when every hashed field is

@@ -142,8 +142,6 @@ static void test_ok_copies_everything(void **state)
         assert_string_equal(in.currency, "VND");
         assert_string_equal(in.payment_method, "pm_tok_abc");
         assert_string_equal(in.description, "2 cups");
-        assert_string_equal(in.metadata_json,
-                            "{\"channel\":\"web\",\"z\":\"last\"}");
         assert_string_equal(in.occurred_at, "2026-11-29T10:47:03.123Z");
         assert_string_equal(in.request_hash_hex, "137493ebdebc9a7754362c5f28193"
                                                  "76378f710366e320298425e14afe3"
@@ -162,18 +160,15 @@ static void test_optional_absent_or_null(void **state)
         intent_init(&in);
         assert_int_equal(parse_obj(&in, base()), INTENT_OK);
         assert_null(in.description);
-        assert_null(in.metadata_json);
         intent_reset(&in);
         assert_int_equal(
             parse_obj(&in, with(with(base(), "description", json_null()),
                                 "metadata", json_null())),
             INTENT_OK);
         assert_null(in.description);
-        assert_null(in.metadata_json);
         intent_reset(&in);
         assert_int_equal(
             parse_obj(&in, with(base(), "metadata", json_object())), INTENT_OK);
-        assert_string_equal(in.metadata_json, "{}");
         intent_reset(&in);
 }
 
@@ -528,7 +523,6 @@ static void test_rejected_is_redacted(void **state)
         assert_int_equal(in.amount, 1250000);
         assert_null(in.customer_id);
         assert_null(in.payment_method);
-        assert_null(in.metadata_json);
         intent_reset(&in);
 }
 
