@@ -94,6 +94,7 @@ static void fill_pipeline(struct cmd_opts *o, const struct settings *st)
         p->batch_size        = (size_t)st->consumer_batch_size;
         p->max_per_key       = (size_t)st->consumer_max_per_key;
         p->max_message_bytes = (size_t)st->consumer_max_message_bytes;
+        p->decode_threads    = (int)st->consumer_decode_threads;
         p->linger_us         = st->consumer_batch_linger_ms * 1000;
         p->lease_ms          = st->lease_duration_ms;
         p->deadline_ms       = st->gateway_deadline_ms;

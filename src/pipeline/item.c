@@ -9,6 +9,7 @@
  */
 #include "payment/result.h"
 #include "pipeline/pipeline_int.h"
+#include "pipeline/decode.h"
 #include "util/timeutil.h"
 #include "util/utf8.h"
 #include "util/xalloc.h"
@@ -372,7 +373,8 @@ static uint32_t gen_of(struct pipeline *pl, int32_t p)
         return p >= 0 && p < pl->n_gens ? pl->gens[p] : 0;
 }
 
-void pipeline_on_message(struct pipeline *pl, rd_kafka_message_t *m)
+void pipeline_on_message(struct pipeline *pl, rd_kafka_message_t *m,
+                         struct intent *in)
 {
         struct item *it = xcalloc(1, sizeof(*it));
         struct log_ctx lc;
@@ -386,7 +388,8 @@ void pipeline_on_message(struct pipeline *pl, rd_kafka_message_t *m)
         it->t_start_us = time_mono_us();
         it->outcome    = -1;
         atomic_init(&it->lease_until_ms, 0);
-        intent_init(&it->in);
+        it->in = *in; /* moved: in is left empty */
+        intent_init(in);
         pl->in_flight++;
         pl->st.consumed++;
         if (offsets_add(pl->ot, it->partition, it->gen, it->offset) < 0) {
@@ -394,16 +397,8 @@ void pipeline_on_message(struct pipeline *pl, rd_kafka_message_t *m)
                  * work is still safe to do, its offset is just not ours */
                 it->gen = 0;
         }
-        if (m->len + m->key_len > pl->o.max_message_bytes) {
-                /* before parsing: a message this large is no intent (the
-                 * key counts too: it is copied for the per-key queue) */
-                it->in.verdict = INTENT_DLQ;
-                snprintf(it->in.reason, sizeof(it->in.reason),
-                         "message_too_large");
-                pl->st.too_large++;
-        } else {
-                intent_parse(m->payload, m->len, &it->in);
-        }
+        if (decoder_too_large(pl->dec, m))
+                pl->st.too_large++; /* dead-lettered unparsed */
         if (it->in.idempotency_key)
                 log_mask_key(it->in.idempotency_key,
                              strlen(it->in.idempotency_key), it->key_masked,

@@ -14,6 +14,7 @@
  * a gateway call; log a full idempotency key or a payment method.
  */
 #include "pipeline/pipeline_int.h"
+#include "pipeline/decode.h"
 #include "util/failpoint.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
@@ -237,9 +238,19 @@ struct pipeline *pipeline_new(const struct pipeline_opts *o, char *errstr,
                 errno = EINVAL;
                 return NULL;
         }
-        pl->o                   = *o;
-        pl->ot                  = offsets_new();
-        pl->kq                  = keyq_new();
+        pl->o       = *o;
+        pl->ot      = offsets_new();
+        pl->kq      = keyq_new();
+        pl->decoded = xcalloc(POLL_BATCH, sizeof(*pl->decoded));
+        for (size_t i = 0; i < POLL_BATCH; i++)
+                intent_init(&pl->decoded[i]);
+        if (!(pl->dec = decoder_new(o->decode_threads, o->max_message_bytes))) {
+                snprintf(errstr, errstr_size, "decode threads: %s",
+                         strerror(errno));
+                pipeline_destroy(pl);
+                errno = EIO;
+                return NULL;
+        }
         pl->stats_tick.every_ms = STATS_EVERY_MS;
         pl->lag_tick.every_ms   = LAG_EVERY_MS;
         pl->loop_id             = -1;
@@ -319,6 +330,11 @@ void pipeline_destroy(struct pipeline *pl)
         offsets_destroy(pl->ot);
         if (pl->kq)
                 keyq_destroy(pl->kq);
+        decoder_destroy(pl->dec);
+        if (pl->decoded)
+                for (size_t i = 0; i < POLL_BATCH; i++)
+                        intent_reset(&pl->decoded[i]);
+        free(pl->decoded);
         free(pl->gens);
         free(pl->hot);
         free(pl->lag_parts);
@@ -377,8 +393,10 @@ static bool turn(struct pipeline *pl, bool draining, int64_t *at_cap_since)
 
         lc.component = "consume";
         n            = room ? kconsumer_poll(pl->kc, msgs, room, 0, &fatal) : 0;
+        if (n > 0)
+                decoder_run(pl->dec, msgs, n, pl->decoded);
         for (size_t i = 0; i < n; i++)
-                pipeline_on_message(pl, msgs[i]);
+                pipeline_on_message(pl, msgs[i], &pl->decoded[i]);
         if (fatal)
                 return false;
         (void)take_done_jobs(pl);

@@ -42,6 +42,7 @@ struct pipeline_opts {
         const unsigned char *pk_secret; /* provider_key.secret */
         size_t pk_secret_len;
         size_t max_in_flight, batch_size, max_per_key, max_message_bytes;
+        int decode_threads; /* besides the loop's (decode.h) */
         int64_t linger_us, lease_ms, deadline_ms, key_retention_ms;
         /* counts intents, settles, in flight, lag, the group; may be NULL */
         struct metrics *metrics;

@@ -99,7 +99,9 @@ struct pipeline {
         struct dbpool *db;
         struct offsets *ot;
         struct keyq *kq;
-        uint32_t *gens; /* generation of each assigned partition */
+        struct decoder *dec;    /* decode.h */
+        struct intent *decoded; /* POLL_BATCH intents, the poll's */
+        uint32_t *gens;         /* generation of each assigned partition */
         int32_t n_gens;
         size_t *hot; /* overflow items of each partition (held while > 0) */
         int32_t n_hot;
@@ -143,7 +145,9 @@ void pipeline_ctx(const struct pipeline *pl, const struct item *it,
                   struct log_ctx *lc);
 void pipeline_queue(struct flow_queue *q, struct item *it);
 struct item *pipeline_dequeue(struct flow_queue *q);
-void pipeline_on_message(struct pipeline *pl, rd_kafka_message_t *m);
+/* m, decoded into *in (decoder_run); the intent moves into the item. */
+void pipeline_on_message(struct pipeline *pl, rd_kafka_message_t *m,
+                         struct intent *in);
 void pipeline_item_free(struct pipeline *pl, struct item *it);
 void pipeline_finish(struct pipeline *pl, struct item *it, bool handled);
 int pipeline_build_result(struct pipeline *pl, struct item *it, bool replayed,
