@@ -23,55 +23,58 @@
  */
 #define CANON_MAX (1024 * 1024)
 
+/* The escape of c, a byte RFC 8785 section 3.2.2.2 escapes ('"', '\\'
+ * and the control bytes): the short form where it has one, else \u00XX. */
+static void canon_put_escape(struct buf *b, unsigned char c)
+{
+        static const char hex[] = "0123456789abcdef";
+        char esc[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 0xf] };
+
+        switch (c) {
+        case '"':
+                buf_append(b, "\\\"", 2);
+                return;
+        case '\\':
+                buf_append(b, "\\\\", 2);
+                return;
+        case '\b':
+                buf_append(b, "\\b", 2);
+                return;
+        case '\t':
+                buf_append(b, "\\t", 2);
+                return;
+        case '\n':
+                buf_append(b, "\\n", 2);
+                return;
+        case '\f':
+                buf_append(b, "\\f", 2);
+                return;
+        case '\r':
+                buf_append(b, "\\r", 2);
+                return;
+        default:
+                buf_append(b, esc, sizeof(esc));
+                return;
+        }
+}
+
 /* A JSON string literal, escaped exactly as RFC 8785 section 3.2.2.2;
  * runs of bytes that need no escape are appended at once. */
 static void canon_put_string(struct buf *b, const char *s)
 {
-        static const char hex[] = "0123456789abcdef";
-        const char *run         = s;
+        const char *run = s;
 
         buf_append(b, "\"", 1);
         for (;; s++) {
                 unsigned char c = (unsigned char)*s;
-                char esc[6]     = { '\\', 'u', '0', '0', 0, 0 };
-                const char *e   = esc;
-                size_t elen     = 2;
 
                 if (c >= 0x20 && c != '"' && c != '\\')
                         continue;
                 buf_append(b, run, (size_t)(s - run));
                 if (c == '\0')
                         break;
+                canon_put_escape(b, c);
                 run = s + 1;
-                switch (c) {
-                case '"':
-                        e = "\\\"";
-                        break;
-                case '\\':
-                        e = "\\\\";
-                        break;
-                case '\b':
-                        e = "\\b";
-                        break;
-                case '\t':
-                        e = "\\t";
-                        break;
-                case '\n':
-                        e = "\\n";
-                        break;
-                case '\f':
-                        e = "\\f";
-                        break;
-                case '\r':
-                        e = "\\r";
-                        break;
-                default:
-                        esc[4] = hex[c >> 4];
-                        esc[5] = hex[c & 0xf];
-                        elen   = sizeof(esc);
-                        break;
-                }
-                buf_append(b, e, elen);
         }
         buf_append(b, "\"", 1);
 }
