@@ -12,10 +12,20 @@
  * costs tens of microseconds; one message about fifteen to decode). */
 #define DECODE_MIN_PER_THREAD 32
 
+struct decoder;
+
+/* A helper thread and the slice it takes: index 1..helpers (the caller
+ * takes slice 0). */
+struct helper {
+        struct decoder *d;
+        int index;
+        pthread_t tid;
+};
+
 struct decoder {
         size_t max_bytes;
         int helpers;
-        pthread_t *threads;
+        struct helper *h; /* h[0..helpers) */
         int started;
 
         pthread_mutex_t mu;
@@ -68,19 +78,13 @@ static void decode_slice(const struct decoder *d,
                 decode_one(d, msgs[i], &in[i]);
 }
 
-struct helper_arg {
-        struct decoder *d;
-        int index; /* slice index: 1..helpers (the caller takes 0) */
-};
-
 static void *helper_main(void *p)
 {
-        struct helper_arg *a = p;
-        struct decoder *d    = a->d;
-        int index            = a->index;
-        unsigned long seen   = 0;
+        const struct helper *h = p;
+        struct decoder *d      = h->d;
+        int index              = h->index;
+        unsigned long seen     = 0;
 
-        free(a);
         pthread_mutex_lock(&d->mu);
         for (;;) {
                 while (!d->stop && d->round == seen)
@@ -116,16 +120,14 @@ struct decoder *decoder_new(int helpers, size_t max_bytes)
         pthread_cond_init(&d->done, NULL);
         if (d->helpers == 0)
                 return d;
-        d->threads = xcalloc((size_t)d->helpers, sizeof(*d->threads));
+        d->h = xcalloc((size_t)d->helpers, sizeof(*d->h));
         for (int i = 0; i < d->helpers; i++) {
-                struct helper_arg *a = xmalloc(sizeof(*a));
                 int rc;
 
-                a->d     = d;
-                a->index = i + 1;
-                if ((rc = pthread_create(&d->threads[i], NULL, helper_main,
-                                         a)) != 0) {
-                        free(a);
+                d->h[i].d     = d;
+                d->h[i].index = i + 1;
+                if ((rc = pthread_create(&d->h[i].tid, NULL, helper_main,
+                                         &d->h[i])) != 0) {
                         decoder_destroy(d);
                         errno = rc;
                         return NULL;
@@ -144,8 +146,8 @@ void decoder_destroy(struct decoder *d)
         pthread_cond_broadcast(&d->go);
         pthread_mutex_unlock(&d->mu);
         for (int i = 0; i < d->started; i++)
-                pthread_join(d->threads[i], NULL);
-        free(d->threads);
+                pthread_join(d->h[i].tid, NULL);
+        free(d->h);
         pthread_cond_destroy(&d->done);
         pthread_cond_destroy(&d->go);
         pthread_mutex_destroy(&d->mu);

@@ -2,7 +2,8 @@
  * test_decode: a poll decoded on several threads gives, message for
  * message, what intent_parse gives on one (valid, rejected, dead-lettered
  * and oversized messages mixed, so a slice boundary falls between kinds);
- * polls too small to share stay on the caller; many rounds in a row.
+ * polls too small to share (under two slices' worth, one message) give the
+ * same; many rounds in a row. Which thread decoded what is not observed.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -126,10 +127,10 @@ static void test_helpers(void **state)
         run_with(3, N, 20);
 }
 
-static void test_small_poll_stays_on_caller(void **state)
+static void test_small_polls(void **state)
 {
         (void)state;
-        run_with(3, 40, 5); /* under two slices' worth */
+        run_with(3, 40, 5); /* under two slices' worth: the caller alone */
         run_with(1, 1, 3);
 }
 
@@ -152,7 +153,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_one_thread),
                 cmocka_unit_test(test_helpers),
-                cmocka_unit_test(test_small_poll_stays_on_caller),
+                cmocka_unit_test(test_small_polls),
                 cmocka_unit_test(test_too_large),
         };
 
