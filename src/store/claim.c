@@ -181,7 +181,7 @@ static void claim_event_key(const void *items, size_t i, const char *k[2])
         k[1] = it->event_id;
 }
 
-/* Found in the inbox by the pre-check: not sent (see inbox_seen). */
+/* Found in the inbox by the pre-check: not sent (see inbox_seen_stmt). */
 static bool claim_skip(const void *items, size_t i, void *arg)
 {
         const struct claim_args *a = arg;
@@ -319,53 +319,60 @@ static const struct store_batch_def claim_def = {
  */
 static const struct store_stmt inbox_seen_stmt = {
         STORE_STMT_INBOX_SEEN, "co_inbox_seen",
-        "SELECT i.ord"
+        "SELECT i.ord, b.hit IS NOT NULL"
         " FROM unnest($1::text[], $2::text[]) WITH ORDINALITY"
         "   AS i(tenant_id, event_id, ord)"
-        " CROSS JOIN LATERAL (SELECT 1 FROM inbox b"
+        " LEFT JOIN LATERAL (SELECT true AS hit FROM inbox b"
         "   WHERE b.tenant_id = i.tenant_id AND b.event_id = i.event_id"
-        "   LIMIT 1) b",
+        "   LIMIT 1) b ON true",
         2
 };
 
-/* seen[i] = item i's event is in the inbox (items lacking a field are
- * left to the claim, which reports them). */
-static int inbox_seen(struct store *st, const struct claim_item *items,
-                      size_t n, bool *seen, char *errstr, size_t errstr_size)
+/* Leaves the claim item as it is (the claim clears it); are the fields
+ * the look needs there? */
+static bool seen_prepare(void *p)
 {
-        struct store_batch b;
-        PGresult *res;
-        int rc = STORE_OK;
+        const struct claim_item *it = p;
 
-        store_batch_init(&b, &inbox_seen_stmt, 2, "claim pre-check");
-        b.sent = xmalloc(n * sizeof(*b.sent));
-        for (size_t i = 0; i < n; i++) {
-                if (!items[i].tenant_id || !items[i].event_id)
-                        continue;
-                b.sent[b.nsent++] = i;
-                store_pgarr_text(&b.arr[0], items[i].tenant_id);
-                store_pgarr_text(&b.arr[1], items[i].event_id);
-        }
-        if (b.nsent == 0)
-                goto done;
-        res = store_batch_exec(st, &b, -1, &rc, errstr, errstr_size);
-        if (!res)
-                goto done;
-        for (int r = 0; r < PQntuples(res); r++) {
-                long ord = strtol(PQgetvalue(res, r, 0), NULL, 10);
-
-                if (PQnfields(res) != 1 || ord < 1 || (size_t)ord > b.nsent) {
-                        snprintf(errstr, errstr_size,
-                                 "claim pre-check: unexpected row");
-                        rc = STORE_ERR;
-                        goto done;
-                }
-                seen[store_batch_item(&b, (size_t)ord - 1)] = true;
-        }
-done:
-        store_batch_free(&b);
-        return rc;
+        return it->tenant_id && it->event_id;
 }
+
+static bool seen_fill(struct store_batch *b, void *items, void *arg,
+                      char *errstr, size_t errstr_size)
+{
+        (void)arg;
+        (void)errstr;
+        (void)errstr_size;
+        for (size_t k = 0; k < b->nsent; k++) {
+                const struct claim_item *it =
+                    (const struct claim_item *)items + store_batch_item(b, k);
+
+                store_pgarr_text(&b->arr[0], it->tenant_id);
+                store_pgarr_text(&b->arr[1], it->event_id);
+        }
+        return true;
+}
+
+/* arg: the bool per item that the look sets. */
+static void seen_read_row(void *items, size_t i, const PGresult *res, int r,
+                          void *arg)
+{
+        (void)items;
+        ((bool *)arg)[i] = PQgetvalue(res, r, 1)[0] == 't';
+}
+
+static const struct store_batch_def inbox_seen_def = {
+        .what          = "claim pre-check",
+        .stmt          = &inbox_seen_stmt,
+        .narrays       = 2,
+        .nfields       = 2,
+        .item_size     = sizeof(struct claim_item),
+        .prepare       = seen_prepare,
+        .incomplete    = "lacks a field",
+        .incomplete_rc = STORE_ERR_DATA,
+        .fill          = seen_fill,
+        .read_row      = seen_read_row,
+};
 
 int store_claim_batch(struct store *st, struct claim_item *items, size_t n,
                       const char *owner, int64_t lease_ms,
@@ -383,7 +390,8 @@ int store_claim_batch(struct store *st, struct claim_item *items, size_t n,
 
         if (st->claim_precheck && n > 0) {
                 seen   = xcalloc(n, sizeof(*seen));
-                rc     = inbox_seen(st, items, n, seen, errstr, errstr_size);
+                rc     = store_batch_run(st, &inbox_seen_def, items, n, seen,
+                                         errstr, errstr_size);
                 a.seen = seen;
         }
         if (rc == STORE_OK)
