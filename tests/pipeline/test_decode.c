@@ -1,9 +1,10 @@
 /*
  * test_decode: a poll decoded on several threads gives, message for
- * message, what intent_parse gives on one (valid, rejected, dead-lettered
- * and oversized messages mixed, so a slice boundary falls between kinds);
- * polls too small to share (under two slices' worth, one message) give the
- * same; many rounds in a row. Which thread decoded what is not observed.
+ * message, what intent_parse gives on one (valid, rejected, wrong-typed,
+ * not JSON, invalid UTF-8 and oversized messages mixed, so a slice boundary
+ * falls between kinds); polls too small to share (under two slices' worth, one
+ * message) give the same; many rounds in a row. Which thread decoded what is
+ * not observed.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -29,7 +30,7 @@ static void make(size_t i)
 {
         int len = 0;
 
-        switch (i % 5) {
+        switch (i % 7) {
         case 0:
         case 1: /* valid */
                 len = snprintf(
@@ -62,6 +63,23 @@ static void make(size_t i)
         case 4: /* over the size bound: never parsed */
                 memset(payload[i], 'x', MAX_LEN + 1);
                 len = MAX_LEN + 1;
+                break;
+        case 5: /* invalid UTF-8 in a string */
+                len = snprintf(
+                    payload[i], sizeof(payload[i]),
+                    "{\"event_id\":\"e%zu\",\"tenant_id\":\"\xc3\x28\"}", i);
+                break;
+        case 6: /* a field of the wrong type: amount as a string */
+                len =
+                    snprintf(payload[i], sizeof(payload[i]),
+                             "{\"schema_version\":1,\"event_id\":"
+                             "\"6f1c2a8e-3b4d-4e5f-9a0b-%012zu\",\"tenant_id\":"
+                             "\"shop\",\"idempotency_key\":\"key-%zu\","
+                             "\"order_id\":\"o\",\"customer_id\":\"c\","
+                             "\"amount\":\"1000\",\"currency\":\"VND\","
+                             "\"payment_method\":\"pm\",\"occurred_at\":"
+                             "\"2026-11-29T10:47:03Z\"}",
+                             i, i);
                 break;
         }
         memset(&msg[i], 0, sizeof(msg[i]));
@@ -134,6 +152,33 @@ static void test_small_polls(void **state)
         run_with(1, 1, 3);
 }
 
+/* The kinds are what they say, so the comparisons above cover them. */
+static void test_kinds(void **state)
+{
+        struct intent in;
+        static const struct {
+                size_t i;
+                enum intent_verdict v;
+                const char *reason;
+        } k[] = {
+                { 0, INTENT_OK, "" },
+                { 2, INTENT_REJECTED, NULL },
+                { 3, INTENT_DLQ, "not_json" },
+                { 5, INTENT_DLQ, "invalid_utf8" },
+                { 6, INTENT_REJECTED, NULL },
+        };
+
+        (void)state;
+        intent_init(&in);
+        for (size_t j = 0; j < sizeof(k) / sizeof(k[0]); j++) {
+                intent_parse(msg[k[j].i].payload, msg[k[j].i].len, &in);
+                assert_int_equal(in.verdict, k[j].v);
+                if (k[j].reason)
+                        assert_string_equal(in.reason, k[j].reason);
+        }
+        intent_reset(&in);
+}
+
 static void test_too_large(void **state)
 {
         struct decoder *d = decoder_new(0, MAX_LEN);
@@ -154,6 +199,7 @@ int main(void)
                 cmocka_unit_test(test_one_thread),
                 cmocka_unit_test(test_helpers),
                 cmocka_unit_test(test_small_polls),
+                cmocka_unit_test(test_kinds),
                 cmocka_unit_test(test_too_large),
         };
 
