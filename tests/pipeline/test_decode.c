@@ -25,6 +25,20 @@ static char payload[N][1024];
 static rd_kafka_message_t msg[N];
 static rd_kafka_message_t *msgs[N];
 
+/* Message i: an intent rejected for its amount (a JSON literal). */
+static int rejected(size_t i, const char *amount)
+{
+        return snprintf(payload[i], sizeof(payload[i]),
+                        "{\"schema_version\":1,\"event_id\":"
+                        "\"6f1c2a8e-3b4d-4e5f-9a0b-%012zu\",\"tenant_id\":"
+                        "\"shop\",\"idempotency_key\":\"key-%zu\","
+                        "\"order_id\":\"o\",\"customer_id\":\"c\","
+                        "\"amount\":%s,\"currency\":\"VND\","
+                        "\"payment_method\":\"pm\",\"occurred_at\":"
+                        "\"2026-11-29T10:47:03Z\"}",
+                        i, i, amount);
+}
+
 /* Message i: kinds in turn, each with its own event id and key. */
 static void make(size_t i)
 {
@@ -45,16 +59,7 @@ static void make(size_t i)
                     i, i % 7, i, i, 1000 + i);
                 break;
         case 2: /* rejected: amount out of range */
-                len =
-                    snprintf(payload[i], sizeof(payload[i]),
-                             "{\"schema_version\":1,\"event_id\":"
-                             "\"6f1c2a8e-3b4d-4e5f-9a0b-%012zu\",\"tenant_id\":"
-                             "\"shop\",\"idempotency_key\":\"key-%zu\","
-                             "\"order_id\":\"o\",\"customer_id\":\"c\","
-                             "\"amount\":-1,\"currency\":\"VND\","
-                             "\"payment_method\":\"pm\",\"occurred_at\":"
-                             "\"2026-11-29T10:47:03Z\"}",
-                             i, i);
+                len = rejected(i, "-1");
                 break;
         case 3: /* not JSON */
                 len = snprintf(payload[i], sizeof(payload[i]), "{not json %zu",
@@ -70,16 +75,7 @@ static void make(size_t i)
                     "{\"event_id\":\"e%zu\",\"tenant_id\":\"\xc3\x28\"}", i);
                 break;
         case 6: /* a field of the wrong type: amount as a string */
-                len =
-                    snprintf(payload[i], sizeof(payload[i]),
-                             "{\"schema_version\":1,\"event_id\":"
-                             "\"6f1c2a8e-3b4d-4e5f-9a0b-%012zu\",\"tenant_id\":"
-                             "\"shop\",\"idempotency_key\":\"key-%zu\","
-                             "\"order_id\":\"o\",\"customer_id\":\"c\","
-                             "\"amount\":\"1000\",\"currency\":\"VND\","
-                             "\"payment_method\":\"pm\",\"occurred_at\":"
-                             "\"2026-11-29T10:47:03Z\"}",
-                             i, i);
+                len = rejected(i, "\"1000\"");
                 break;
         }
         memset(&msg[i], 0, sizeof(msg[i]));
