@@ -39,7 +39,15 @@
  * p:      the payments of the inserted keys.
  * c:      every fresh item judged against its key row: new / conflict /
  *         in_progress / replay (later items of a key see the row the
- *         first one created, so they are in_progress or conflict).
+ *         first one created, so they are in_progress or conflict). A
+ *         replay's charge id and error are the payment's (s: the outcome
+ *         is stored once, 0014), read at the statement's snapshot while
+ *         the key row may be newer: a settle or finish that committed
+ *         after the snapshot (it writes both in one transaction). Then
+ *         the payment's status differs from the key's, and the copy is
+ *         in_progress: the result that settle committed answers it.
+ *         s probes payments only for final keys of other payments (a
+ *         one-time filter per item).
  * ib:     new and in_progress events into the inbox. An in_progress event
  *         that a concurrent batch recorded first is a dup_event. (A new
  *         item's event cannot be in the inbox without its key existing,
@@ -70,8 +78,7 @@ static const struct store_stmt claim_stmt = {
         "  FROM rep ORDER BY tenant_id, idem_key"
         " ON CONFLICT (tenant_id, idem_key) DO UPDATE SET state = ik.state"
         " RETURNING ik.tenant_id, ik.idem_key, ik.request_hash,"
-        "  ik.payment_id, ik.state, ik.status, ik.provider_charge_id,"
-        "  ik.error_code, ik.error_message, ik.result_json"
+        "  ik.payment_id, ik.state, ik.status"
         "), p AS ("
         " INSERT INTO payments (payment_id, tenant_id, idem_key, order_id,"
         "   customer_id, amount, currency, payment_method, provider_key,"
@@ -87,11 +94,16 @@ static const struct store_stmt claim_stmt = {
         "   f.kafka_partition, f.kafka_offset,"
         "   CASE WHEN k.payment_id = f.payment_id THEN 'new'"
         "        WHEN k.request_hash <> f.request_hash THEN 'conflict'"
-        "        WHEN k.state = 'processing' THEN 'in_progress'"
+        "        WHEN k.state = 'processing'"
+        "          OR s.status IS DISTINCT FROM k.status THEN 'in_progress'"
         "        ELSE 'replay' END AS outcome,"
-        "   k.payment_id AS k_payment_id, k.status, k.provider_charge_id,"
-        "   k.error_code, k.error_message, k.result_json"
+        "   k.payment_id AS k_payment_id, k.status, s.provider_charge_id,"
+        "   s.error_code, s.error_message"
         "  FROM fresh f JOIN k USING (tenant_id, idem_key)"
+        "  LEFT JOIN LATERAL (SELECT p.status, p.provider_charge_id,"
+        "    p.error_code, p.error_message FROM payments p"
+        "   WHERE k.state = 'final' AND k.payment_id <> f.payment_id"
+        "     AND p.payment_id = k.payment_id) s ON true"
         "), ib AS ("
         " INSERT INTO inbox (event_id, tenant_id, idem_key, disposition,"
         "   topic, kafka_partition, kafka_offset)"
@@ -108,7 +120,7 @@ static const struct store_stmt claim_stmt = {
         "         THEN 'dup_event'"
         "       ELSE c.outcome END,"
         "  c.k_payment_id, p.lease_epoch, c.status, c.provider_charge_id,"
-        "  c.error_code, c.error_message, c.result_json"
+        "  c.error_code, c.error_message"
         " FROM input i"
         " LEFT JOIN c ON c.ord = i.ord"
         " LEFT JOIN ib ON ib.tenant_id = i.tenant_id"
@@ -126,12 +138,12 @@ static void outcome_clear(struct store_outcome *o)
         free(o->provider_charge_id);
         free(o->error_code);
         free(o->error_message);
-        free(o->result_json);
         memset(o, 0, sizeof(*o));
 }
 
-/* Reads a stored outcome from columns col (status), col+1 (provider
- * charge id), col+2 (error code), col+3 (message), col+4 (result JSON). */
+/* Reads a stored outcome from columns col (status, the key's), col+1
+ * (provider charge id), col+2 (error code), col+3 (message): the
+ * payment's. */
 static void outcome_read(const PGresult *res, int r, int col,
                          struct store_outcome *o)
 {
@@ -139,7 +151,6 @@ static void outcome_read(const PGresult *res, int r, int col,
         o->provider_charge_id = store_strdup_field(res, r, col + 1);
         o->error_code         = store_strdup_field(res, r, col + 2);
         o->error_message      = store_strdup_field(res, r, col + 3);
-        o->result_json        = store_strdup_field(res, r, col + 4);
 }
 
 void store_claim_item_clear(struct claim_item *it)
@@ -294,7 +305,7 @@ static const struct store_batch_def claim_def = {
         .what          = "claim",
         .stmt          = &claim_stmt,
         .narrays       = CLAIM_ARRAYS,
-        .nfields       = 9,
+        .nfields       = 8,
         .item_size     = sizeof(struct claim_item),
         .prepare       = claim_prepare,
         .incomplete    = "lacks a field",
@@ -426,12 +437,13 @@ static const struct store_stmt probe_stmt = {
         "        OR k.request_hash <> decode(i.hash_hex, 'hex') THEN 'none'"
         "       WHEN k.state = 'processing' THEN 'processing'"
         "       ELSE 'final' END,"
-        "  k.payment_id, k.status, k.provider_charge_id, k.error_code,"
-        "  k.error_message, k.result_json"
+        "  k.payment_id, k.status, p.provider_charge_id, p.error_code,"
+        "  p.error_message"
         " FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY"
         "   AS i(tenant_id, idem_key, hash_hex, ord)"
         " LEFT JOIN idempotency_keys k ON k.tenant_id = i.tenant_id"
         "  AND k.idem_key = i.idem_key"
+        " LEFT JOIN payments p ON p.payment_id = k.payment_id"
         " ORDER BY i.ord",
         3
 };
@@ -489,7 +501,7 @@ static const struct store_batch_def probe_def = {
         .what          = "probe",
         .stmt          = &probe_stmt,
         .narrays       = 3,
-        .nfields       = 8,
+        .nfields       = 7,
         .item_size     = sizeof(struct probe_item),
         .prepare       = probe_prepare,
         .incomplete    = "lacks a field",

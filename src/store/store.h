@@ -130,7 +130,6 @@ struct store_outcome {
         char *provider_charge_id;      /* or NULL */
         char *error_code;              /* or NULL */
         char *error_message;           /* or NULL */
-        char *result_json; /* the original result, NULL once tombstoned */
 };
 
 struct claim_item {

@@ -3,8 +3,9 @@
  * same moment (released through a barrier). Exactly one CLAIM_NEW per
  * key, never an error; the same event id claimed twice at once answered
  * once; a forced deadlock retried by the store without the caller seeing
- * it. Each case on its own keys ends with the invariant view empty; one
- * database per run (store_concurrency_<case> runs one case).
+ * it; a copy claimed while the first copy's settle commits. Each case on its
+ * own keys ends with the invariant view empty; one database per run
+ * (store_concurrency_<case> runs one case).
  */
 #include "cases.h"
 #include "storetest.h"
@@ -184,18 +185,33 @@ static void test_same_event(PGconn *pg)
 struct dl_arg {
         struct store *st;
         struct claim_item c[2];
+        size_t n; /* items of c claimed by claim_arg_thread */
         int rc;
         char err[512];
 };
 
-static void *deadlock_thread(void *arg)
+/* a->n items' claim, on a thread (it waits for a lock). */
+static void *claim_arg_thread(void *arg)
 {
         struct dl_arg *a = arg;
 
         a->rc =
-            store_claim_batch(a->st, a->c, 2, "owner", ST_LEASE_MS, ST_SECRET,
-                              ST_SECRET_LEN, a->err, sizeof(a->err));
+            store_claim_batch(a->st, a->c, a->n, "owner", ST_LEASE_MS,
+                              ST_SECRET, ST_SECRET_LEN, a->err, sizeof(a->err));
         return NULL;
+}
+
+/* Waits (up to 5 s) until another session's claim waits for a lock. */
+static void wait_for_claim_lock(PGconn *pg)
+{
+        for (int i = 0; i < 500; i++) {
+                if (st_count(pg, "SELECT count(*) FROM pg_stat_activity "
+                                 "WHERE wait_event_type = 'Lock' AND "
+                                 "query LIKE '%%idempotency_keys%%' AND "
+                                 "pid <> pg_backend_pid()") > 0)
+                        return;
+                usleep(10000);
+        }
 }
 
 static void test_deadlock_retry(PGconn *pg)
@@ -227,16 +243,10 @@ static void test_deadlock_retry(PGconn *pg)
         st_intent(&again[1], "tenant-d", "dl-b", 10, 0);
         st_item(&a.c[0], &again[0]);
         st_item(&a.c[1], &again[1]);
-        pthread_create(&th, NULL, deadlock_thread, &a);
+        a.n = 2;
+        pthread_create(&th, NULL, claim_arg_thread, &a);
         /* wait until the claim waits for our lock on dl-b */
-        for (int i = 0; i < 500; i++) {
-                if (st_count(pg, "SELECT count(*) FROM pg_stat_activity "
-                                 "WHERE wait_event_type = 'Lock' AND "
-                                 "query LIKE '%%idempotency_keys%%' AND "
-                                 "pid <> pg_backend_pid()") > 0)
-                        break;
-                usleep(10000);
-        }
+        wait_for_claim_lock(pg);
         /* now ask for dl-a, held by the claim: a deadlock */
         CHECK(st_exec(pg, true,
                       "SELECT 1 FROM idempotency_keys WHERE tenant_id = "
@@ -257,6 +267,80 @@ static void test_deadlock_retry(PGconn *pg)
                 store_claim_item_clear(&c[i]);
                 store_claim_item_clear(&a.c[i]);
         }
+        store_destroy(st);
+}
+
+/*
+ * A copy claimed while the first copy's settle commits: the claim's
+ * snapshot is taken before the commit, its key upsert waits for the
+ * settle's lock and then returns the key row as committed (final), but
+ * it reads the payment (the replay's charge id and error: the outcome is
+ * stored once, 0014) at its snapshot, still processing. The copy must be
+ * in_progress (the result that settle committed answers it), never a
+ * replay with the payment's outcome missing. A copy after that is a
+ * replay with the payment's outcome.
+ */
+static void test_settle_after_snapshot(PGconn *pg)
+{
+        struct store *st = st_store();
+        struct st_intent in, copy, later;
+        struct claim_item c;
+        struct dl_arg a;
+        pthread_t th;
+        char err[512];
+
+        st_intent(&in, "tenant-s", "snap-a", 10, 0);
+        st_item(&c, &in);
+        REQUIRE(store_claim_batch(st, &c, 1, "owner", ST_LEASE_MS, ST_SECRET,
+                                  ST_SECRET_LEN, err, sizeof(err)) == STORE_OK);
+        REQUIRE(c.outcome == CLAIM_NEW);
+
+        /* the first copy's settle (a decline: no ledger), not committed */
+        REQUIRE(st_exec(pg, true, "BEGIN"));
+        REQUIRE(st_exec(pg, true,
+                        "UPDATE payments SET status = 'failed', error_code ="
+                        " 'card_declined', error_message = 'declined',"
+                        " lease_owner = NULL, lease_expires_at = NULL,"
+                        " finished_at = now() WHERE payment_id = '%s'",
+                        c.payment_id));
+        REQUIRE(st_exec(pg, true,
+                        "WITH k AS (UPDATE idempotency_keys SET state ="
+                        " 'final', status = 'failed', result_event_id ="
+                        " gen_random_uuid(), finished_at = now() WHERE"
+                        " payment_id = '%s' RETURNING *)"
+                        " INSERT INTO outbox (event_id, message_key,"
+                        " tenant_id, idem_key, payment_id, intent_event_id,"
+                        " status, replayed, payload) SELECT result_event_id,"
+                        " tenant_id || '/' || idem_key, tenant_id, idem_key,"
+                        " payment_id, '%s', 'failed', false, '{}' FROM k",
+                        c.payment_id, in.event_id));
+
+        memset(&a, 0, sizeof(a));
+        a.st = st;
+        st_intent(&copy, "tenant-s", "snap-a", 10, 0); /* new event id */
+        st_item(&a.c[0], &copy);
+        a.n = 1;
+        pthread_create(&th, NULL, claim_arg_thread, &a);
+        wait_for_claim_lock(pg);
+        REQUIRE(st_exec(pg, true, "COMMIT"));
+        pthread_join(th, NULL);
+        CHECK_EQ_I(a.rc, STORE_OK);
+        CHECK_EQ_I(a.c[0].outcome, CLAIM_IN_PROGRESS);
+
+        st_intent(&later, "tenant-s", "snap-a", 10, 0);
+        st_item(&a.c[1], &later);
+        REQUIRE(store_claim_batch(st, &a.c[1], 1, "owner", ST_LEASE_MS,
+                                  ST_SECRET, ST_SECRET_LEN, err,
+                                  sizeof(err)) == STORE_OK);
+        CHECK_EQ_I(a.c[1].outcome, CLAIM_REPLAY);
+        CHECK(strcmp(a.c[1].stored.status, "failed") == 0);
+        CHECK(a.c[1].stored.error_code &&
+              strcmp(a.c[1].stored.error_code, "card_declined") == 0);
+        CHECK(a.c[1].stored.error_message &&
+              strcmp(a.c[1].stored.error_message, "declined") == 0);
+        store_claim_item_clear(&c);
+        for (int i = 0; i < 2; i++)
+                store_claim_item_clear(&a.c[i]);
         store_destroy(st);
 }
 
@@ -281,6 +365,12 @@ static void same_event(void)
 static void deadlock_retry(void)
 {
         test_deadlock_retry(db);
+        no_violations();
+}
+
+static void settle_after_snapshot(void)
+{
+        test_settle_after_snapshot(db);
         no_violations();
 }
 
@@ -314,6 +404,7 @@ int main(int argc, char **argv)
                 { "same_keys", same_keys, NULL, NULL },
                 { "same_event", same_event, NULL, NULL },
                 { "deadlock_retry", deadlock_retry, NULL, NULL },
+                { "settle_after_snapshot", settle_after_snapshot, NULL, NULL },
         };
         return st_suite_main("store_concurrency", cases,
                              sizeof(cases) / sizeof(cases[0]), setup, teardown,
