@@ -23,9 +23,14 @@ static struct item *item_of_key(struct keyq_node *n)
         return FLOW_ENTRY(n, struct item, kn);
 }
 
-void pipeline_ctx(const struct pipeline *pl, const struct item *it,
+void pipeline_ctx(const struct pipeline *pl, struct item *it,
                   struct log_ctx *lc)
 {
+        /* the keyed mask (an HMAC) only once a line may be written */
+        if (!it->key_masked[0] && it->in.idempotency_key)
+                log_mask_key(it->in.idempotency_key,
+                             strlen(it->in.idempotency_key), it->key_masked,
+                             sizeof(it->key_masked));
         *lc           = (struct log_ctx)LOG_CTX_INIT;
         lc->component = "consume";
         lc->topic     = pl->o.topic;
@@ -399,12 +404,11 @@ void pipeline_on_message(struct pipeline *pl, rd_kafka_message_t *m,
         }
         if (decoder_too_large(pl->dec, m))
                 pl->st.too_large++; /* dead-lettered unparsed */
-        if (it->in.idempotency_key)
-                log_mask_key(it->in.idempotency_key,
-                             strlen(it->in.idempotency_key), it->key_masked,
-                             sizeof(it->key_masked));
-        pipeline_ctx(pl, it, &lc);
-        log_debug(&lc, "intent %s", intent_verdict_name(it->in.verdict));
+        if (LOG_LVL_DEBUG <= log_current_level) {
+                pipeline_ctx(pl, it, &lc);
+                log_debug(&lc, "intent %s",
+                          intent_verdict_name(it->in.verdict));
+        }
 
         if (it->in.verdict == INTENT_DLQ) {
                 dlq_send(pl, it);

@@ -50,7 +50,7 @@ struct item {
         size_t qkey_len;
         enum stage stage;
         struct intent in;
-        char key_masked[LOG_MASKED_KEY_SIZE];
+        char key_masked[LOG_MASKED_KEY_SIZE]; /* by pipeline_ctx, lazily */
 
         /* after claim NEW */
         char payment_id[UUID_STR_LEN];
@@ -141,7 +141,7 @@ static inline struct item *item_of_q(struct flow_qnode *q)
 }
 
 /* item.c */
-void pipeline_ctx(const struct pipeline *pl, const struct item *it,
+void pipeline_ctx(const struct pipeline *pl, struct item *it,
                   struct log_ctx *lc);
 void pipeline_queue(struct flow_queue *q, struct item *it);
 struct item *pipeline_dequeue(struct flow_queue *q);
