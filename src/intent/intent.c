@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "intent/arena.h"
 #include "intent/currency.h"
 #include "util/crypto.h"
 #include "util/timeutil.h"
@@ -518,6 +519,7 @@ void intent_parse(const void *data, size_t len, struct intent *in)
                 set_reason(in, INTENT_DLQ, "not_json", NULL);
                 goto out;
         }
+        intent_arena_begin(); /* the tree is freed below, before the end */
         root = json_loadb(data, len, DECODE_FLAGS, &jerr);
         if (root == NULL &&
             json_error_code(&jerr) == json_error_numeric_overflow) {
@@ -557,4 +559,5 @@ void intent_parse(const void *data, size_t len, struct intent *in)
         }
 out:
         json_decref(root);
+        intent_arena_end();
 }

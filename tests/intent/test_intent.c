@@ -732,6 +732,43 @@ static void test_reuse(void **state)
         intent_reset(&in);
 }
 
+/*
+ * jansson allocates from the decoding thread's arena during intent_parse
+ * (src/intent/arena.h) and from malloc elsewhere. Trees made outside a
+ * parse live across parses and are freed after them; a tree larger than
+ * the arena (64 KiB) continues in malloc'd memory mid-parse, and both
+ * kinds are freed by one json_decref; each parse still decides as it
+ * should (and valgrind/ASan see no bad free or leak).
+ */
+static void test_arena_bounds(void **state)
+{
+        json_t *outside = base(); /* made outside any parse, kept */
+        struct intent in;
+
+        (void)state;
+        intent_init(&in);
+        for (int i = 0; i < 3; i++) {
+                assert_int_equal(parse_obj(&in, base()), INTENT_OK);
+                /* 100,000 bytes in one string: larger than the arena */
+                assert_int_equal(parse_obj(&in, with(base(), "description",
+                                                     rep_str('d', 100000))),
+                                 INTENT_REJECTED);
+                assert_string_equal(in.reason, "invalid_description");
+                /* 4,000 small values: the arena fills up mid-tree */
+                assert_int_equal(
+                    parse_obj(&in, with(base(), "metadata", meta_pairs(4000))),
+                    INTENT_REJECTED);
+                assert_string_equal(in.reason, "invalid_metadata");
+                assert_int_equal(parse_obj(&in, json_incref(outside)),
+                                 INTENT_OK);
+                assert_string_equal(
+                    in.tenant_id,
+                    json_string_value(json_object_get(outside, "tenant_id")));
+        }
+        intent_reset(&in);
+        json_decref(outside);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -760,6 +797,7 @@ int main(void)
                 cmocka_unit_test(test_rejected_keeps_hash),
                 cmocka_unit_test(test_verdict_names),
                 cmocka_unit_test(test_reuse),
+                cmocka_unit_test(test_arena_bounds),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
