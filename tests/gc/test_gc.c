@@ -476,16 +476,15 @@ static void replay_after_gc(struct scenario *sc, struct sim *s,
                  json_dumps(d, JSON_COMPACT));
         json_decref(d);
         d = result_of(sc, ev_c);
-        SC_CHECK(json_is_true(json_object_get(d, "replayed")) &&
-                     !strcmp(jstr(d, "status"), "failed") &&
-                     !strcmp(jstr(d, "payment_id"), pid_dec) &&
-                     !strcmp(jstr(json_object_get(d, "error"), "code"),
-                             "card_declined") &&
-                     msg_dec[0] &&
-                     !strcmp(jstr(json_object_get(d, "error"), "message"),
-                             msg_dec),
-                 "copy of a collected decline: %s",
-                 json_dumps(d, JSON_COMPACT));
+        SC_CHECK(
+            json_is_true(json_object_get(d, "replayed")) &&
+                !strcmp(jstr(d, "status"), "failed") &&
+                !strcmp(jstr(d, "payment_id"), pid_dec) &&
+                !strcmp(jstr(json_object_get(d, "error"), "code"),
+                        "card_declined") &&
+                msg_dec[0] &&
+                !strcmp(jstr(json_object_get(d, "error"), "message"), msg_dec),
+            "copy of a collected decline: %s", json_dumps(d, JSON_COMPACT));
         json_decref(d);
         d = result_of(sc, ev_d);
         SC_CHECK(!strcmp(jstr(d, "status"), "conflict") &&

@@ -217,10 +217,9 @@ static void processing_finished(void)
         ev = event(GATEWAY_EVENT_CHARGE_FAILED, g->c.payment_id, "ch_w3", 3000,
                    "VND");
         CHECK_EQ_I(apply("msg_g1", &ev, &out), STORE_WEBHOOK_APPLIED);
-        CHECK_EQ_I(q(g->c.payment_id,
-                     "SELECT count(*) FROM payments WHERE"
-                     " payment_id = '%s' AND error_code = "
-                     "'" PAYMENT_WEBHOOK_FAILED_CODE "'"),
+        CHECK_EQ_I(q(g->c.payment_id, "SELECT count(*) FROM payments WHERE"
+                                      " payment_id = '%s' AND error_code = "
+                                      "'" PAYMENT_WEBHOOK_FAILED_CODE "'"),
                    1);
         no_violations();
         pay_free(p);
