@@ -46,8 +46,10 @@
  *         after the snapshot (it writes both in one transaction). Then
  *         the payment's status differs from the key's, and the copy is
  *         in_progress: the result that settle committed answers it.
- *         s probes payments only for final keys of other payments (a
- *         one-time filter per item).
+ *         s probes payments only for final keys of other payments: its
+ *         LIMIT 1 keeps it a subquery whose test of k and f is a
+ *         one-time filter (EXPLAIN); pulled up into a join, the test ran
+ *         after a payments probe for every item, new ones included.
  * ib:     new and in_progress events into the inbox. An in_progress event
  *         that a concurrent batch recorded first is a dup_event. (A new
  *         item's event cannot be in the inbox without its key existing,
@@ -103,7 +105,7 @@ static const struct store_stmt claim_stmt = {
         "  LEFT JOIN LATERAL (SELECT p.status, p.provider_charge_id,"
         "    p.error_code, p.error_message FROM payments p"
         "   WHERE k.state = 'final' AND k.payment_id <> f.payment_id"
-        "     AND p.payment_id = k.payment_id) s ON true"
+        "     AND p.payment_id = k.payment_id LIMIT 1) s ON true"
         "), ib AS ("
         " INSERT INTO inbox (event_id, tenant_id, idem_key, disposition,"
         "   topic, kafka_partition, kafka_offset)"
