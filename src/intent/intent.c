@@ -515,11 +515,11 @@ void intent_parse(const void *data, size_t len, struct intent *in)
         bool lossy = false;
 
         intent_reset(in);
+        intent_arena_begin(); /* the tree is freed below, before the end */
         if (data == NULL || len == 0) {
                 set_reason(in, INTENT_DLQ, "not_json", NULL);
                 goto out;
         }
-        intent_arena_begin(); /* the tree is freed below, before the end */
         root = json_loadb(data, len, DECODE_FLAGS, &jerr);
         if (root == NULL &&
             json_error_code(&jerr) == json_error_numeric_overflow) {

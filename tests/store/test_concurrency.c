@@ -201,17 +201,19 @@ static void *claim_arg_thread(void *arg)
         return NULL;
 }
 
-/* Waits (up to 5 s) until another session's claim waits for a lock. */
-static void wait_for_claim_lock(PGconn *pg)
+/* Waits (up to 5 s) until another session's claim waits for a lock;
+ * false if it never does (the case would test nothing). */
+static bool wait_for_claim_lock(PGconn *pg)
 {
         for (int i = 0; i < 500; i++) {
                 if (st_count(pg, "SELECT count(*) FROM pg_stat_activity "
                                  "WHERE wait_event_type = 'Lock' AND "
                                  "query LIKE '%%idempotency_keys%%' AND "
                                  "pid <> pg_backend_pid()") > 0)
-                        return;
+                        return true;
                 usleep(10000);
         }
+        return false;
 }
 
 static void test_deadlock_retry(PGconn *pg)
@@ -246,7 +248,7 @@ static void test_deadlock_retry(PGconn *pg)
         a.n = 2;
         pthread_create(&th, NULL, claim_arg_thread, &a);
         /* wait until the claim waits for our lock on dl-b */
-        wait_for_claim_lock(pg);
+        CHECK(wait_for_claim_lock(pg));
         /* now ask for dl-a, held by the claim: a deadlock */
         CHECK(st_exec(pg, true,
                       "SELECT 1 FROM idempotency_keys WHERE tenant_id = "
@@ -321,7 +323,7 @@ static void test_settle_after_snapshot(PGconn *pg)
         st_item(&a.c[0], &copy);
         a.n = 1;
         pthread_create(&th, NULL, claim_arg_thread, &a);
-        wait_for_claim_lock(pg);
+        CHECK(wait_for_claim_lock(pg));
         REQUIRE(st_exec(pg, true, "COMMIT"));
         pthread_join(th, NULL);
         CHECK_EQ_I(a.rc, STORE_OK);
