@@ -22,7 +22,9 @@
 
 /*
  * $1..$14 one array element per item (after in-batch event dedup),
- * $15 lease owner, $16 lease ms, $17 key retention ms.
+ * $15 the hex SHA-256 of each item's message (NULL: unknown), recorded
+ * in the inbox row (0015) and read only by the sift (store_sift_batch),
+ * $16 lease owner, $17 lease ms, $18 key retention ms.
  *
  * fresh:  items whose (tenant, event id) is not in the inbox (statement
  *         snapshot): the inbox is per tenant. One inbox_pkey probe per
@@ -76,7 +78,7 @@ static const struct store_stmt claim_stmt = {
         " INSERT INTO idempotency_keys AS ik (tenant_id, idem_key,"
         "   request_hash, payment_id, expires_at)"
         " SELECT tenant_id, idem_key, request_hash, payment_id,"
-        "   now() + $17::bigint * interval '1 millisecond'"
+        "   now() + $18::bigint * interval '1 millisecond'"
         "  FROM rep ORDER BY tenant_id, idem_key"
         " ON CONFLICT (tenant_id, idem_key) DO UPDATE SET state = ik.state"
         " RETURNING ik.tenant_id, ik.idem_key, ik.request_hash,"
@@ -87,8 +89,8 @@ static const struct store_stmt claim_stmt = {
         "   lease_owner, lease_epoch, lease_expires_at, intent_event_id)"
         " SELECT r.payment_id, r.tenant_id, r.idem_key, r.order_id,"
         "   r.customer_id, r.amount, r.currency, r.payment_method,"
-        "   r.provider_key, $15, 1,"
-        "   now() + $16::bigint * interval '1 millisecond', r.event_id"
+        "   r.provider_key, $16, 1,"
+        "   now() + $17::bigint * interval '1 millisecond', r.event_id"
         "  FROM rep r JOIN k ON k.payment_id = r.payment_id"
         " RETURNING payment_id, lease_epoch"
         "), c AS ("
@@ -108,9 +110,9 @@ static const struct store_stmt claim_stmt = {
         "     AND p.payment_id = k.payment_id LIMIT 1) s ON true"
         "), ib AS ("
         " INSERT INTO inbox (event_id, tenant_id, idem_key, disposition,"
-        "   topic, kafka_partition, kafka_offset)"
+        "   topic, kafka_partition, kafka_offset, msg_digest)"
         " SELECT event_id, tenant_id, idem_key, outcome, topic,"
-        "   kafka_partition, kafka_offset"
+        "   kafka_partition, kafka_offset, decode(($15::text[])[ord], 'hex')"
         "  FROM c WHERE outcome IN ('new', 'in_progress')"
         "  ORDER BY tenant_id, idem_key, event_id"
         " ON CONFLICT (tenant_id, event_id) DO NOTHING"
@@ -129,10 +131,10 @@ static const struct store_stmt claim_stmt = {
         "  AND ib.event_id = i.event_id"
         " LEFT JOIN p ON p.payment_id = i.payment_id"
         " ORDER BY i.ord",
-        17
+        18
 };
 
-enum { CLAIM_ARRAYS = 14 };
+enum { CLAIM_ARRAYS = 15 };
 
 /* Frees a stored outcome's strings and empties it. */
 static void outcome_clear(struct store_outcome *o)
@@ -172,7 +174,7 @@ struct claim_args {
         const unsigned char *pk_secret;
         size_t pk_secret_len;
         const bool *seen; /* NULL, or per item: found in the inbox first */
-        char num[2][24];  /* $16, $17 */
+        char num[2][24];  /* $17, $18 */
 };
 
 /* Clears the out part; are the in fields there? */
@@ -223,7 +225,7 @@ static enum claim_outcome parse_outcome(const char *s)
 
 /*
  * Gives every item sent a fresh payment id and its provider key, puts its
- * fields into the arrays $1..$14 and sets $15..$17.
+ * fields into the arrays $1..$15 and sets $16..$18.
  */
 static bool claim_fill(struct store_batch *b, void *items, void *arg,
                        char *errstr, size_t errstr_size)
@@ -261,13 +263,15 @@ static bool claim_fill(struct store_batch *b, void *items, void *arg,
                 store_pgarr_text(&arr[11], it->topic);
                 store_pgarr_i64_or_null(&arr[12], it->partition);
                 store_pgarr_i64_or_null(&arr[13], it->offset);
+                store_pgarr_hex_or_null(&arr[14], it->msg_digest,
+                                        CRYPTO_SHA256_LEN);
         }
         snprintf(a->num[0], sizeof(a->num[0]), "%lld", (long long)a->lease_ms);
         snprintf(a->num[1], sizeof(a->num[1]), "%lld",
                  (long long)a->retention_ms);
-        b->values[14] = a->owner;
-        b->values[15] = a->num[0];
-        b->values[16] = a->num[1];
+        b->values[15] = a->owner;
+        b->values[16] = a->num[0];
+        b->values[17] = a->num[1];
         return true;
 }
 
@@ -386,6 +390,82 @@ static const struct store_batch_def inbox_seen_def = {
         .fill          = seen_fill,
         .read_row      = seen_read_row,
 };
+
+/*
+ * The sift (0015): is each message's (tenant, event id) in the inbox, and
+ * was it recorded from a message with the same SHA-256? Read-only; one
+ * inbox_pkey probe per item, the row's digest compared here so that only
+ * two booleans come back.
+ */
+static const struct store_stmt sift_stmt = {
+        STORE_STMT_SIFT, "co_sift",
+        "SELECT i.ord, b.hit IS NOT NULL, coalesce(b.same, false)"
+        " FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY"
+        "   AS i(tenant_id, event_id, digest_hex, ord)"
+        " LEFT JOIN LATERAL (SELECT true AS hit,"
+        "   b.msg_digest = decode(i.digest_hex, 'hex') AS same FROM inbox b"
+        "   WHERE b.tenant_id = i.tenant_id AND b.event_id = i.event_id"
+        "   LIMIT 1) b ON true",
+        3
+};
+
+static bool sift_prepare(void *p)
+{
+        struct sift_item *it = p;
+
+        it->recorded = false;
+        it->same     = false;
+        return it->tenant_id && it->event_id && it->msg_digest;
+}
+
+static bool sift_fill(struct store_batch *b, void *items, void *arg,
+                      char *errstr, size_t errstr_size)
+{
+        (void)arg;
+        (void)errstr;
+        (void)errstr_size;
+        for (size_t k = 0; k < b->nsent; k++) {
+                const struct sift_item *it =
+                    (const struct sift_item *)items + store_batch_item(b, k);
+
+                store_pgarr_text(&b->arr[0], it->tenant_id);
+                store_pgarr_text(&b->arr[1], it->event_id);
+                store_pgarr_hex(&b->arr[2], it->msg_digest, CRYPTO_SHA256_LEN);
+        }
+        return true;
+}
+
+static void sift_read_row(void *items, size_t i, const PGresult *res, int r,
+                          void *arg)
+{
+        struct sift_item *it = (struct sift_item *)items + i;
+
+        (void)arg;
+        it->recorded = PQgetvalue(res, r, 1)[0] == 't';
+        it->same     = PQgetvalue(res, r, 2)[0] == 't';
+}
+
+static const struct store_batch_def sift_def = {
+        .what          = "sift",
+        .stmt          = &sift_stmt,
+        .narrays       = 3,
+        .nfields       = 3,
+        .item_size     = sizeof(struct sift_item),
+        .prepare       = sift_prepare,
+        .incomplete    = "lacks a field",
+        .incomplete_rc = STORE_ERR_DATA,
+        .fill          = sift_fill,
+        .read_row      = sift_read_row,
+};
+
+int store_sift_batch(struct store *st, struct sift_item *items, size_t n,
+                     char *errstr, size_t errstr_size)
+{
+        if (n == 0)
+                return STORE_OK;
+        return store_batch_run(st, &sift_def, items, n, NULL, errstr,
+                               errstr_size);
+}
 
 int store_claim_batch(struct store *st, struct claim_item *items, size_t n,
                       const char *owner, int64_t lease_ms,

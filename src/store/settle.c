@@ -109,7 +109,8 @@ static const struct store_stmt settle_stmt = {
 };
 
 /*
- * $1..$11 one element per item (after in-batch event dedup). The inbox
+ * $1..$11 one element per item (after in-batch event dedup), $12 the
+ * hex SHA-256 of each item's message (NULL: unknown). The inbox
  * insert gates the outbox insert: only an event recorded now gets a
  * result. Inbox rows go in (tenant, key, event) order, like the claim's.
  */
@@ -121,9 +122,9 @@ static const struct store_stmt outbox_stmt = {
         "  $8::text[], $9::text[], $10::int[], $11::bigint[]) i"
         "), ib AS ("
         " INSERT INTO inbox (event_id, tenant_id, idem_key, disposition,"
-        "   topic, kafka_partition, kafka_offset)"
+        "   topic, kafka_partition, kafka_offset, msg_digest)"
         " SELECT intent_event_id, tenant_id, idem_key, disposition, topic,"
-        "   kafka_partition, kafka_offset"
+        "   kafka_partition, kafka_offset, decode(($12::text[])[ord], 'hex')"
         "  FROM input ORDER BY tenant_id, idem_key, intent_event_id"
         " ON CONFLICT (tenant_id, event_id) DO NOTHING"
         " RETURNING tenant_id, event_id"
@@ -141,10 +142,10 @@ static const struct store_stmt outbox_stmt = {
         " SELECT i.ord, ob.event_id IS NOT NULL"
         " FROM input i LEFT JOIN ob ON ob.event_id = i.result_event_id"
         " ORDER BY i.ord",
-        11
+        12
 };
 
-enum { SETTLE_ARRAYS = 9, OUTBOX_ARRAYS = 11 };
+enum { SETTLE_ARRAYS = 9, OUTBOX_ARRAYS = 12 };
 
 static const char *settle_status_name(enum settle_status s)
 {
@@ -325,6 +326,8 @@ static bool outbox_fill(struct store_batch *b, void *items, void *arg,
                 store_pgarr_text(&arr[8], it->topic);
                 store_pgarr_i64_or_null(&arr[9], it->partition);
                 store_pgarr_i64_or_null(&arr[10], it->offset);
+                store_pgarr_hex_or_null(&arr[11], it->msg_digest,
+                                        CRYPTO_SHA256_LEN);
         }
         return true;
 }

@@ -352,6 +352,15 @@ void store_pgarr_hex(struct pgarr *a, const unsigned char *in, size_t len)
         }
 }
 
+void store_pgarr_hex_or_null(struct pgarr *a, const unsigned char *in,
+                             size_t len)
+{
+        if (in)
+                store_pgarr_hex(a, in, len);
+        else
+                store_pgarr_text(a, NULL);
+}
+
 const char *store_pgarr_finish(struct pgarr *a)
 {
         if (a->n == 0)

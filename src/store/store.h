@@ -146,6 +146,9 @@ struct claim_item {
         const char *topic;          /* NULL: unknown */
         int32_t partition;          /* -1: unknown */
         int64_t offset;             /* -1: unknown */
+        /* SHA-256 of the message's value (CRYPTO_SHA256_LEN bytes), kept
+         * in its inbox row for the sift; NULL: unknown */
+        const unsigned char *msg_digest;
 
         /* Out. Strings in `stored` are owned by the item:
          * store_claim_item_clear. */
@@ -262,9 +265,10 @@ struct outbox_item {
         const char *payment_id;    /* REPLAY: the stored payment; else NULL */
         const char *replay_status; /* REPLAY: stored.status; else NULL */
         const char *result_json;
-        const char *topic; /* NULL: unknown */
-        int32_t partition; /* -1: unknown */
-        int64_t offset;    /* -1: unknown */
+        const char *topic;               /* NULL: unknown */
+        int32_t partition;               /* -1: unknown */
+        int64_t offset;                  /* -1: unknown */
+        const unsigned char *msg_digest; /* as claim_item's; NULL: unknown */
 
         /* Out. */
         bool written; /* false: this intent event was answered already */
@@ -279,6 +283,31 @@ struct outbox_item {
  */
 int store_outbox_batch(struct store *st, struct outbox_item *items, size_t n,
                        char *errstr, size_t errstr_size) CO_MUST_CHECK;
+
+/* ------------------------------------------------------------------ */
+/* Sift: which messages are byte for byte an event already recorded.    */
+
+struct sift_item {
+        /* In, borrowed. From the raw message (intent_peek): */
+        const char *tenant_id;
+        const char *event_id;            /* the inbox key (event_key) */
+        const unsigned char *msg_digest; /* CRYPTO_SHA256_LEN bytes */
+
+        /* Out. */
+        bool recorded; /* (tenant_id, event_id) is in the inbox */
+        bool same;     /* ... recorded from a message of this digest */
+};
+
+/*
+ * Looks each item up in the inbox, read-only, in one statement. `same`
+ * means the event was recorded from a message with the same SHA-256 of
+ * its value: that message is a duplicate_event for certain, whatever
+ * else it holds, because those bytes decode to that event. An item
+ * lacking a field makes the call STORE_ERR_DATA. Returns STORE_OK,
+ * STORE_ERR, STORE_ERR_CONN or STORE_ERR_DATA.
+ */
+int store_sift_batch(struct store *st, struct sift_item *items, size_t n,
+                     char *errstr, size_t errstr_size) CO_MUST_CHECK;
 
 /* ------------------------------------------------------------------ */
 /* Probe: what a rejected copy of an intent may still be answered with.  */

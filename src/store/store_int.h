@@ -44,6 +44,7 @@ enum {
         STORE_STMT_EVIDENCE_CLOCK,  /* evidence.c */
         STORE_STMT_JUDGE,           /* judge.c */
         STORE_STMT_INBOX_SEEN,      /* claim.c */
+        STORE_STMT_SIFT,            /* claim.c */
         STORE_STMT_COUNT_
 };
 _Static_assert(STORE_STMT_COUNT_ <= 32, "store.prepared holds 32 bits");
@@ -95,6 +96,9 @@ void store_pgarr_i64_or_null(struct pgarr *a, int64_t v);
 void store_pgarr_bool(struct pgarr *a, bool v);
 /* Lower-case hex of in[0..len) as a text element. */
 void store_pgarr_hex(struct pgarr *a, const unsigned char *in, size_t len);
+/* The same, or a NULL element for a NULL in. */
+void store_pgarr_hex_or_null(struct pgarr *a, const unsigned char *in,
+                             size_t len);
 /* Closes the literal. Returns it (owned by a), or NULL if it grew too
  * large. */
 const char *store_pgarr_finish(struct pgarr *a) CO_MUST_CHECK;

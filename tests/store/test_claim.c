@@ -2,7 +2,7 @@
  * store_claim: claim, settle and result-only outbox writes, one
  * connection. Every kind of duplicate, within a batch and across batches;
  * fencing of a stale settle; replay of the stored outcome; tenants kept
- * apart; array escaping of awkward key strings.
+ * apart; array escaping of awkward key strings; the sift's digests.
  *
  * One sequence of named cases on one database, each building on what the
  * ones before it left (a chained suite, tests/common/cases.h): ctest runs
@@ -582,6 +582,69 @@ static void replay_precheck(void)
         clear(mc, 2);
 }
 
+static void sift(void)
+{
+        /* 14. The sift (0015): the claim and the outbox batch keep the
+         * message's digest with the inbox row; the look-up says whether
+         * an event is recorded, and whether from these very bytes. */
+        unsigned char da[CRYPTO_SHA256_LEN], db[CRYPTO_SHA256_LEN];
+        struct st_intent m[2];
+        struct claim_item mc[1];
+        struct sift_item q[6];
+
+        memset(da, 0xa1, sizeof(da));
+        memset(db, 0xb2, sizeof(db));
+        st_intent(&m[0], "t1", "key-sift", 90, 0);
+        st_item(&mc[0], &m[0]);
+        mc[0].msg_digest = da;
+        REQUIRE(claim(mc, 1) == STORE_OK);
+        CHECK_EQ_I(mc[0].outcome, CLAIM_NEW);
+        clear(mc, 1);
+        st_intent(&m[1], "t1", "key-sift-conflict", 91, 0);
+        outbox_item(&o[0], OUTBOX_CONFLICT, &m[1], NULL, NULL, ev[0]);
+        o[0].msg_digest = db;
+        REQUIRE(outbox(o, 1) == STORE_OK);
+        CHECK(o[0].written);
+        CHECK_EQ_I(st_count(pg, "SELECT count(*) FROM inbox WHERE"
+                                " msg_digest IS NOT NULL"),
+                   2);
+        CHECK_EQ_I(st_count(pg,
+                            "SELECT count(*) FROM inbox WHERE event_id = '%s'"
+                            " AND msg_digest = decode(repeat('a1', 32), 'hex')",
+                            m[0].event_id),
+                   1);
+
+        q[0] = (struct sift_item){ .tenant_id  = "t1",
+                                   .event_id   = m[0].event_id,
+                                   .msg_digest = da }; /* same */
+        q[1] = (struct sift_item){ .tenant_id  = "t1",
+                                   .event_id   = m[0].event_id,
+                                   .msg_digest = db }; /* other bytes */
+        q[2] = (struct sift_item){ .tenant_id  = "t2",
+                                   .event_id   = m[0].event_id,
+                                   .msg_digest = da }; /* other tenant */
+        q[3] = (struct sift_item){ .tenant_id  = "t1",
+                                   .event_id   = m[1].event_id,
+                                   .msg_digest = db }; /* outbox's */
+        q[4] = (struct sift_item){ .tenant_id  = "t1",
+                                   .event_id   = in[0].event_id,
+                                   .msg_digest = da }; /* no digest */
+        q[5] = (struct sift_item){ .tenant_id  = "t1",
+                                   .event_id   = "sha256:00",
+                                   .msg_digest = da }; /* unknown */
+        REQUIRE(store_sift_batch(st, q, 6, err, sizeof(err)) == STORE_OK);
+        CHECK(q[0].recorded && q[0].same);
+        CHECK(q[1].recorded && !q[1].same);
+        CHECK(!q[2].recorded && !q[2].same);
+        CHECK(q[3].recorded && q[3].same);
+        CHECK(q[4].recorded && !q[4].same);
+        CHECK(!q[5].recorded && !q[5].same);
+        /* an item without its digest refuses the batch, as every batch */
+        q[0].msg_digest = NULL;
+        CHECK_EQ_I(store_sift_batch(st, q, 1, err, sizeof(err)),
+                   STORE_ERR_DATA);
+}
+
 static void no_violations(void)
 {
         /* Every final payment has its result: no violation. */
@@ -629,6 +692,7 @@ int main(int argc, char **argv)
                 { "fencing", fencing, NULL, NULL },
                 { "mixed_batch", mixed_batch, NULL, NULL },
                 { "replay_precheck", replay_precheck, NULL, NULL },
+                { "sift", sift, NULL, NULL },
                 { "no_violations", no_violations, NULL, NULL },
         };
         return st_suite_main("store_claim", cases,
