@@ -358,21 +358,30 @@ static char *redact_member(json_t *root, const char *name, size_t max_chars)
  * any length (or none) is a bounded key that still tells events apart and
  * never puts a raw value into an index.
  */
-static void event_key_of(json_t *root, struct intent *in)
+void intent_event_key(const char *s, size_t len,
+                      char out[INTENT_EVENT_KEY_SIZE])
 {
         static const char prefix[] = "sha256:";
-        json_t *v                  = json_object_get(root, "event_id");
-        const char *s              = json_string_value(v);
-        size_t len                 = json_string_length(v);
         unsigned char d[CRYPTO_SHA256_LEN];
 
-        if (is_c_string(v) && uuid_valid(s, len)) {
-                snprintf(in->event_key, sizeof(in->event_key), "%s", s);
+        if (uuid_valid(s, len)) {
+                memcpy(out, s, len);
+                out[len] = '\0';
                 return;
         }
-        crypto_sha256(s != NULL ? s : "", s != NULL ? len : 0, d);
-        memcpy(in->event_key, prefix, sizeof(prefix) - 1);
-        crypto_hex(d, sizeof(d), in->event_key + sizeof(prefix) - 1);
+        crypto_sha256(s, len, d);
+        memcpy(out, prefix, sizeof(prefix) - 1);
+        crypto_hex(d, sizeof(d), out + sizeof(prefix) - 1);
+}
+
+static void event_key_of(json_t *root, struct intent *in)
+{
+        json_t *v     = json_object_get(root, "event_id");
+        const char *s = json_string_value(v);
+
+        /* not a string: the digest of no bytes (a UUID has no NUL) */
+        intent_event_key(s != NULL ? s : "",
+                         s != NULL ? json_string_length(v) : 0, in->event_key);
 }
 
 /*

@@ -27,6 +27,7 @@
 
 #include "util/guard.h"
 #include "intent/hash.h"
+#include "util/crypto.h"
 
 #define INTENT_SCHEMA_VERSION 1
 #define INTENT_AMOUNT_MAX     INT64_C(9007199254740991) /* 2^53 - 1 */
@@ -81,6 +82,12 @@ struct intent {
         bool has_hash;
         unsigned char request_hash[INTENT_HASH_LEN];
         char request_hash_hex[INTENT_HASH_HEX_SIZE];
+
+        /* The SHA-256 of the message value it came from, for the inbox
+         * (the sift): set by the caller holding the message
+         * (pipeline/decode.c), never by intent_parse, which clears it. */
+        bool has_msg_digest;
+        unsigned char msg_digest[CRYPTO_SHA256_LEN];
 };
 
 /* An empty intent (no allocation). Call before the first intent_parse(). */
@@ -94,6 +101,13 @@ void intent_reset(struct intent *in);
  * always set (out of memory ends the process: util/xalloc.h).
  */
 void intent_parse(const void *data, size_t len, struct intent *in);
+
+/*
+ * The inbox key of an event id of len bytes: itself when it is a UUID
+ * (uuid_valid), else "sha256:" and the hex SHA-256 of its bytes.
+ */
+void intent_event_key(const char *s, size_t len,
+                      char out[INTENT_EVENT_KEY_SIZE]);
 
 /* "ok", "rejected" or "dlq". */
 const char *intent_verdict_name(enum intent_verdict v);

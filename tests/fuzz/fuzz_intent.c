@@ -12,6 +12,9 @@
  *     order_id are cut to 36, 64, 255 and 64 code points;
  *   - an answered intent has an inbox key (event_key): its event_id when
  *     that is a UUID (then free of card numbers), else "sha256:<hex>";
+ *   - intent_peek() (the sift's raw reader) never reads outside the input,
+ *     and when it finds an identity in an input that decodes OK, it is
+ *     the decoder's: the same tenant_id and event_key;
  *   - guard_redact() of the input as a C string: the return value is the
  *     same with no buffer, a big enough one and a short one; the output is
  *     NUL-terminated inside the buffer and valid UTF-8 when the input is;
@@ -27,6 +30,7 @@
 #include "fuzz.h"
 #include "util/guard.h"
 #include "intent/intent.h"
+#include "intent/peek.h"
 #include "util/utf8.h"
 
 static bool has_secret(const char *s)
@@ -125,6 +129,20 @@ static void check_intent(const struct intent *in)
         }
 }
 
+static void check_peek(const struct intent *in, const uint8_t *data,
+                       size_t size)
+{
+        struct intent_peek p;
+
+        if (!intent_peek(data, size, &p))
+                return;
+        FUZZ_CHECK(FUZZ_TERMINATED(p.tenant_id) &&
+                   FUZZ_TERMINATED(p.event_key));
+        if (in->verdict == INTENT_OK)
+                FUZZ_CHECK(strcmp(p.tenant_id, in->tenant_id) == 0 &&
+                           strcmp(p.event_key, in->event_key) == 0);
+}
+
 /* Redacts s into a heap buffer of exactly outsz bytes (ASan sees any write
  * past it); returns the buffer (NULL when outsz is 0) and sets *need to
  * what guard_redact() returned. */
@@ -185,6 +203,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         intent_init(&in);
         intent_parse(data, size, &in);
         check_intent(&in);
+        check_peek(&in, data, size);
         intent_reset(&in);
         check_redact(data, size);
         return 0;
