@@ -59,6 +59,9 @@ struct dbjob *dbjob_new(enum dbjob_kind kind, size_t cap)
         case DBJOB_PROBE:
                 j->probes = xcalloc(cap, sizeof(*j->probes));
                 break;
+        case DBJOB_SIFT:
+                j->sifts = xcalloc(cap, sizeof(*j->sifts));
+                break;
         }
         return j;
 }
@@ -77,6 +80,7 @@ void dbjob_free(struct dbjob *j)
                 for (size_t i = 0; i < j->n; i++)
                         store_probe_item_clear(&j->probes[i]);
         free(j->probes);
+        free(j->sifts);
         free(j->owners);
         free(j->claims);
         free(j->settles);
@@ -115,6 +119,9 @@ static int run_job(struct worker *w, struct dbjob *j)
         case DBJOB_PROBE:
                 return store_probe_batch(w->st, j->probes, j->n, j->err,
                                          sizeof(j->err));
+        case DBJOB_SIFT:
+                return store_sift_batch(w->st, j->sifts, j->n, j->err,
+                                        sizeof(j->err));
         }
         return STORE_ERR;
 }
@@ -129,7 +136,7 @@ static void sleep_ms(int64_t ms)
 static const char *job_name(enum dbjob_kind k)
 {
         static const char *const names[] = { "claim", "settle", "outbox",
-                                             "renew", "probe" };
+                                             "renew", "probe",  "sift" };
         return names[k];
 }
 

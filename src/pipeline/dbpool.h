@@ -24,6 +24,7 @@ enum dbjob_kind {
         DBJOB_OUTBOX,
         DBJOB_RENEW,
         DBJOB_PROBE,
+        DBJOB_SIFT,
 };
 
 struct dbjob {
@@ -35,6 +36,7 @@ struct dbjob {
         struct outbox_item *outbox;
         struct lease_item *leases;
         struct probe_item *probes;
+        struct sift_item *sifts;
         /* out */
         int rc; /* STORE_OK, or the last error when the pool stopped */
         char err[256];

@@ -65,6 +65,7 @@ void pipeline_item_free(struct pipeline *pl, struct item *it)
         if (it->payment_id[0]) /* claimed new: no longer held */
                 metrics_gauge_add(pl->o.metrics, METRIC_IN_FLIGHT, -1);
         intent_reset(&it->in);
+        free(it->sift);
         free(it->result_json);
         free(it->qkey);
         if (it->rkm)
@@ -378,11 +379,9 @@ static uint32_t gen_of(struct pipeline *pl, int32_t p)
         return p >= 0 && p < pl->n_gens ? pl->gens[p] : 0;
 }
 
-void pipeline_on_message(struct pipeline *pl, rd_kafka_message_t *m,
-                         struct intent *in)
+struct item *pipeline_item_new(struct pipeline *pl, rd_kafka_message_t *m)
 {
         struct item *it = xcalloc(1, sizeof(*it));
-        struct log_ctx lc;
 
         flow_list_add(&pl->all, &it->live);
         it->pl         = pl;
@@ -393,8 +392,7 @@ void pipeline_on_message(struct pipeline *pl, rd_kafka_message_t *m,
         it->t_start_us = time_mono_us();
         it->outcome    = -1;
         atomic_init(&it->lease_until_ms, 0);
-        it->in = *in; /* moved: in is left empty */
-        intent_init(in);
+        intent_init(&it->in);
         pl->in_flight++;
         pl->st.consumed++;
         if (offsets_add(pl->ot, it->partition, it->gen, it->offset) < 0) {
@@ -404,6 +402,24 @@ void pipeline_on_message(struct pipeline *pl, rd_kafka_message_t *m,
         }
         if (decoder_too_large(pl->dec, m))
                 pl->st.too_large++; /* dead-lettered unparsed */
+        return it;
+}
+
+void pipeline_on_message(struct pipeline *pl, rd_kafka_message_t *m,
+                         struct intent *in)
+{
+        struct item *it = pipeline_item_new(pl, m);
+
+        it->in = *in; /* moved: in is left empty */
+        intent_init(in);
+        pipeline_dispatch(pl, it);
+}
+
+void pipeline_dispatch(struct pipeline *pl, struct item *it)
+{
+        const rd_kafka_message_t *m = it->rkm;
+        struct log_ctx lc;
+
         if (LOG_LVL_DEBUG <= log_current_level) {
                 pipeline_ctx(pl, it, &lc);
                 log_debug(&lc, "intent %s",

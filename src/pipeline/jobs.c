@@ -151,6 +151,19 @@ void pipeline_charge(struct pipeline *pl, struct item *it)
 /* ------------------------------------------------------------------ */
 /* database jobs                                                        */
 
+/*
+ * The digest an item's inbox row keeps for the sift: only an intent that
+ * decoded OK's, so that a message the sift finds byte for byte is one
+ * whose copies the claim calls duplicate_event (a rejected one's copies
+ * are judged as rejected or replayed: those go the long way).
+ */
+static const unsigned char *sift_digest(const struct item *it)
+{
+        return it->in.verdict == INTENT_OK && it->in.has_msg_digest
+                   ? it->in.msg_digest
+                   : NULL;
+}
+
 static struct dbjob *job_from(struct pipeline *pl, struct flow_queue *b,
                               enum dbjob_kind kind)
 {
@@ -176,6 +189,7 @@ static struct dbjob *job_from(struct pipeline *pl, struct flow_queue *b,
                         c->topic          = pl->o.topic;
                         c->partition      = it->partition;
                         c->offset         = it->offset;
+                        c->msg_digest     = sift_digest(it);
                         break;
                 }
                 case DBJOB_SETTLE: {
@@ -215,6 +229,7 @@ static struct dbjob *job_from(struct pipeline *pl, struct flow_queue *b,
                         o->topic              = pl->o.topic;
                         o->partition          = it->partition;
                         o->offset             = it->offset;
+                        o->msg_digest         = sift_digest(it);
                         break;
                 }
                 case DBJOB_PROBE: {
@@ -225,6 +240,9 @@ static struct dbjob *job_from(struct pipeline *pl, struct flow_queue *b,
                                sizeof(q->request_hash));
                         break;
                 }
+                case DBJOB_SIFT:
+                        pipeline_sift_fill(it, &j->sifts[j->n]);
+                        break;
                 case DBJOB_RENEW:
                         abort();
                 }
@@ -437,6 +455,13 @@ static void settled_ok(struct pipeline *pl, const struct item *it)
 
 void pipeline_on_job_done(struct pipeline *pl, struct dbjob *j)
 {
+        size_t dups = 0;
+
+        if (j->kind == DBJOB_SIFT) {
+                pipeline_sift_done(pl, j);
+                dbjob_free(j);
+                return;
+        }
         for (size_t i = 0; i < j->n; i++) {
                 struct item *it = j->owners[i];
                 struct log_ctx lc;
@@ -458,6 +483,7 @@ void pipeline_on_job_done(struct pipeline *pl, struct dbjob *j)
                 }
                 switch (j->kind) {
                 case DBJOB_CLAIM:
+                        dups += j->claims[i].outcome == CLAIM_DUP_EVENT;
                         on_claimed(pl, it, &j->claims[i],
                                    j->t_submit_us / 1000);
                         break;
@@ -495,9 +521,15 @@ void pipeline_on_job_done(struct pipeline *pl, struct dbjob *j)
                         on_probed(pl, it, &j->probes[i]);
                         break;
                 case DBJOB_RENEW:
+                case DBJOB_SIFT:
                         break;
                 }
         }
+        /* a batch mostly of recorded events: a replay; sift the next
+         * polls (only a sift that finds mostly new events turns it off) */
+        if (j->kind == DBJOB_CLAIM && j->rc == STORE_OK && j->n > 0 &&
+            dups * 2 >= j->n && time_mono_ms() >= pl->sift_quiet_until_ms)
+                pl->sift_on = true;
         dbjob_free(j);
 }
 
@@ -511,6 +543,7 @@ void pipeline_flush_batches(struct pipeline *pl, bool force)
         } order[]   = { { &pl->settles, DBJOB_SETTLE },
                         { &pl->outbox, DBJOB_OUTBOX },
                         { &pl->probes, DBJOB_PROBE },
+                        { &pl->sifts, DBJOB_SIFT },
                         { &pl->claims, DBJOB_CLAIM } };
         int64_t now = time_mono_us();
 

@@ -32,8 +32,6 @@
 #define STATS_EVERY_MS 10000
 /* What the drain adds to the gateway's budget. */
 #define DRAIN_SLACK_MS 10000
-/* At most this many messages taken per turn. */
-#define POLL_BATCH 500
 /* Between two refreshes of the consumer_lag table. */
 #define LAG_EVERY_MS 1000
 
@@ -164,7 +162,8 @@ static void log_stats(struct pipeline *pl, bool force)
             &lc,
             "consumed %llu: claimed %llu (succeeded %llu, failed %llu, "
             "review %llu, unknown left %llu, fenced %llu), replayed "
-            "%llu, in progress %llu, duplicate events %llu, conflict "
+            "%llu, in progress %llu, duplicate events %llu (sifted %llu), "
+            "conflict "
             "%llu, rejected %llu, dlq %llu (too large %llu, refused by "
             "the database %llu, DLQ write failures %llu); in flight %zu",
             (unsigned long long)s->consumed, (unsigned long long)s->claimed,
@@ -172,9 +171,10 @@ static void log_stats(struct pipeline *pl, bool force)
             (unsigned long long)s->review, (unsigned long long)s->unknown_left,
             (unsigned long long)s->fenced, (unsigned long long)s->replayed,
             (unsigned long long)s->in_progress,
-            (unsigned long long)s->dup_event, (unsigned long long)s->conflict,
-            (unsigned long long)s->rejected, (unsigned long long)s->dlq,
-            (unsigned long long)s->too_large, (unsigned long long)s->db_refused,
+            (unsigned long long)s->dup_event, (unsigned long long)s->sifted,
+            (unsigned long long)s->conflict, (unsigned long long)s->rejected,
+            (unsigned long long)s->dlq, (unsigned long long)s->too_large,
+            (unsigned long long)s->db_refused,
             (unsigned long long)s->dlq_failed, pl->in_flight + pl->overflow);
 }
 
@@ -255,6 +255,10 @@ struct pipeline *pipeline_new(const struct pipeline_opts *o, char *errstr,
         pl->lag_tick.every_ms   = LAG_EVERY_MS;
         pl->loop_id             = -1;
         flow_renew_init(&pl->renew, o->lease_ms);
+        /* a start is as likely as not after a rewind (a replay): the first
+         * poll is sifted, and the first sift that finds mostly new events
+         * turns it off (one read-only statement) */
+        pl->sift_on = true;
         if ((rc = connect_all(pl, errstr, errstr_size)) < 0) {
                 pipeline_destroy(pl);
                 errno = -rc;
@@ -394,9 +398,7 @@ static bool turn(struct pipeline *pl, bool draining, int64_t *at_cap_since)
         lc.component = "consume";
         n            = room ? kconsumer_poll(pl->kc, msgs, room, 0, &fatal) : 0;
         if (n > 0)
-                decoder_run(pl->dec, msgs, n, pl->decoded);
-        for (size_t i = 0; i < n; i++)
-                pipeline_on_message(pl, msgs[i], &pl->decoded[i]);
+                pipeline_take(pl, msgs, n);
         if (fatal)
                 return false;
         (void)take_done_jobs(pl);
@@ -417,7 +419,8 @@ static bool turn(struct pipeline *pl, bool draining, int64_t *at_cap_since)
          * poll by themselves. */
         if (room > 0 && n == room)
                 timeout = 0;
-        else if (pl->claims.n || pl->settles.n || pl->outbox.n || pl->probes.n)
+        else if (pl->claims.n || pl->settles.n || pl->outbox.n ||
+                 pl->probes.n || pl->sifts.n)
                 timeout = 1;
         else
                 timeout = 10;

@@ -27,6 +27,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* At most this many messages taken per turn (and decoded at once). */
+#define POLL_BATCH 500
+/* After a sift that found most messages not byte for byte recorded, the
+ * claims' duplicates turn it on again only after this (sift.c). */
+#define SIFT_QUIET_MS 1000
+
 enum stage {
         ST_QUEUED, /* waiting behind an earlier message of its key */
         ST_CLAIM,  /* in a claim batch */
@@ -35,6 +41,7 @@ enum stage {
         ST_OUTBOX, /* in a result-only outbox batch */
         ST_DLQ,    /* being produced to the DLQ */
         ST_PROBE,  /* rejected copy: is its intent finished already? */
+        ST_SIFT,   /* not decoded yet: is it a recorded event? (sift.c) */
 };
 
 struct item {
@@ -83,12 +90,17 @@ struct item {
         int outcome;
         bool overflow;     /* queued past consumer.max_per_key */
         bool dlq_truncate; /* the DLQ refused the whole value: send a cut */
+
+        /* ST_SIFT: the look-up, and the next item polled (sift.c) */
+        struct item_sift *sift;
+        struct item *sift_next;
 };
 
 struct pipeline_stats {
         uint64_t consumed, dlq, rejected, dup_event, in_progress, replayed,
             conflict, claimed, succeeded, failed, review, unknown_left, fenced,
-            settled_already, too_large, db_refused, dlq_failed;
+            settled_already, too_large, db_refused, dlq_failed,
+            sifted; /* duplicate events finished undecoded (sift.c) */
 };
 
 struct pipeline {
@@ -107,6 +119,12 @@ struct pipeline {
         int32_t n_hot;
 
         struct flow_queue claims, settles, outbox, probes, dlq_retry;
+        /* the sift (sift.c): on while recent batches were mostly recorded
+         * events; the items polled since, in poll order; those to look up */
+        bool sift_on;
+        int64_t sift_quiet_until_ms; /* claims turn it on only after */
+        struct item *sift_head, *sift_tail;
+        struct flow_queue sifts;
         size_t in_flight;
         size_t overflow; /* hot keys: see item.c, pipeline_on_message() */
         int64_t dlq_backoff_ms, dlq_next_ms; /* DLQ failures back off */
@@ -145,9 +163,16 @@ void pipeline_ctx(const struct pipeline *pl, struct item *it,
                   struct log_ctx *lc);
 void pipeline_queue(struct flow_queue *q, struct item *it);
 struct item *pipeline_dequeue(struct flow_queue *q);
-/* m, decoded into *in (decoder_run); the intent moves into the item. */
+/* m, decoded into *in (decoder_run); the intent moves into the item:
+ * pipeline_item_new, then pipeline_dispatch. */
 void pipeline_on_message(struct pipeline *pl, rd_kafka_message_t *m,
                          struct intent *in);
+/* The item of a message just polled: counted in flight, its offset taken
+ * (poll order); not decoded, not dispatched yet. */
+struct item *pipeline_item_new(struct pipeline *pl, rd_kafka_message_t *m);
+/* A decoded item (it->in set) goes on: dead-lettered, or queued behind
+ * its key and started. */
+void pipeline_dispatch(struct pipeline *pl, struct item *it);
 void pipeline_item_free(struct pipeline *pl, struct item *it);
 void pipeline_finish(struct pipeline *pl, struct item *it, bool handled);
 int pipeline_build_result(struct pipeline *pl, struct item *it, bool replayed,
@@ -160,6 +185,12 @@ void pipeline_dead_letter(struct pipeline *pl, struct item *it,
                           const char *reason);
 /* The DLQ retry list, after its back-off (loop turn). */
 void pipeline_dlq_retry(struct pipeline *pl);
+
+/* sift.c */
+/* Messages just polled, in order: decoded at once, or sifted first. */
+void pipeline_take(struct pipeline *pl, rd_kafka_message_t **msgs, size_t n);
+void pipeline_sift_fill(struct item *it, struct sift_item *s);
+void pipeline_sift_done(struct pipeline *pl, struct dbjob *j);
 
 /* jobs.c */
 void pipeline_charge(struct pipeline *pl, struct item *it);

@@ -200,7 +200,12 @@ static const char expected[] =
     "# HELP chargeonce_webhook_contradictions Open webhook "
     "contradictions (not acknowledged), from the database\n"
     "# TYPE chargeonce_webhook_contradictions gauge\n"
-    "chargeonce_webhook_contradictions -3\n";
+    "chargeonce_webhook_contradictions -3\n"
+    "# HELP chargeonce_intents_sifted_total Duplicate events recognised by "
+    "their message's bytes, not decoded (also in intents_total as "
+    "duplicate_event)\n"
+    "# TYPE chargeonce_intents_sifted_total counter\n"
+    "chargeonce_intents_sifted_total 0\n";
 
 static void test_render_fixed(void **state)
 {
