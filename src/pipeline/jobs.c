@@ -164,10 +164,20 @@ static const unsigned char *sift_digest(const struct item *it)
                    : NULL;
 }
 
+/* A sift is read-only and takes no lock: a whole poll per statement
+ * (each call has a fixed cost; measured 8.8 µs per event at 100). */
+static size_t batch_size(const struct pipeline *pl, enum dbjob_kind kind)
+{
+        return kind == DBJOB_SIFT && pl->o.batch_size < POLL_BATCH
+                   ? POLL_BATCH
+                   : pl->o.batch_size;
+}
+
 static struct dbjob *job_from(struct pipeline *pl, struct flow_queue *b,
                               enum dbjob_kind kind)
 {
-        size_t n        = b->n < pl->o.batch_size ? b->n : pl->o.batch_size;
+        size_t size     = batch_size(pl, kind);
+        size_t n        = b->n < size ? b->n : size;
         struct dbjob *j = dbjob_new(kind, n);
 
         for (size_t i = 0; i < n; i++) {
@@ -550,8 +560,8 @@ void pipeline_flush_batches(struct pipeline *pl, bool force)
         for (size_t k = 0; k < sizeof(order) / sizeof(*order); k++) {
                 struct flow_queue *q = order[k].q;
                 while (dbpool_outstanding(pl->db) < pl->max_jobs &&
-                       flow_queue_ready(q, pl->o.batch_size, pl->o.linger_us,
-                                        now, force,
+                       flow_queue_ready(q, batch_size(pl, order[k].kind),
+                                        pl->o.linger_us, now, force,
                                         dbpool_outstanding(pl->db) == 0))
                         dbpool_submit(pl->db, job_from(pl, q, order[k].kind));
         }
