@@ -60,9 +60,11 @@ def main():
         12: fill("'pgbench.intents'", "text"),
         13: fill("0", "int"),
         14: arr("g", "bigint[]"),
-        15: "'pgbench-' || :client_id",
-        16: "60000",
-        17: "604800000",
+        # the digest of each message, kept in the inbox for the sift
+        15: arr("md5('m' || :seed || '-' || g) || md5('d' || g)", "text[]"),
+        16: "'pgbench-' || :client_id",
+        17: "60000",
+        18: "604800000",
     }
     result = ('{"schema_version":1,"event_id":"00000000-0000-4000-8000-'
               '000000000000","status":"succeeded","amount":100,'
