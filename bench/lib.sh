@@ -55,6 +55,17 @@ sim_stop() {
 }
 
 CO_PID=
+co_x() { # co_x NAME: CO_X, the -X options every chargeonce command of NAME takes
+	CO_X=(-X "db.conninfo=$(conninfo_of "db_$1")"
+		-X "kafka.bootstrap.servers=$CHARGEONCE_TEST_KAFKA"
+		-X "kafka.auto.commit.interval.ms=100"
+		-X "topic.intents=$1.intents" -X "topic.results=$1.results"
+		-X "topic.dlq=$1.dlq" -X "group.id=$1.group"
+		-X provider_key.secret=bench-provider-key-secret
+		-X "gateway.url=$SIM_URL" -X gateway.api_key=sk_test_bench
+		-X log.level=warn)
+}
+
 co_start() { # co_start NAME [-X k=v]...: chargeonce consume in the background
 	local name=$1 http=()
 	shift
@@ -63,15 +74,8 @@ co_start() { # co_start NAME [-X k=v]...: chargeonce consume in the background
 	if "$CO_BIN" --help 2>&1 | grep -q 'http\.listen'; then
 		http=(-X http.listen=127.0.0.1:0)
 	fi
-	"$CO_BIN" \
-		-X "db.conninfo=$(conninfo_of "db_$name")" \
-		-X "kafka.bootstrap.servers=$CHARGEONCE_TEST_KAFKA" \
-		-X "kafka.auto.commit.interval.ms=100" \
-		-X "topic.intents=$name.intents" -X "topic.results=$name.results" \
-		-X "topic.dlq=$name.dlq" -X "group.id=$name.group" \
-		-X provider_key.secret=bench-provider-key-secret \
-		-X "gateway.url=$SIM_URL" -X gateway.api_key=sk_test_bench \
-		-X log.level=warn "${http[@]}" \
+	co_x "$name"
+	"$CO_BIN" "${CO_X[@]}" "${http[@]}" \
 		"$@" consume >"$WORK/co-$name.log" 2>&1 &
 	CO_PID=$!
 	sleep 0.3
@@ -80,6 +84,15 @@ co_start() { # co_start NAME [-X k=v]...: chargeonce consume in the background
 		tail -5 "$WORK/co-$name.log" >&2
 		return 1
 	}
+}
+
+co_rewind() { # co_rewind NAME: the group of NAME rewound to offset 0 (consume stopped)
+	co_x "$1"
+	"$CO_BIN" "${CO_X[@]}" replay --from-offset 0 >>"$WORK/rewind-$1.log" 2>&1
+}
+
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
 # proc_stop PID: SIGTERM, at most 30 s for the exit, then SIGKILL.

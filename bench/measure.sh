@@ -117,7 +117,7 @@ for s in $SWEEP; do
 	echo "$mif $(field "$r" intents_per_s) $(field "$r" vm_hwm_kb)" >>"$OUT/sweep.dat"
 done
 
-# ---- replay: 100k finished intents produced again (same event ids) ----
+# ---- replay: 100k finished intents, rewound, then produced again ----
 log "replay of $N_REPLAY finished intents"
 name=breplay$(date +%s)
 db_new "db_$name"
@@ -128,6 +128,27 @@ first=$("$E2E_BIN" run --brokers "$CHARGEONCE_TEST_KAFKA" \
 	--intents "$name.intents" --results "$name.results" --run "$name" \
 	--n "$N_REPLAY" --warmup 0 --timeout 240 || true)
 log "  first pass: $first"
+# an operator's replay first: the group rewound over the same messages
+# (the same bytes; `chargeonce replay --from-offset 0`), timed on /metrics
+# from the first duplicate answered to the last (start-up apart)
+co_stop
+co_rewind "$name"
+port=$(free_port)
+# polling from before the start, so the first sample is the first answer
+python3 "$lib_dir/metric_wait.py" "http://127.0.0.1:$port/metrics" \
+	'chargeonce_intents_total{outcome="duplicate_event"}' "$N_REPLAY" 120 \
+	>"$WORK/rewind.json" &
+waiter=$!
+co_start "$name" -X "http.listen=127.0.0.1:$port"
+wait "$waiter" || true
+rewind=$(cat "$WORK/rewind.json")
+[ -n "$rewind" ] || rewind='{"ok":false}'
+sifted=$(curl -s --max-time 5 "http://127.0.0.1:$port/metrics" |
+	awk '/^chargeonce_intents_sifted_total /{print $2}')
+echo "{\"tag\":\"rewind\",\"load\":\"$(cut -d' ' -f1 /proc/loadavg)\",\"sifted\":${sifted:-0},${rewind#\{}" >>"$WORK/results.jsonl"
+log "  rewound: $rewind (sifted ${sifted:-0})"
+# then copies produced again (same event ids, other bytes: a later
+# bench_produced_us), timed from the first produce to the group's commit
 replay=$("$E2E_BIN" replay --brokers "$CHARGEONCE_TEST_KAFKA" \
 	--intents "$name.intents" --group "$name.group" --run "$name" \
 	--n "$N_REPLAY" --timeout 120 || true)
