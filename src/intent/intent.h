@@ -27,7 +27,6 @@
 
 #include "util/guard.h"
 #include "intent/hash.h"
-#include "util/crypto.h"
 
 #define INTENT_SCHEMA_VERSION 1
 #define INTENT_AMOUNT_MAX     INT64_C(9007199254740991) /* 2^53 - 1 */
@@ -82,12 +81,6 @@ struct intent {
         bool has_hash;
         unsigned char request_hash[INTENT_HASH_LEN];
         char request_hash_hex[INTENT_HASH_HEX_SIZE];
-
-        /* The SHA-256 of the message value it came from, for the inbox
-         * (the sift): set by the caller holding the message
-         * (pipeline/decode.c), never by intent_parse, which clears it. */
-        bool has_msg_digest;
-        unsigned char msg_digest[CRYPTO_SHA256_LEN];
 };
 
 /* An empty intent (no allocation). Call before the first intent_parse(). */

@@ -1,7 +1,6 @@
 /* decode: see decode.h. */
 #include "pipeline/decode.h"
 
-#include "util/crypto.h"
 #include "util/xalloc.h"
 
 #include <errno.h>
@@ -59,9 +58,6 @@ static void decode_one(const struct decoder *d, const rd_kafka_message_t *m,
                 return;
         }
         intent_parse(m->payload, m->len, in);
-        /* the inbox keeps it for the sift (sift.c) */
-        crypto_sha256(m->payload ? m->payload : "", m->len, in->msg_digest);
-        in->has_msg_digest = true;
 }
 
 /* Slice s of `slices` over n messages: [*from, *to). */

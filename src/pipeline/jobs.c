@@ -151,19 +151,6 @@ void pipeline_charge(struct pipeline *pl, struct item *it)
 /* ------------------------------------------------------------------ */
 /* database jobs                                                        */
 
-/*
- * The digest an item's inbox row keeps for the sift: only an intent that
- * decoded OK's, so that a message the sift finds byte for byte is one
- * whose copies the claim calls duplicate_event (a rejected one's copies
- * are judged as rejected or replayed: those go the long way).
- */
-static const unsigned char *sift_digest(const struct item *it)
-{
-        return it->in.verdict == INTENT_OK && it->in.has_msg_digest
-                   ? it->in.msg_digest
-                   : NULL;
-}
-
 /* A sift is read-only and takes no lock: a whole poll per statement
  * (each call has a fixed cost; measured 8.8 µs per event at 100). */
 static size_t batch_size(const struct pipeline *pl, enum dbjob_kind kind)
@@ -199,7 +186,7 @@ static struct dbjob *job_from(struct pipeline *pl, struct flow_queue *b,
                         c->topic          = pl->o.topic;
                         c->partition      = it->partition;
                         c->offset         = it->offset;
-                        c->msg_digest     = sift_digest(it);
+                        c->msg_digest     = pipeline_msg_digest(it);
                         break;
                 }
                 case DBJOB_SETTLE: {
@@ -239,7 +226,7 @@ static struct dbjob *job_from(struct pipeline *pl, struct flow_queue *b,
                         o->topic              = pl->o.topic;
                         o->partition          = it->partition;
                         o->offset             = it->offset;
-                        o->msg_digest         = sift_digest(it);
+                        o->msg_digest         = pipeline_msg_digest(it);
                         break;
                 }
                 case DBJOB_PROBE: {
@@ -536,7 +523,8 @@ void pipeline_on_job_done(struct pipeline *pl, struct dbjob *j)
                 }
         }
         /* a batch mostly of recorded events: a replay; sift the next
-         * polls (only a sift that finds mostly new events turns it off) */
+         * polls (a sift batch mostly not byte for byte recorded turns it
+         * off, for SIFT_QUIET_MS) */
         if (j->kind == DBJOB_CLAIM && j->rc == STORE_OK && j->n > 0 &&
             dups * 2 >= j->n && time_mono_ms() >= pl->sift_quiet_until_ms)
                 pl->sift_on = true;

@@ -256,8 +256,8 @@ struct pipeline *pipeline_new(const struct pipeline_opts *o, char *errstr,
         pl->loop_id             = -1;
         flow_renew_init(&pl->renew, o->lease_ms);
         /* a start is as likely as not after a rewind (a replay): the first
-         * poll is sifted, and the first sift that finds mostly new events
-         * turns it off (one read-only statement) */
+         * poll is sifted, and a sift batch mostly not byte for byte
+         * recorded turns it off (one read-only statement) */
         pl->sift_on = true;
         if ((rc = connect_all(pl, errstr, errstr_size)) < 0) {
                 pipeline_destroy(pl);

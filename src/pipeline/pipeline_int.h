@@ -94,6 +94,10 @@ struct item {
         /* ST_SIFT: the look-up, and the next item polled (sift.c) */
         struct item_sift *sift;
         struct item *sift_next;
+        /* SHA-256 of the message value, made once: by the sift, or when
+         * an inbox row first needs it (pipeline_msg_digest) */
+        bool has_digest;
+        unsigned char digest[CRYPTO_SHA256_LEN];
 };
 
 struct pipeline_stats {
@@ -187,6 +191,9 @@ void pipeline_dead_letter(struct pipeline *pl, struct item *it,
 void pipeline_dlq_retry(struct pipeline *pl);
 
 /* sift.c */
+/* The digest the item's inbox row keeps for the sift, or NULL (an intent
+ * that did not decode OK keeps none). */
+const unsigned char *pipeline_msg_digest(struct item *it);
 /* Messages just polled, in order: decoded at once, or sifted first. */
 void pipeline_take(struct pipeline *pl, rd_kafka_message_t **msgs, size_t n);
 void pipeline_sift_fill(struct item *it, struct sift_item *s);

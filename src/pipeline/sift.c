@@ -30,7 +30,6 @@
 
 struct item_sift {
         struct intent_peek id;
-        unsigned char digest[CRYPTO_SHA256_LEN];
         bool done;     /* its answer is in (or it needs none) */
         bool failed;   /* the look-up was given up (shutdown) */
         bool recorded; /* the identity is in the inbox */
@@ -125,7 +124,8 @@ void pipeline_take(struct pipeline *pl, rd_kafka_message_t **msgs, size_t n)
                 pl->sift_tail = it;
                 if (!decoder_too_large(pl->dec, m) &&
                     intent_peek(m->payload, m->len, &sf->id)) {
-                        crypto_sha256(m->payload, m->len, sf->digest);
+                        crypto_sha256(m->payload, m->len, it->digest);
+                        it->has_digest = true;
                         pipeline_queue(&pl->sifts, it);
                 } else {
                         sf->done = true; /* decoded when its turn comes */
@@ -138,7 +138,26 @@ void pipeline_sift_fill(struct item *it, struct sift_item *s)
 {
         s->tenant_id  = it->sift->id.tenant_id;
         s->event_id   = it->sift->id.event_key;
-        s->msg_digest = it->sift->digest;
+        s->msg_digest = it->digest;
+}
+
+/*
+ * Only an intent that decoded OK keeps a digest, so that a message the
+ * sift finds byte for byte is one whose copies the claim calls
+ * duplicate_event (a rejected one's copies are judged rejected or
+ * replayed: those go the long way). Made here, once, unless the sift
+ * made it: a duplicate or a dead letter never pays for it.
+ */
+const unsigned char *pipeline_msg_digest(struct item *it)
+{
+        if (it->in.verdict != INTENT_OK)
+                return NULL;
+        if (!it->has_digest) {
+                crypto_sha256(it->rkm->payload ? it->rkm->payload : "",
+                              it->rkm->len, it->digest);
+                it->has_digest = true;
+        }
+        return it->digest;
 }
 
 void pipeline_sift_done(struct pipeline *pl, struct dbjob *j)
