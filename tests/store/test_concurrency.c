@@ -201,19 +201,92 @@ static void *claim_arg_thread(void *arg)
         return NULL;
 }
 
-/* Waits (up to 5 s) until another session's claim waits for a lock;
- * false if it never does (the case would test nothing). */
+/*
+ * Waits (up to 5 s) until a claim waits for a lock that this session (pg)
+ * holds; false if it never does (the case would test nothing). Scoped to
+ * what the case started: the waiter is a backend of this test's database
+ * whose blocker is this very session (pg_blocking_pids), running a
+ * statement on idempotency_keys. The integration tests share one server,
+ * so a probe on any backend that waits for any lock saw other tests'
+ * claims and let a case go on before its own claim had started.
+ */
 static bool wait_for_claim_lock(PGconn *pg)
 {
         for (int i = 0; i < 500; i++) {
                 if (st_count(pg, "SELECT count(*) FROM pg_stat_activity "
-                                 "WHERE wait_event_type = 'Lock' AND "
-                                 "query LIKE '%%idempotency_keys%%' AND "
-                                 "pid <> pg_backend_pid()") > 0)
+                                 "WHERE datname = current_database() AND "
+                                 "wait_event_type = 'Lock' AND "
+                                 "pg_backend_pid() = ANY "
+                                 "(pg_blocking_pids(pid)) AND "
+                                 "query LIKE '%%idempotency_keys%%'") > 0)
                         return true;
                 usleep(10000);
         }
         return false;
+}
+
+/*
+ * A decoy: another session of this database holds a key row and a third
+ * waits for it with a claim-like statement on idempotency_keys, as another
+ * test's claim would on the shared server. wait_for_claim_lock must not
+ * take that wait for the case's own; with the decoy in place first, a
+ * probe that counts any waiting backend returns before the case's claim
+ * has started (and the case then fails), so the decoy keeps the probe
+ * honest. decoy_end commits and collects the waiter.
+ */
+struct decoy {
+        PGconn *holder, *waiter;
+};
+
+static void decoy_start(struct decoy *d)
+{
+        struct st_intent in;
+        struct claim_item c;
+        struct store *st = st_store();
+        char err[512];
+
+        st_intent(&in, "tenant-decoy", "decoy-row", 7, 0);
+        st_item(&c, &in);
+        REQUIRE(store_claim_batch(st, &c, 1, "owner", ST_LEASE_MS, ST_SECRET,
+                                  ST_SECRET_LEN, err, sizeof(err)) == STORE_OK);
+        store_claim_item_clear(&c);
+        store_destroy(st);
+        d->holder = st_pg();
+        d->waiter = st_pg();
+        REQUIRE(st_exec(d->holder, true, "BEGIN"));
+        REQUIRE(st_exec(d->holder, true,
+                        "SELECT 1 FROM idempotency_keys WHERE tenant_id = "
+                        "'tenant-decoy' AND idem_key = 'decoy-row' FOR "
+                        "UPDATE"));
+        REQUIRE(PQsendQuery(d->waiter,
+                            "SELECT 1 FROM idempotency_keys WHERE tenant_id "
+                            "= 'tenant-decoy' AND idem_key = 'decoy-row' FOR "
+                            "UPDATE") == 1);
+        /* until the decoy really waits, it proves nothing */
+        for (int i = 0; i < 500; i++) {
+                if (st_count(d->holder,
+                             "SELECT count(*) FROM pg_stat_activity WHERE "
+                             "datname = current_database() AND "
+                             "wait_event_type = 'Lock' AND "
+                             "pg_backend_pid() = ANY "
+                             "(pg_blocking_pids(pid))") > 0)
+                        return;
+                usleep(10000);
+        }
+        REQUIRE(!"the decoy never waited");
+}
+
+static void decoy_end(struct decoy *d)
+{
+        PGresult *res;
+
+        CHECK(st_exec(d->holder, true, "COMMIT"));
+        while ((res = PQgetResult(d->waiter)) != NULL) {
+                CHECK(PQresultStatus(res) == PGRES_TUPLES_OK);
+                PQclear(res);
+        }
+        PQfinish(d->waiter);
+        PQfinish(d->holder);
 }
 
 static void test_deadlock_retry(PGconn *pg)
@@ -222,6 +295,7 @@ static void test_deadlock_retry(PGconn *pg)
         struct st_intent in[2], again[2];
         struct claim_item c[2];
         struct dl_arg a;
+        struct decoy decoy;
         struct store_stats stats;
         pthread_t th;
         char err[512];
@@ -246,6 +320,7 @@ static void test_deadlock_retry(PGconn *pg)
         st_item(&a.c[0], &again[0]);
         st_item(&a.c[1], &again[1]);
         a.n = 2;
+        decoy_start(&decoy);
         pthread_create(&th, NULL, claim_arg_thread, &a);
         /* wait until the claim waits for our lock on dl-b */
         CHECK(wait_for_claim_lock(pg));
@@ -255,6 +330,7 @@ static void test_deadlock_retry(PGconn *pg)
                       "'tenant-d' AND idem_key = 'dl-a' FOR UPDATE"));
         REQUIRE(st_exec(pg, true, "COMMIT"));
         pthread_join(th, NULL);
+        decoy_end(&decoy);
         if (a.rc != STORE_OK)
                 fprintf(stderr, "deadlock claim: %s\n", a.err);
         CHECK_EQ_I(a.rc, STORE_OK);
@@ -288,6 +364,7 @@ static void test_settle_after_snapshot(PGconn *pg)
         struct st_intent in, copy, later;
         struct claim_item c;
         struct dl_arg a;
+        struct decoy decoy;
         pthread_t th;
         char err[512];
 
@@ -322,10 +399,12 @@ static void test_settle_after_snapshot(PGconn *pg)
         st_intent(&copy, "tenant-s", "snap-a", 10, 0); /* new event id */
         st_item(&a.c[0], &copy);
         a.n = 1;
+        decoy_start(&decoy);
         pthread_create(&th, NULL, claim_arg_thread, &a);
         CHECK(wait_for_claim_lock(pg));
         REQUIRE(st_exec(pg, true, "COMMIT"));
         pthread_join(th, NULL);
+        decoy_end(&decoy);
         CHECK_EQ_I(a.rc, STORE_OK);
         CHECK_EQ_I(a.c[0].outcome, CLAIM_IN_PROGRESS);
 
