@@ -567,6 +567,30 @@ bool co_alive(struct co *c)
         return true;
 }
 
+int co_http_port(struct co *c)
+{
+        for (int i = 0; i < 400; i++) {
+                FILE *f = fopen(c->log, "r");
+                char line[4096];
+                int port = 0;
+
+                while (f && fgets(line, sizeof(line), f)) {
+                        const char *p = strstr(line, "listening on 127.0.0.1:");
+                        if (p)
+                                port = atoi(p + strlen("listening on "
+                                                       "127.0.0.1:"));
+                }
+                if (f)
+                        fclose(f);
+                if (port > 0)
+                        return port;
+                SC_CHECK(co_alive(c), "chargeonce ended before listening");
+                sleep_ms(50);
+        }
+        SC_CHECK(false, "chargeonce never logged its http port");
+        return 0;
+}
+
 /* ------------------------------------------------------------------ */
 /* intents                                                              */
 

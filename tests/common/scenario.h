@@ -66,7 +66,9 @@ json_t *sim_stats(const struct sim *s);
 /* GET url until it answers 200 (up to 20 s, e.g. a process's /metrics
  * while it starts): the body (malloc'd). */
 char *sc_scrape(const char *url);
-/* A TCP port free now on 127.0.0.1 (the kernel's pick). */
+/* A TCP port free now on 127.0.0.1 (the kernel's pick). Another process
+ * may take it before the one it is meant for binds it: a chargeonce's own
+ * HTTP port is co_http_port(). */
 int sc_free_port(void);
 /* field: a top-level name or "group.name" (e.g. "webhooks.delivered"). */
 long sim_stat(json_t *stats, const char *field);
@@ -99,6 +101,13 @@ int co_stop(struct co *c, int sig, int timeout_ms);
 /* Waits for the child to end by itself. Same return values. */
 int co_wait(struct co *c, int timeout_ms);
 bool co_alive(struct co *c);
+/*
+ * The port of the child's HTTP server, from its own log line "http:
+ * listening on 127.0.0.1:PORT" (co_start's http.listen=127.0.0.1:0), up
+ * to 20 s. A probe of a port picked free beforehand could reach another
+ * test's process that took it first.
+ */
+int co_http_port(struct co *c);
 
 /* ---- intents ---- */
 struct intent_spec {

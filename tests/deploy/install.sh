@@ -179,15 +179,21 @@ pids+=($!)
 disown $!
 for _ in $(seq 100); do [ -s "$sim_port_file" ] && break; sleep 0.1; done
 sport=$(cat "$sim_port_file")
-hport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 unit_run "${args[@]}" -X "gateway.url=http://127.0.0.1:$sport" \
-	-X "http.listen=127.0.0.1:$hport" consume >"$logs/chargeonce-consume.log" 2>&1 &
+	consume >"$logs/chargeonce-consume.log" 2>&1 &
 co=$!
 pids+=($co)
+# its HTTP port from its own log (http.listen = 127.0.0.1:0): a port
+# picked free beforehand can be taken first by another test's process,
+# whose /readyz would then answer for this one
+hport=
 ready=0
 for _ in $(seq 600); do
 	kill -0 $co 2>/dev/null || { tail -20 "$logs/chargeonce-consume.log"; fail "consume ended"; }
-	if [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$hport/readyz")" = 200 ]; then
+	[ -n "$hport" ] || hport=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' \
+		"$logs/chargeonce-consume.log" 2>/dev/null | head -n 1 || true)
+	if [ -n "$hport" ] &&
+		[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$hport/readyz")" = 200 ]; then
 		ready=1
 		break
 	fi

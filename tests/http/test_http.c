@@ -172,31 +172,6 @@ static struct scenario *scenario(void)
         return &the_sc;
 }
 
-/* The port from the process's "http: listening on 127.0.0.1:PORT". */
-static int wait_port(struct co *c)
-{
-        for (int i = 0; i < 300; i++) {
-                FILE *f = fopen(c->log, "r");
-                char line[4096];
-                int port = 0;
-
-                while (f && fgets(line, sizeof(line), f)) {
-                        const char *p = strstr(line, "listening on 127.0.0.1:");
-                        if (p)
-                                port = atoi(p + strlen("listening on "
-                                                       "127.0.0.1:"));
-                }
-                if (f)
-                        fclose(f);
-                if (port > 0)
-                        return port;
-                SC_CHECK(co_alive(c), "chargeonce ended before listening");
-                usleep(50 * 1000);
-        }
-        SC_CHECK(false, "chargeonce never logged its http port");
-        return 0;
-}
-
 static struct co hook_co;
 static int hook_port;
 
@@ -209,7 +184,7 @@ static int hook_server(void)
 
         if (!hook_port) {
                 co_start(scenario(), &hook_co, "webhook", NULL, xs, NULL);
-                hook_port = wait_port(&hook_co);
+                hook_port = co_http_port(&hook_co);
         }
         return hook_port;
 }
@@ -450,7 +425,7 @@ static void readyz_consumer(void)
         int port;
 
         co_start(scenario(), &c, "consume", NULL, lonely, NULL);
-        port = wait_port(&c);
+        port = co_http_port(&c);
         for (int i = 0; i < 20; i++) { /* 2 s: never ready */
                 get(port, "/readyz", &a);
                 SC_CHECK(a.status == 503 && strstr(a.body, "consumer"),
@@ -462,7 +437,7 @@ static void readyz_consumer(void)
         SC_CHECK(co_stop(&c, SIGTERM, 30000) == 0, "consume did not stop");
 
         co_start(scenario(), &c, "consume", NULL, xs, NULL);
-        port = wait_port(&c);
+        port = co_http_port(&c);
         for (int i = 0; i < 600 && !saw_200; i++) {
                 get(port, "/readyz", &a);
                 if (a.status == 200)
@@ -562,7 +537,7 @@ static void sim_webhooks(void)
                        "\"p_500_after_charge\":0,\"p_500_before_charge\":0,"
                        "\"p_429\":0,\"p_tail\":0}");
         co_start(scenario(), &c, "consume", &s, xs, NULL);
-        port = wait_port(&c);
+        port = co_http_port(&c);
         snprintf(cfg, sizeof(cfg),
                  "{\"webhook_url\":\"http://127.0.0.1:%d/webhooks/gateway\"}",
                  port);
@@ -726,7 +701,7 @@ static void https(void)
         snprintf(x[2], sizeof(x[2]), "http.tls_key_file=%s/right.key", pki);
         processing_payment(pay);
         co_start(sc, &c, "webhook", NULL, xs, NULL);
-        port = wait_port(&c);
+        port = co_http_port(&c);
 
         client.scheme = "https";
         client.ca     = ca;

@@ -236,18 +236,15 @@ static long intents_metric(const char *text, const char *cat)
         return metric(text, name);
 }
 
-/* Starts consume with /metrics on a free port; url gets its address. */
+/* Starts consume; url gets the address of its /metrics, on the port it
+ * bound itself (never another process's). */
 static void consume_start(struct scenario *sc, struct co *c,
                           const struct sim *s, char *url, size_t urlsz)
 {
-        static char listen[64];
-        const char *xs[] = { "consumer.batch_linger=2ms", listen, NULL };
+        static const char *const xs[] = { "consumer.batch_linger=2ms", NULL };
 
-        snprintf(listen, sizeof(listen), "http.listen=127.0.0.1:%d",
-                 sc_free_port());
-        snprintf(url, urlsz, "http://%s/metrics",
-                 listen + strlen("http.listen="));
         co_start(sc, c, "consume", s, xs, NULL);
+        snprintf(url, urlsz, "http://127.0.0.1:%d/metrics", co_http_port(c));
         free(sc_scrape(url)); /* listening */
 }
 
@@ -370,7 +367,7 @@ static void rewind_checks(struct scenario *sc, struct co *c)
                          p);
 
         replay_start(sc, &w, wait);
-        usleep(2500 * 1000);
+        usleep(2500 * 1000); /* on purpose: it must still be waiting */
         SC_CHECK(waitpid(w.pid, &rc, WNOHANG) == 0,
                  "replay --wait did not wait for the member");
         stop_ok(c);
@@ -546,6 +543,8 @@ static void from_time(void)
         for (int i = 0; i < 3; i++)
                 sc_produce(&sc, 0, "k", "{}", 2);
         sc_flush(&sc);
+        /* on purpose, here and below: message time stamps well clear of
+         * the two bounds (a loaded machine only widens the gaps) */
         usleep(1200 * 1000);
         mark = now_ms();
         secs = (time_t)(mark / 1000);
