@@ -702,6 +702,23 @@ static void hostile_text(void)
 static bool log_has(const char *path, const char *needle);
 
 /*
+ * A process woken (SIGCONT) with a retry queued: waits at least min_ms,
+ * the time in which a wrong one would send it, and until its log says it
+ * did not (needle), T_WAIT at most. Whether it said so. A fixed sleep of
+ * min_ms let a loaded machine look at the log before the woken process
+ * had got there.
+ */
+static bool woken_not_sent(const char *log, const char *needle, int min_ms)
+{
+        for (int t = 0; t < T_WAIT; t += 50) {
+                if (t >= min_ms && log_has(log, needle))
+                        return true;
+                sleep_ms(50);
+        }
+        return log_has(log, needle);
+}
+
+/*
  * frozen: a reconciler re-posts (empty list), is throttled (429,
  * Retry-After: 3, inside its 6 s budget) and is stopped (SIGSTOP) with
  * the retry queued. Past its lease (2 s) another reconciler takes the
@@ -730,6 +747,7 @@ static void frozen(void)
         struct orphan o;
         long posts, epoch;
         char sql[256];
+        bool not_sent;
 
         sc_init(&sc, "rec_frozen", 1);
         make_orphan(&sc, &o, "key-frozen-0001", "pm_tok_ok", 300);
@@ -760,8 +778,8 @@ static void frozen(void)
                  "not taken over by the second reconciler");
         SC_CHECK(kill(a.pid, SIGCONT) == 0, "SIGCONT");
         /* the queued retry was due 3 s after the 429: let the woken
-         * process run past that */
-        sleep_ms(4000);
+         * process run past that, until it says it did not send it */
+        not_sent = woken_not_sent(a.log, "not sent: the payment's lease", 4000);
         SC_CHECK(co_alive(&a), "the first reconciler died");
         SC_CHECK(va.posts == posts,
                  "a frozen reconciler sent %ld POST(s) after losing its "
@@ -770,8 +788,7 @@ static void frozen(void)
         SC_CHECK(vb.posts == 0, "the second reconciler posted");
         SC_CHECK(!strcmp(status_of(&sc, &o), "processing"), "status %s",
                  status_of(&sc, &o));
-        SC_CHECK(log_has(a.log, "not sent: the payment's lease"),
-                 "no 'not sent' line in the first reconciler's log");
+        SC_CHECK(not_sent, "no 'not sent' line in the first reconciler's log");
         stop_ok(&a);
         stop_ok(&b);
         srv500_stop(&va);
@@ -1155,6 +1172,7 @@ static void consumer_frozen(void)
         struct sim fa, fb;
         struct co cons, b;
         long posts;
+        bool not_sent;
 
         sc_init(&sc, "cons_frozen", 1);
         srv500_start_with(&va, &fa, http_answer("200 OK", "", "{\"data\":[]}"),
@@ -1179,13 +1197,12 @@ static void consumer_frozen(void)
                  "not taken over by the reconciler");
         SC_CHECK(kill(cons.pid, SIGCONT) == 0, "SIGCONT");
         /* the queued retry was due 3 s after the 429 */
-        sleep_ms(4000);
+        not_sent = woken_not_sent(cons.log, "not sent", 4000);
         SC_CHECK(co_alive(&cons), "the consumer died");
         SC_CHECK(va.posts == posts,
                  "a frozen consumer sent %ld POST(s) after losing its lease",
                  va.posts - posts);
-        SC_CHECK(log_has(cons.log, "not sent"),
-                 "no 'not sent' line in the consumer's log");
+        SC_CHECK(not_sent, "no 'not sent' line in the consumer's log");
         stop_ok(&cons);
         stop_ok(&b);
         srv500_stop(&va);
