@@ -133,7 +133,10 @@ static void in_progress_409_during_slow_answer(void **state)
         snprintf(bg.body, sizeof(bg.body), "%s",
                  simtest_charge_body("ref-s", "os", "pm_tok", 500));
         assert_int_equal(pthread_create(&t, NULL, bg_post_main, &bg), 0);
-        simtest_sleep_ms(250);
+        /* until the other thread's charge is made (not a fixed 250 ms: a
+         * loaded machine may not have sent it yet) */
+        for (int i = 0; i < 500 && simtest_stat(sim.port, "charges") < 1; i++)
+                simtest_sleep_ms(10);
         /* the charge is made, the answer not yet sent */
         assert_int_equal(simtest_stat(sim.port, "charges"), 1);
         simtest_post_charge(sim.port, "key-slow", bg.body, &r);
@@ -216,13 +219,15 @@ static void key_retention_forgets(void **state)
         struct simtest_resp r;
 
         (void)state;
-        simtest_config(sim.port, "{\"key_retention\":\"300ms\"}");
+        /* 1 s, not 300 ms: the second POST must come inside it, also on a
+         * loaded machine; the sleep (on purpose) outlasts it */
+        simtest_config(sim.port, "{\"key_retention\":\"1s\"}");
         simtest_post_charge(sim.port, "key-k", body, &r);
         simtest_resp_free(&r);
         simtest_post_charge(sim.port, "key-k", body, &r);
         assert_true(r.replayed);
         simtest_resp_free(&r);
-        simtest_sleep_ms(500);
+        simtest_sleep_ms(1200);
         simtest_post_charge(sim.port, "key-k", body, &r);
         assert_int_equal(r.status, 200);
         assert_false(r.replayed);

@@ -218,7 +218,14 @@ static int test_setup(void **state)
         return 0;
 }
 
-/* Waits (at most 5 s) until n events arrived; returns how many did. */
+/*
+ * Waits (at most 5 s) until n events arrived and the simulator has counted
+ * as many deliveries; returns how many arrived. The receiver records an
+ * event before it answers 200, and the simulator counts the delivery once
+ * it has read that answer: without the second wait a check of
+ * webhooks.delivered raced the simulator's sender thread, and a count
+ * still to come could land after the next case's reset.
+ */
 static int wait_events(int n)
 {
         int i, got = 0;
@@ -227,7 +234,8 @@ static int wait_events(int n)
                 pthread_mutex_lock(&rx.lock);
                 got = rx.n;
                 pthread_mutex_unlock(&rx.lock);
-                if (got >= n)
+                if (got >= n &&
+                    simtest_stat(sim.port, "webhooks.delivered") >= got)
                         break;
                 simtest_sleep_ms(10);
         }
