@@ -124,7 +124,7 @@ static void two_takers(void)
 
         /* Expired leases, two takers at once: each payment taken once. */
         claim_n(st, expired_in, expired, NEXP, "exp", 1);
-        usleep(50000);
+        usleep(50000); /* on purpose: the 1 ms leases run out */
         for (int t = 0; t < 2; t++) {
                 memset(&tk[t], 0, sizeof(tk[t]));
                 tk[t].st    = st_store();
@@ -217,7 +217,7 @@ static void takeover_one(void)
         CHECK_EQ_I(store_takeover_one(st, live[0].payment_id, 1, "x",
                                       ST_LEASE_MS, &epoch, err, sizeof(err)),
                    0); /* not expired */
-        usleep(50000);
+        usleep(50000); /* on purpose: one[0]'s 1 ms lease runs out */
         for (int t = 0; t < 2; t++) {
                 tk[t].pid = one[0].payment_id;
                 pthread_create(&th[t], NULL, takeover_one_thread, &tk[t]);

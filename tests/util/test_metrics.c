@@ -394,13 +394,16 @@ static void test_liveness(void **state)
         b = metrics_loop_register(m, "relay");
         assert_true(a >= 0 && b >= 0 && a != b);
         assert_true(metrics_alive(m, 1000, &age, &who));
-        usleep(60 * 1000);
+        /* ages far apart: "pipeline" beats just before it is checked
+         * against 300 ms; with 40 ms, the test preempted that long
+         * between the beat and the check would fail */
+        usleep(600 * 1000);
         metrics_loop_beat(m, a);
-        assert_false(metrics_alive(m, 40, &age, &who));
+        assert_false(metrics_alive(m, 300, &age, &who));
         assert_string_equal(who, "relay");
-        assert_true(age >= 60);
+        assert_true(age >= 600);
         metrics_loop_unregister(m, b);
-        assert_true(metrics_alive(m, 40, &age, &who));
+        assert_true(metrics_alive(m, 300, &age, &who));
         assert_string_equal(who, "pipeline");
         /* the freed slot is taken again; past 16 loops: -1 */
         while (n < 16 && (extra[n] = metrics_loop_register(m, "x")) >= 0)
