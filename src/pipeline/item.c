@@ -7,6 +7,7 @@
  * Must never: finish an item as handled before its answer is durable (in
  * the outbox, or acknowledged by the DLQ); block on a full DLQ.
  */
+#include "payment/identity.h"
 #include "payment/result.h"
 #include "pipeline/pipeline_int.h"
 #include "pipeline/decode.h"
@@ -124,7 +125,12 @@ void pipeline_finish(struct pipeline *pl, struct item *it, bool handled)
                 start_item(pl, item_of_key(next));
 }
 
-/* Builds it->result_json for it->status (a new result event id). */
+/*
+ * Builds it->result_json for it->status. Its event id is derived
+ * (payment/identity.h): a payment's own result from (payment id, status),
+ * any other answer from (tenant, event, status, replayed), so the same
+ * answer written again after the database lost it carries the same id.
+ */
 int pipeline_build_result(struct pipeline *pl, struct item *it, bool replayed,
                           const char *payment_id)
 {
@@ -132,9 +138,16 @@ int pipeline_build_result(struct pipeline *pl, struct item *it, bool replayed,
         char now[40], err[256];
         size_t len;
         struct log_ctx lc;
+        const char *status = payment_status_name(it->status);
 
-        if (!uuid_v4(it->result_event_id))
+        if (!status)
                 abort();
+        if (payment_id && !replayed)
+                payment_result_event_id(payment_id, status,
+                                        it->result_event_id);
+        else
+                payment_answer_event_id(it->in.tenant_id, it->in.event_key,
+                                        status, replayed, it->result_event_id);
         rfc3339_format(time_wall_ms(), now, sizeof(now));
         memset(&r, 0, sizeof(r));
         r.event_id           = it->result_event_id;

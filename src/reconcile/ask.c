@@ -14,6 +14,7 @@
  * payment method.
  */
 #include "gateway/client.h"
+#include "payment/identity.h"
 #include "payment/result.h"
 #include "reconcile/reconcile_int.h"
 #include "store/store.h"
@@ -254,8 +255,12 @@ int reconcile_build_result(struct reconcile_item *it)
         size_t len;
         struct log_ctx lc;
 
-        if (!uuid_v4(it->result_event_id))
+        if (!payment_status_name(it->status))
                 return -1;
+        /* derived (payment/identity.h), as the consumer's */
+        payment_result_event_id(it->p->payment_id,
+                                payment_status_name(it->status),
+                                it->result_event_id);
         rfc3339_format(time_wall_ms(), now, sizeof(now));
         memset(&res, 0, sizeof(res));
         res.event_id           = it->result_event_id;

@@ -6,11 +6,13 @@
  *
  * Must never: create a payment for an event already in the inbox; create
  * a second key or payment for (tenant, key); decide "new" from a SELECT;
- * send the provider-key secret to the server (the provider key is
- * computed here, from a payment id generated here).
+ * send the provider-key secret to the server (the payment id and the
+ * provider key are derived here, payment/identity.h); decide "new" from
+ * the ids (a re-claim of the same intent derives the same payment id).
  */
 #include "store/store_int.h"
 
+#include "payment/identity.h"
 #include "payment/provider_key.h"
 #include "util/crypto.h"
 #include "util/uuid.h"
@@ -36,10 +38,18 @@
  * k:      the key upsert. DO UPDATE (a no-op) rather than DO NOTHING so
  *         that an existing row is returned and locked, even one committed
  *         after the snapshot; rows go in (tenant, key) order so that two
- *         batches lock keys in the same order. A row whose payment_id is
- *         the item's fresh one was inserted now.
- * p:      the payments of the inserted keys.
- * c:      every fresh item judged against its key row: new / conflict /
+ *         batches lock keys in the same order.
+ * p:      the payment of each key row still processing whose payment_id
+ *         is the representative's derived one, ON CONFLICT DO NOTHING:
+ *         the row comes back only if it was inserted now. That is the
+ *         one test of "new": the payment id is derived from (tenant, key,
+ *         request hash), so a copy of an existing intent derives the id
+ *         its key row already holds, and the payment of a key committed
+ *         after the snapshot is a conflict that DO NOTHING sees (it waits
+ *         for the inserter, as the key upsert did). A final key (a
+ *         tombstone's payment stays) never gets a payment again.
+ * c:      every fresh item judged against its key row: new (only the
+ *         representative, r, and only if p inserted its payment) / conflict /
  *         in_progress / replay (later items of a key see the row the
  *         first one created, so they are in_progress or conflict). A
  *         replay's charge id and error are the payment's (s: the outcome
@@ -92,11 +102,14 @@ static const struct store_stmt claim_stmt = {
         "   r.provider_key, $16, 1,"
         "   now() + $17::bigint * interval '1 millisecond', r.event_id"
         "  FROM rep r JOIN k ON k.payment_id = r.payment_id"
+        "  WHERE k.state = 'processing'"
+        " ON CONFLICT DO NOTHING"
         " RETURNING payment_id, lease_epoch"
         "), c AS ("
         " SELECT f.ord, f.event_id, f.tenant_id, f.idem_key, f.topic,"
         "   f.kafka_partition, f.kafka_offset,"
-        "   CASE WHEN k.payment_id = f.payment_id THEN 'new'"
+        "   CASE WHEN np.payment_id IS NOT NULL AND r.ord = f.ord"
+        "          THEN 'new'"
         "        WHEN k.request_hash <> f.request_hash THEN 'conflict'"
         "        WHEN k.state = 'processing'"
         "          OR s.status IS DISTINCT FROM k.status THEN 'in_progress'"
@@ -104,9 +117,11 @@ static const struct store_stmt claim_stmt = {
         "   k.payment_id AS k_payment_id, k.status, s.provider_charge_id,"
         "   s.error_code, s.error_message"
         "  FROM fresh f JOIN k USING (tenant_id, idem_key)"
+        "  JOIN rep r USING (tenant_id, idem_key)"
+        "  LEFT JOIN p np ON np.payment_id = f.payment_id"
         "  LEFT JOIN LATERAL (SELECT p.status, p.provider_charge_id,"
         "    p.error_code, p.error_message FROM payments p"
-        "   WHERE k.state = 'final' AND k.payment_id <> f.payment_id"
+        "   WHERE k.state = 'final'"
         "     AND p.payment_id = k.payment_id LIMIT 1) s ON true"
         "), ib AS ("
         " INSERT INTO inbox (event_id, tenant_id, idem_key, disposition,"
@@ -242,11 +257,9 @@ static bool claim_fill(struct store_batch *b, void *items, void *arg,
                 struct claim_item *it =
                     (struct claim_item *)items + store_batch_item(b, k);
 
-                if (!uuid_v4(it->payment_id)) {
-                        snprintf(errstr, errstr_size,
-                                 "claim: no randomness for a payment id");
-                        return false;
-                }
+                payment_id_derive(a->pk_secret, a->pk_secret_len, it->tenant_id,
+                                  it->idem_key, it->request_hash,
+                                  it->payment_id);
                 payment_provider_key(a->pk_secret, a->pk_secret_len,
                                      it->payment_id, it->provider_key);
                 store_pgarr_text(&arr[0], it->event_id);

@@ -10,6 +10,7 @@
  */
 #include "store/finish.h"
 
+#include "payment/identity.h"
 #include "payment/result.h"
 #include "util/timeutil.h"
 
@@ -161,11 +162,9 @@ static bool build_result(struct store_tx *t, const struct store_locked *p,
         size_t len;
 
         memset(&r, 0, sizeof(r));
-        if (!uuid_v4(f->result_event_id)) {
-                snprintf(t->errstr, t->errstr_size, "%s: no random event id",
-                         t->who);
-                return false;
-        }
+        /* derived (payment/identity.h): written again after the database
+         * lost it, the same result carries the same id */
+        payment_result_event_id(p->payment_id, f->status, f->result_event_id);
         rfc3339_format(time_wall_ms(), now, sizeof(now));
         r.event_id           = f->result_event_id;
         r.intent_event_id    = p->intent_event_id;

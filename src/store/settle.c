@@ -18,8 +18,12 @@
  * UPDATE, so a stale owner's item writes nothing. co_assert rolls the
  * whole batch back if the key, ledger or outbox writes do not match the
  * payments moved (a broken invariant must fail, not half-commit).
- * 'already': the item's result event id is in the outbox, i.e. this very
- * settle committed before (a repeat after a lost connection).
+ * 'already': the item's result event id is in the outbox and the
+ * payment's epoch is still the item's, i.e. this very settle committed
+ * before (a repeat after a lost connection). The result event id is
+ * derived from (payment, status) (payment/identity.h), so another
+ * owner's settle with the same outcome writes the same id: the epoch
+ * tells it apart (a takeover raised it), and that one is 'fenced'.
  * up reads payments through the primary key (the redundant = ANY ($1)
  * says so to the planner; from the join alone it read every processing
  * payment through the lease index, live and dead, and hashed them).
@@ -92,7 +96,8 @@ static const struct store_stmt settle_stmt = {
         ")"
         " SELECT i.ord,"
         "  CASE WHEN u.payment_id IS NOT NULL THEN 'ok'"
-        "       WHEN o.ok THEN 'already'"
+        "       WHEN o.ok AND cur.lease_epoch = i.lease_epoch"
+        "         THEN 'already'"
         "       ELSE 'fenced' END,"
         "  cur.status, cur.lease_epoch, chk.ok"
         " FROM input i CROSS JOIN chk"

@@ -170,9 +170,11 @@ void store_claim_item_clear(struct claim_item *it);
  * in the inbox, or repeated earlier in this batch, is CLAIM_DUP_EVENT and
  * touches nothing. Otherwise the key (tenant_id, idem_key) is inserted
  * with INSERT ... ON CONFLICT; if it was new, a payment is created in
- * 'processing' with a fresh client-side uuid v4 payment id, the provider
- * key hex(HMAC-SHA256(pk_secret, payment_id text)) (payment_provider_key)
- * and a lease (owner, epoch 1, now() + lease_ms). Within the batch the
+ * 'processing' with the payment id derived from (tenant, key, request
+ * hash) by payment_id_derive (payment/identity.h: the same intent claimed
+ * again after the database lost its commits gets the same id), the
+ * provider key hex(HMAC-SHA256(pk_secret, payment_id text))
+ * (payment_provider_key) and a lease (owner, epoch 1, now() + lease_ms). Within the batch the
  * first item of a key wins and later items of that key are judged like
  * later copies. Items may come in any order (Kafka order); locks are
  * taken in (tenant_id, idem_key) order. A deadlock or serialization

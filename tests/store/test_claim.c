@@ -645,6 +645,60 @@ static void sift(void)
                    STORE_ERR_DATA);
 }
 
+/*
+ * The database loses an intent's claim (a failover to a standby that never
+ * got the commit): its rows vanish, and the intent is claimed again. The
+ * payment id and the provider key are derived from the intent, so the
+ * re-claim is new with the very id and key the gateway already knows;
+ * and a copy claimed while it is processing is in_progress (a derived id
+ * equal to the key row's never passes for new).
+ */
+static void reclaim_after_loss(void)
+{
+        struct st_intent lost, copy;
+        struct claim_item a, b;
+        char pid[UUID_STR_LEN], pk[STORE_PROVIDER_KEY_LEN];
+
+        st_intent(&lost, "t-loss", "lost-claim", 4200, 0);
+        st_item(&a, &lost);
+        REQUIRE(claim(&a, 1) == STORE_OK);
+        REQUIRE(a.outcome == CLAIM_NEW);
+        memcpy(pid, a.payment_id, sizeof(pid));
+        memcpy(pk, a.provider_key, sizeof(pk));
+        clear(&a, 1);
+        /* what a standby that missed the commit holds: nothing of it */
+        REQUIRE(st_exec(pg, true,
+                        "DELETE FROM inbox WHERE tenant_id = 't-loss';"
+                        "DELETE FROM idempotency_keys WHERE tenant_id ="
+                        " 't-loss';"
+                        "DELETE FROM payments WHERE tenant_id = 't-loss'"));
+        /* the rewound group delivers the same message again */
+        st_item(&a, &lost);
+        REQUIRE(claim(&a, 1) == STORE_OK);
+        CHECK_EQ_I(a.outcome, CLAIM_NEW);
+        CHECK(strcmp(a.payment_id, pid) == 0);
+        CHECK(strcmp(a.provider_key, pk) == 0);
+        CHECK_EQ_I(st_count(pg,
+                            "SELECT count(*) FROM payments WHERE payment_id"
+                            " = '%s' AND provider_key = '%s'",
+                            pid, pk),
+                   1);
+        /* a client retry (new event id) while it is processing */
+        st_intent(&copy, "t-loss", "lost-claim", 4200, 0);
+        st_item(&b, &copy);
+        REQUIRE(claim(&b, 1) == STORE_OK);
+        CHECK_EQ_I(b.outcome, CLAIM_IN_PROGRESS);
+        CHECK(strcmp(b.payment_id, pid) == 0);
+        clear(&a, 1);
+        clear(&b, 1);
+        /* leave nothing processing for the later cases' audit */
+        REQUIRE(st_exec(pg, true,
+                        "DELETE FROM inbox WHERE tenant_id = 't-loss';"
+                        "DELETE FROM idempotency_keys WHERE tenant_id ="
+                        " 't-loss';"
+                        "DELETE FROM payments WHERE tenant_id = 't-loss'"));
+}
+
 static void no_violations(void)
 {
         /* Every final payment has its result: no violation. */
@@ -693,6 +747,7 @@ int main(int argc, char **argv)
                 { "mixed_batch", mixed_batch, NULL, NULL },
                 { "replay_precheck", replay_precheck, NULL, NULL },
                 { "sift", sift, NULL, NULL },
+                { "reclaim_after_loss", reclaim_after_loss, NULL, NULL },
                 { "no_violations", no_violations, NULL, NULL },
         };
         return st_suite_main("store_claim", cases,
