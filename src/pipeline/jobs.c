@@ -433,6 +433,45 @@ static void lease_renewed(struct pipeline *pl, const struct lease_item *l,
         }
 }
 
+/*
+ * The settle found no payment at all: the database lost the claim after
+ * it committed (a failover to a standby that had not received it, a
+ * restore). The gateway may have charged already. The intent is claimed
+ * again, as a rewound group would deliver it: the payment id and the
+ * provider key are derived from the intent (payment/identity.h), so the
+ * claim recreates the very payment the gateway knows, which answers with
+ * the charge it made; never a new key, never dropped. The item keeps its
+ * place in its key's queue and its offset stays open meanwhile.
+ */
+static void reclaim(struct pipeline *pl, struct item *it)
+{
+        struct log_ctx lc;
+
+        pipeline_ctx(pl, it, &lc);
+        log_error(&lc, "payment gone from the database at its settle (the "
+                       "database lost committed writes: a failover?); claiming "
+                       "the intent again, same payment id and provider key");
+        pl->st.reclaimed++;
+        metrics_inc(pl->o.metrics, METRIC_PAYMENTS_RECLAIMED, 0);
+        metrics_gauge_add(pl->o.metrics, METRIC_IN_FLIGHT, -1);
+        memset(it->payment_id, 0, sizeof(it->payment_id));
+        memset(it->provider_key, 0, sizeof(it->provider_key));
+        it->lease_epoch   = 0;
+        it->attempts      = 0;
+        it->outcome       = -1;
+        it->charge_id[0]  = '\0';
+        it->error_code[0] = '\0';
+        free(it->result_json);
+        it->result_json = NULL;
+        if (pl->closing) {
+                /* left to a rewind, as an unclaimed message always is */
+                pipeline_finish(pl, it, false);
+                return;
+        }
+        it->stage = ST_CLAIM;
+        pipeline_queue(&pl->claims, it);
+}
+
 /* The settle of it committed: counted by its final status. */
 static void settled_ok(struct pipeline *pl, const struct item *it)
 {
@@ -496,6 +535,10 @@ void pipeline_on_job_done(struct pipeline *pl, struct dbjob *j)
                                 pl->st.settled_already++;
                                 break;
                         case SETTLE_FENCED:
+                                if (!j->settles[i].current_status[0]) {
+                                        reclaim(pl, it);
+                                        continue;
+                                }
                                 pl->st.fenced++;
                                 metrics_inc(pl->o.metrics,
                                             METRIC_SETTLES_FENCED, 0);

@@ -161,7 +161,8 @@ static void log_stats(struct pipeline *pl, bool force)
         log_info(
             &lc,
             "consumed %llu: claimed %llu (succeeded %llu, failed %llu, "
-            "review %llu, unknown left %llu, fenced %llu), replayed "
+            "review %llu, unknown left %llu, fenced %llu, claimed again "
+            "%llu), replayed "
             "%llu, in progress %llu, duplicate events %llu (sifted %llu), "
             "conflict "
             "%llu, rejected %llu, dlq %llu (too large %llu, refused by "
@@ -169,8 +170,8 @@ static void log_stats(struct pipeline *pl, bool force)
             (unsigned long long)s->consumed, (unsigned long long)s->claimed,
             (unsigned long long)s->succeeded, (unsigned long long)s->failed,
             (unsigned long long)s->review, (unsigned long long)s->unknown_left,
-            (unsigned long long)s->fenced, (unsigned long long)s->replayed,
-            (unsigned long long)s->in_progress,
+            (unsigned long long)s->fenced, (unsigned long long)s->reclaimed,
+            (unsigned long long)s->replayed, (unsigned long long)s->in_progress,
             (unsigned long long)s->dup_event, (unsigned long long)s->sifted,
             (unsigned long long)s->conflict, (unsigned long long)s->rejected,
             (unsigned long long)s->dlq, (unsigned long long)s->too_large,

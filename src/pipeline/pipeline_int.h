@@ -104,7 +104,8 @@ struct pipeline_stats {
         uint64_t consumed, dlq, rejected, dup_event, in_progress, replayed,
             conflict, claimed, succeeded, failed, review, unknown_left, fenced,
             settled_already, too_large, db_refused, dlq_failed,
-            sifted; /* duplicate events finished undecoded (sift.c) */
+            reclaimed, /* settles that found their payment gone (jobs.c) */
+            sifted;    /* duplicate events finished undecoded (sift.c) */
 };
 
 struct pipeline {

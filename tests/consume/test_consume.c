@@ -809,6 +809,82 @@ static void db_refused(void)
 }
 
 /*
+ * The database loses a claim while its charge is at the gateway (what a
+ * failover to a standby that never got the commit does): the settle finds
+ * no payment, and the intent is claimed again with the same derived
+ * payment id and provider key, so the gateway answers with the charge it
+ * made. One charge, one result, the payment id unchanged.
+ */
+static void lost_claim(void)
+{
+        static const char *const xs[] = { "consumer.batch_linger=2ms",
+                                          "gateway.timeout=5s", NULL };
+        struct intent_spec is = { NULL, "shop-l", "lost-1",     "o-lost-1",
+                                  4242, "VND",    "pm_tok_lost" };
+        struct scenario sc;
+        struct sim s;
+        struct co c;
+        char pid[64];
+        const char *v;
+        json_t *st;
+
+        sc_init(&sc, "lostclaim", 1);
+        sim_start(&sc, &s, "");
+        /* the charge is made at once, its answer comes 3 s later */
+        sim_config(&s, "{\"p_slow\":1.0,\"slow_ms\":3000,"
+                       "\"p_drop_after_charge\":0,\"p_500_after_charge\":0,"
+                       "\"p_500_before_charge\":0,\"p_429\":0}");
+        co_start(&sc, &c, "consume", &s, xs, NULL);
+        sc_produce_intent(&sc, 0, &is, NULL);
+        sc_flush(&sc);
+        SC_CHECK(sc_wait_sql(&sc,
+                             "SELECT count(*) = 1 FROM payments WHERE"
+                             " tenant_id = 'shop-l'",
+                             T_WAIT),
+                 "never claimed");
+        v = sc_sql(&sc, "SELECT payment_id FROM payments");
+        SC_CHECK(v, "no payment");
+        snprintf(pid, sizeof(pid), "%s", v);
+        /* the claim vanishes while the answer is on its way */
+        (void)sc_sql(&sc, "WITH a AS (DELETE FROM inbox WHERE tenant_id ="
+                          " 'shop-l' RETURNING 1), b AS (DELETE FROM"
+                          " idempotency_keys WHERE tenant_id = 'shop-l'"
+                          " RETURNING 1) DELETE FROM payments WHERE"
+                          " tenant_id = 'shop-l' RETURNING 1");
+        SC_CHECK(sc_sql_long(&sc, "SELECT count(*) FROM payments") == 0,
+                 "the payment is still there");
+        sim_config(&s, "{\"p_slow\":0}");
+        SC_CHECK(sc_wait_sql(&sc,
+                             "SELECT count(*) = 1 FROM outbox WHERE"
+                             " tenant_id = 'shop-l'",
+                             T_WAIT),
+                 "no result after the claim was lost");
+        SC_CHECK(sc_sql_long(&sc,
+                             "SELECT count(*) FROM outbox WHERE status ="
+                             " 'succeeded' AND NOT replayed AND payment_id ="
+                             " '%s'",
+                             pid) == 1,
+                 "the result is not the succeeded one of payment %s", pid);
+        SC_CHECK(sc_sql_long(&sc,
+                             "SELECT count(*) FROM payments WHERE payment_id"
+                             " = '%s' AND status = 'succeeded'",
+                             pid) == 1,
+                 "the payment was not recreated with its id");
+        st = sim_stats(&s);
+        SC_CHECK(sim_charges_order(st, "shop-l", "o-lost-1") == 1,
+                 "%ld charges", sim_charges_order(st, "shop-l", "o-lost-1"));
+        json_decref(st);
+        SC_CHECK(sc_wait_consumed(&sc, T_WAIT), "not consumed");
+        sc_check_invariants(&sc);
+        stop_ok(&c);
+        printf("lost_claim: claim lost at the gateway -> claimed again with "
+               "payment %s, 1 charge, 1 result\n",
+               pid);
+        sim_stop(&s);
+        sc_cleanup(&sc);
+}
+
+/*
  * One hot key cannot take every in-flight slot: 60 copies of one intent
  * on partition 0 wait behind its first copy, which is at a 2 s gateway,
  * with room for 16 messages in flight and 4 per key. The 10 intents of
@@ -1269,6 +1345,7 @@ int main(int argc, char **argv)
                   "cooperative-sticky" },
                 { "small_cap", small_cap, NULL, NULL },
                 { "db_refused", db_refused, NULL, NULL },
+                { "lost_claim", lost_claim, NULL, NULL },
                 { "hot_key", hot_key, NULL, NULL },
                 { "dlq_unwritable", dlq_unwritable, NULL, NULL },
                 { "metrics_exact", metrics_exact, NULL, NULL },

@@ -205,7 +205,12 @@ static const char expected[] =
     "their message's bytes, not decoded (also in intents_total as "
     "duplicate_event)\n"
     "# TYPE chargeonce_intents_sifted_total counter\n"
-    "chargeonce_intents_sifted_total 0\n";
+    "chargeonce_intents_sifted_total 0\n"
+    "# HELP chargeonce_payments_reclaimed_total Settles that found their "
+    "payment gone (the database lost committed writes) and claimed the "
+    "intent again\n"
+    "# TYPE chargeonce_payments_reclaimed_total counter\n"
+    "chargeonce_payments_reclaimed_total 0\n";
 
 static void test_render_fixed(void **state)
 {
