@@ -1,7 +1,9 @@
 /*
- * status: names of payment and result statuses.
+ * status: names of payment and result statuses, and the moves a payment's
+ * status may make.
  *
- * The names are the wire contract: never rename one.
+ * The names are the wire contract: never rename one. The moves are the
+ * state machine (status.h); model/status.pml is generated from this table.
  */
 #include "payment/status.h"
 
@@ -48,4 +50,21 @@ bool payment_status_is_result(enum payment_status s)
 {
         return (unsigned)s < PAYMENT_STATUS_COUNT &&
                s != PAYMENT_STATUS_PROCESSING;
+}
+
+/* [from][to]: the only moves; everything not listed is refused. */
+static const bool moves[PAYMENT_STATUS_COUNT][PAYMENT_STATUS_COUNT] = {
+        [PAYMENT_STATUS_PROCESSING] = { [PAYMENT_STATUS_SUCCEEDED] = true,
+                                        [PAYMENT_STATUS_FAILED]    = true,
+                                        [PAYMENT_STATUS_REVIEW]    = true },
+        [PAYMENT_STATUS_REVIEW]     = { [PAYMENT_STATUS_SUCCEEDED] = true,
+                                        [PAYMENT_STATUS_FAILED]    = true },
+};
+
+bool payment_status_may_move(enum payment_status from, enum payment_status to)
+{
+        if ((unsigned)from >= PAYMENT_STATUS_COUNT ||
+            (unsigned)to >= PAYMENT_STATUS_COUNT)
+                return false;
+        return moves[from][to];
 }

@@ -34,4 +34,18 @@ bool payment_status_is_payment_state(enum payment_status s);
 /* True for every status but processing: what a result may carry. */
 bool payment_status_is_result(enum payment_status s);
 
+/*
+ * May a payment's status move from `from` to `to`? The state machine of
+ * docs/architecture.md as one table: processing -> succeeded | failed |
+ * review (a settle, fenced by the lease epoch, or a webhook's finish);
+ * review -> succeeded | failed (a webhook's finish or an operator's
+ * resolution). Nothing else: never backwards, a succeeded or failed
+ * payment never moves again, a status is no move to itself, and
+ * conflict and rejected are no payment's state (false on either side).
+ * The SQL guards follow it (the settle's status = 'processing', the
+ * finish's status = the status it locked, the resolution's 'review');
+ * model/status.pml is generated from it (tests/payment/status_pml.c).
+ */
+bool payment_status_may_move(enum payment_status from, enum payment_status to);
+
 #endif
