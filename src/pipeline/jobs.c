@@ -132,10 +132,14 @@ void pipeline_charge(struct pipeline *pl, struct item *it)
         req.payment_method = it->in.payment_method;
         req.amount         = it->in.amount;
         req.lease_until_ms = &it->lease_until_ms;
-        /* A claim that waited this long may have lost its lease to the
-         * reconciler, which may have posted already: with a gateway that
-         * ignores keys, ask before posting (the settle is fenced anyway). */
-        req.resume = time_mono_ms() - it->claimed_ms > pl->o.lease_ms / 2;
+        /* Every payment may have been posted before, even a new claim:
+         * the database may have lost an earlier life of it (a failover to
+         * a standby that missed the commits, then a rewind), which the
+         * derived payment id brings back with the same key and reference.
+         * With a gateway that honours keys that is harmless; one that
+         * ignores them is asked first (one GET per payment), so it never
+         * charges the re-claim again. */
+        req.resume = true;
         if (gateway_charge(pl->gw, &req, on_gateway_done, it, err,
                            sizeof(err)) < 0) {
                 /* the request cannot be sent at all: a defect; the payment
@@ -316,7 +320,6 @@ static void on_claimed(struct pipeline *pl, struct item *it,
                 snprintf(it->provider_key, sizeof(it->provider_key), "%s",
                          c->provider_key);
                 it->lease_epoch = c->lease_epoch;
-                it->claimed_ms  = time_mono_ms();
                 atomic_store(&it->lease_until_ms, submit_ms + pl->o.lease_ms);
                 pipeline_ctx(pl, it, &lc);
                 log_debug(&lc, "claimed: payment processing, lease epoch %lld",

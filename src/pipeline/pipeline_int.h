@@ -70,7 +70,6 @@ struct item {
          * reads it before every POST, so a process frozen past its lease
          * never sends (gateway/presend.h). */
         _Atomic int64_t lease_until_ms;
-        int64_t claimed_ms; /* when the claim came back */
 
         /* the result to write */
         enum payment_status status;
