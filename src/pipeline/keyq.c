@@ -1,6 +1,8 @@
-/* keyq: a chained hash table of FIFO queues (see keyq.h). */
+/* keyq: a chained hash table of FIFO queues (see keyq.h), hashed with
+ * SipHash-2-4 under a random key of its own. */
 #include "pipeline/keyq.h"
 
+#include "util/siphash.h"
 #include "util/xalloc.h"
 
 #include <stdint.h>
@@ -19,17 +21,16 @@ struct slot {
 struct keyq {
         struct slot **buckets;
         size_t n_buckets, n_keys;
+        struct siphash_key hk; /* drawn by keyq_new */
 };
 
-static uint64_t fnv1a(const void *key, size_t len)
+/* The keys are the producers' (or "<tenant>/<key>" of their intents): a
+ * keyed hash, so that nobody can build keys that share a bucket and make
+ * every push and pop walk one long chain (FNV-1a, unkeyed, was open to
+ * that). */
+static uint64_t hash_of(const struct keyq *kq, const void *key, size_t len)
 {
-        const unsigned char *p = key;
-        uint64_t h             = 1469598103934665603ULL;
-        for (size_t i = 0; i < len; i++) {
-                h ^= p[i];
-                h *= 1099511628211ULL;
-        }
-        return h;
+        return siphash_u64(&kq->hk, key, len);
 }
 
 struct keyq *keyq_new(void)
@@ -37,6 +38,7 @@ struct keyq *keyq_new(void)
         struct keyq *kq = xcalloc(1, sizeof(*kq));
         kq->n_buckets   = 1024;
         kq->buckets     = xcalloc(kq->n_buckets, sizeof(*kq->buckets));
+        siphash_key_random(&kq->hk);
         return kq;
 }
 
@@ -86,7 +88,7 @@ static struct slot **find(struct keyq *kq, const void *key, size_t len,
 bool keyq_push(struct keyq *kq, const void *key, size_t key_len,
                struct keyq_node *n)
 {
-        uint64_t h       = fnv1a(key, key_len);
+        uint64_t h       = hash_of(kq, key, key_len);
         struct slot **sp = find(kq, key, key_len, h), *s;
 
         n->next = NULL;
@@ -112,7 +114,7 @@ bool keyq_push(struct keyq *kq, const void *key, size_t key_len,
 
 struct keyq_node *keyq_pop(struct keyq *kq, const void *key, size_t key_len)
 {
-        uint64_t h       = fnv1a(key, key_len);
+        uint64_t h       = hash_of(kq, key, key_len);
         struct slot **sp = find(kq, key, key_len, h), *s = *sp;
         struct keyq_node *next;
 
@@ -133,7 +135,7 @@ struct keyq_node *keyq_pop(struct keyq *kq, const void *key, size_t key_len)
 size_t keyq_len(const struct keyq *kq, const void *key, size_t key_len)
 {
         struct slot **sp = find((struct keyq *)(uintptr_t)kq, key, key_len,
-                                fnv1a(key, key_len));
+                                hash_of(kq, key, key_len));
 
         return *sp ? (*sp)->len : 0;
 }
@@ -141,4 +143,24 @@ size_t keyq_len(const struct keyq *kq, const void *key, size_t key_len)
 size_t keyq_keys(const struct keyq *kq)
 {
         return kq->n_keys;
+}
+
+uint64_t keyq_hash(const struct keyq *kq, const void *key, size_t key_len)
+{
+        return hash_of(kq, key, key_len);
+}
+
+size_t keyq_max_chain(const struct keyq *kq)
+{
+        size_t most = 0;
+
+        for (size_t i = 0; i < kq->n_buckets; i++) {
+                size_t n = 0;
+
+                for (const struct slot *s = kq->buckets[i]; s; s = s->next)
+                        n++;
+                if (n > most)
+                        most = n;
+        }
+        return most;
 }

@@ -3,12 +3,17 @@
  * handled one after the other while distinct keys run in parallel.
  * Intrusive: the caller embeds a struct keyq_node in its item. Pure.
  * Threads: one owner thread.
+ *
+ * Keys come from producers and may be hostile: the table hashes them with
+ * SipHash-2-4 under a random key drawn for each keyq (util/siphash.h), so
+ * keys built to collide cannot turn its lookups quadratic.
  */
 #ifndef CO_KEYQ_H
 #define CO_KEYQ_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct keyq;
 
@@ -35,5 +40,10 @@ struct keyq_node *keyq_pop(struct keyq *kq, const void *key, size_t key_len);
 size_t keyq_len(const struct keyq *kq, const void *key, size_t key_len);
 /* Keys with something in flight. */
 size_t keyq_keys(const struct keyq *kq);
+
+/* For tests and diagnostics: the hash kq gives key, and the most keys
+ * found in one bucket (a walk of the whole table). */
+uint64_t keyq_hash(const struct keyq *kq, const void *key, size_t key_len);
+size_t keyq_max_chain(const struct keyq *kq);
 
 #endif
