@@ -5,6 +5,7 @@
  * Must never: do I/O, or judge differently from the pipeline.
  */
 #include "payment/judge.h"
+#include "util/siphash.h"
 #include "util/xalloc.h"
 
 #include <stdint.h>
@@ -77,7 +78,7 @@ enum judge_category payment_judge(const struct judge_facts *f, const char **why)
 }
 
 /* ------------------------------------------------------------------ */
-/* the range's memory: two string sets (open addressing, FNV-1a)        */
+/* the range's memory: two string sets (open addressing, SipHash-2-4)  */
 
 struct slot {
         char *k; /* "tenant\0rest\0": owned; NULL: empty */
@@ -87,23 +88,25 @@ struct slot {
 
 struct set {
         struct slot *s;
-        size_t cap, n; /* cap: a power of two */
+        size_t cap, n;                /* cap: a power of two */
+        const struct siphash_key *hk; /* the range's */
+        unsigned long long *probes;   /* the range's count */
 };
 
 struct judge_range {
         struct set events; /* (tenant, event key) in the inbox */
         struct set keys;   /* (tenant, idem key) claimed, final */
+        /* The keys of both sets are read from a topic, chosen by whoever
+         * produces to it: hashed under a random key of the range's own, so
+         * that none can be built to collide and make every lookup walk one
+         * cluster (unkeyed FNV-1a let them: tests/payment/test_judge.c). */
+        struct siphash_key hk;
+        unsigned long long probes;
 };
 
-static uint64_t fnv(const char *p, size_t n)
+static size_t home(const struct set *s, const char *k, size_t klen)
 {
-        uint64_t h = 1469598103934665603ULL;
-
-        for (size_t i = 0; i < n; i++) {
-                h ^= (unsigned char)p[i];
-                h *= 1099511628211ULL;
-        }
-        return h;
+        return (size_t)siphash_u64(s->hk, k, klen) & (s->cap - 1);
 }
 
 /* "a\0b\0" in buf (malloc'd), its length in *len. */
@@ -124,9 +127,10 @@ static struct slot *find(struct set *s, const char *k, size_t klen)
 
         if (s->cap == 0)
                 return NULL;
-        for (i = fnv(k, klen) & (s->cap - 1);; i = (i + 1) & (s->cap - 1)) {
+        for (i = home(s, k, klen);; i = (i + 1) & (s->cap - 1)) {
                 struct slot *sl = &s->s[i];
 
+                ++*s->probes;
                 if (!sl->k)
                         return NULL;
                 if (sl->klen == klen && !memcmp(sl->k, k, klen))
@@ -136,9 +140,9 @@ static struct slot *find(struct set *s, const char *k, size_t klen)
 
 static void put_slot(struct set *s, struct slot v)
 {
-        size_t i = fnv(v.k, v.klen) & (s->cap - 1);
+        size_t i = home(s, v.k, v.klen);
 
-        while (s->s[i].k)
+        for (++*s->probes; s->s[i].k; ++*s->probes)
                 i = (i + 1) & (s->cap - 1);
         s->s[i] = v;
 }
@@ -153,7 +157,8 @@ static struct slot *add(struct set *s, char *k, size_t klen)
                 return sl;
         }
         if ((s->n + 1) * 2 > s->cap) {
-                struct set g = { NULL, s->cap ? s->cap * 2 : 64, s->n };
+                struct set g = { NULL, s->cap ? s->cap * 2 : 64, s->n, s->hk,
+                                 s->probes };
 
                 g.s = xcalloc(g.cap, sizeof(*g.s));
                 for (size_t i = 0; i < s->cap; i++)
@@ -176,7 +181,17 @@ static void set_free(struct set *s)
 
 struct judge_range *payment_judge_range_new(void)
 {
-        return xcalloc(1, sizeof(struct judge_range));
+        struct judge_range *r = xcalloc(1, sizeof(*r));
+
+        siphash_key_random(&r->hk);
+        r->events.hk = r->keys.hk = &r->hk;
+        r->events.probes = r->keys.probes = &r->probes;
+        return r;
+}
+
+unsigned long long payment_judge_range_probes(const struct judge_range *r)
+{
+        return r->probes;
 }
 
 void payment_judge_range_destroy(struct judge_range *r)
