@@ -59,6 +59,17 @@ void gateway_list_del(struct call_list *l, struct gw_call *c)
         l->n--;
 }
 
+/*
+ * Unkeyed FNV-1a may stay here, unlike keyq's and the replay judge's
+ * tables: every provider key is hex(HMAC-SHA256(provider_key.secret,
+ * payment id)) (payment_provider_key, made by the claim; the reconciler
+ * and review read it back from the database), an output of a MAC under a
+ * secret. A producer may choose what a payment id is made from, but
+ * without the secret cannot tell which provider keys its intents get,
+ * hence cannot make them share a bucket; and the calls in flight are
+ * bounded by consumer.max_in_flight. Provider keys taken as given from
+ * outside (not a MAC) would need a keyed hash here (util/siphash.h).
+ */
 static unsigned bucket_of(const char *key)
 {
         uint32_t h = 2166136261u; /* FNV-1a */
