@@ -104,7 +104,7 @@ const char *gateway_webhook_verdict_name(enum gateway_webhook_verdict v)
         return "unknown";
 }
 
-static bool id_valid(const char *id)
+bool gateway_webhook_id_valid(const char *id)
 {
         size_t n = 0;
 
@@ -188,7 +188,7 @@ gateway_webhook_verify(const struct gateway_webhook_secrets *secrets,
                 return GATEWAY_WEBHOOK_NO_HEADERS;
         if (len > GATEWAY_WEBHOOK_BODY_MAX)
                 return GATEWAY_WEBHOOK_TOO_LARGE;
-        if (!id_valid(id))
+        if (!gateway_webhook_id_valid(id))
                 return GATEWAY_WEBHOOK_BAD_ID;
         if (!timestamp_parse(timestamp, &ts))
                 return GATEWAY_WEBHOOK_BAD_TIMESTAMP;

@@ -20,6 +20,7 @@
 
 #include "util/compiler.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -63,6 +64,10 @@ enum gateway_webhook_verdict {
         GATEWAY_WEBHOOK_TOO_LARGE,     /* body over GATEWAY_WEBHOOK_BODY_MAX */
         GATEWAY_WEBHOOK_BAD_SIGNATURE, /* no valid v1 entry, any secret */
 };
+
+/* True if id is a webhook-id verify accepts (not BAD_ID): 1..255 bytes
+ * of [A-Za-z0-9_.:-]. */
+bool gateway_webhook_id_valid(const char *id);
 
 /* "ok", "no_headers", "bad_id", ... (for metrics and logs). */
 const char *gateway_webhook_verdict_name(enum gateway_webhook_verdict v);

@@ -9,13 +9,16 @@
  *
  * Must never: write anything for a refused request, answer an error to
  * a webhook the store judged, log the signature, a secret or the body
- * (the webhook id and the payment id only).
+ * (the payment id only, and the webhook id through id_text), or log a
+ * webhook id that is not well-formed or holds a card number or an e-mail
+ * address.
  */
 #include "http/http_int.h"
 
 #include "gateway/webhook_event.h"
 #include "store/store.h"
 #include "store/webhook.h"
+#include "util/guard.h"
 #include "util/log.h"
 #include "util/metrics.h"
 
@@ -95,6 +98,38 @@ static struct log_ctx hook_ctx(void)
         return lc;
 }
 
+/*
+ * How a log line names a webhook id. The id is the sender's text, and
+ * until the signature is checked the sender is anyone who reaches the
+ * port: it could carry a card number or an e-mail address into the logs.
+ * It is named as it is only when it is well-formed (what verify accepts)
+ * and holds neither (util/guard); else it is withheld: its length and the
+ * first 8 hex digits of its HMAC under the log mask key (log_mask_key's,
+ * without its prefix), so that lines about one id still match, e.g.
+ * "[withheld, 20 bytes, 3f9a1c2b]". A signed id goes through it too: a
+ * gateway's text is guarded like any other. Returns id or out.
+ */
+#define ID_TEXT_SIZE 64
+
+static const char *id_text(const char *id, char out[ID_TEXT_SIZE])
+{
+        char mask[LOG_MASKED_KEY_SIZE];
+        const char *hex;
+        size_t n;
+
+        if (!id)
+                return "[none]";
+        n = strlen(id);
+        if (gateway_webhook_id_valid(id) && !guard_has_card_number(id, n) &&
+            !guard_has_email(id, n))
+                return id;
+        log_mask_key(id, n, mask, sizeof(mask));
+        hex = strrchr(mask, '*'); /* the digits follow the last '*' */
+        snprintf(out, ID_TEXT_SIZE, "[withheld, %zu bytes, %s]", n,
+                 hex ? hex + 1 : "?");
+        return out;
+}
+
 void http_webhook_rejected(struct http *h, const char *why)
 {
         struct log_ctx lc = hook_ctx();
@@ -138,9 +173,10 @@ static int pool_connect(struct http *h, int slot, char *err, size_t errsz)
         return 0;
 }
 
-/* Applies ev; answers 200 for every judgement, 503 on a database error. */
+/* Applies ev; answers 200 for every judgement, 503 on a database error.
+ * idt: how log lines name id (id_text). */
 static enum MHD_Result apply(struct http *h, struct MHD_Connection *c,
-                             const char *id, int64_t ts,
+                             const char *id, const char *idt, int64_t ts,
                              const struct gateway_event *ev)
 {
         struct log_ctx lc = hook_ctx();
@@ -153,11 +189,11 @@ static enum MHD_Result apply(struct http *h, struct MHD_Connection *c,
                 log_warn(&lc,
                          "webhook %s: every database connection busy "
                          "(webhook.db_connections); answered 503",
-                         id);
+                         idt);
                 return http_answer(c, 503, "busy: retry later\n");
         }
         if (pool_connect(h, slot, err, sizeof(err)) < 0) {
-                log_warn(&lc, "webhook %s: %s; answered 503", id, err);
+                log_warn(&lc, "webhook %s: %s; answered 503", idt, err);
                 return http_answer(c, 503, "database unavailable\n");
         }
         memset(&in, 0, sizeof(in));
@@ -170,13 +206,13 @@ static enum MHD_Result apply(struct http *h, struct MHD_Connection *c,
         pool_give(&h->pool, slot);
         if (rc == STORE_ERR_DATA) {
                 /* refused for its data: it would fail again as it is */
-                log_error(&lc, "webhook %s: refused by the database: %s", id,
+                log_error(&lc, "webhook %s: refused by the database: %s", idt,
                           err);
                 metrics_inc(h->o.metrics, METRIC_WEBHOOKS, MW_REJECTED);
                 return http_answer(c, 400, "refused\n");
         }
         if (rc != STORE_OK) {
-                log_warn(&lc, "webhook %s: %s; answered 503", id, err);
+                log_warn(&lc, "webhook %s: %s; answered 503", idt, err);
                 return http_answer(c, 503, "database error: retry later\n");
         }
         metrics_inc(h->o.metrics, METRIC_WEBHOOKS, result_label(out.result));
@@ -190,10 +226,10 @@ static enum MHD_Result apply(struct http *h, struct MHD_Connection *c,
         }
         lc.payment_id = *out.payment_id ? out.payment_id : NULL;
         if (out.result == STORE_WEBHOOK_CONTRADICTION)
-                log_error(&lc, "webhook %s (%s): contradiction: %s", id,
+                log_error(&lc, "webhook %s (%s): contradiction: %s", idt,
                           gateway_event_type_name(ev->type), out.detail);
         else
-                log_info(&lc, "webhook %s (%s): %s%s%s%s%s", id,
+                log_info(&lc, "webhook %s (%s): %s%s%s%s%s", idt,
                          gateway_event_type_name(ev->type),
                          store_webhook_result_name(out.result),
                          *out.previous ? " " : "", out.previous,
@@ -210,7 +246,8 @@ enum MHD_Result http_webhook(struct http *h, struct MHD_Connection *c,
         enum gateway_webhook_verdict v;
         struct gateway_event ev;
         int64_t ts = 0;
-        char err[256], why[320];
+        char err[256], why[600], idbuf[ID_TEXT_SIZE];
+        const char *idt;
 
         id   = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "webhook-id");
         ts_s = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
@@ -220,15 +257,14 @@ enum MHD_Result http_webhook(struct http *h, struct MHD_Connection *c,
         v    = gateway_webhook_verify(
                &h->secrets, id, ts_s, sig, r->body.data ? r->body.data : "",
                r->body.len, (int64_t)time(NULL), h->o.tolerance_ms / 1000, &ts);
+        idt = id_text(id, idbuf);
         if (v != GATEWAY_WEBHOOK_OK) {
-                /* the id is named only once it is known to be well-formed */
-                if (v == GATEWAY_WEBHOOK_NO_HEADERS ||
-                    v == GATEWAY_WEBHOOK_BAD_ID)
+                if (!id || !*id)
                         snprintf(why, sizeof(why), "%s",
                                  gateway_webhook_verdict_name(v));
                 else
                         snprintf(why, sizeof(why), "%s (webhook %s)",
-                                 gateway_webhook_verdict_name(v), id);
+                                 gateway_webhook_verdict_name(v), idt);
                 http_webhook_rejected(h, why);
                 return http_answer(c,
                                    v == GATEWAY_WEBHOOK_TOO_LARGE ? 413 : 400,
@@ -236,9 +272,9 @@ enum MHD_Result http_webhook(struct http *h, struct MHD_Connection *c,
         }
         if (gateway_event_parse(r->body.data ? r->body.data : "", r->body.len,
                                 &ev, err, sizeof(err)) < 0) {
-                snprintf(why, sizeof(why), "webhook %s: body: %s", id, err);
+                snprintf(why, sizeof(why), "webhook %s: body: %s", idt, err);
                 http_webhook_rejected(h, why);
                 return http_answer(c, 400, "webhook body refused\n");
         }
-        return apply(h, c, id, ts, &ev);
+        return apply(h, c, id, idt, ts, &ev);
 }
