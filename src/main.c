@@ -172,6 +172,7 @@ int main(int argc, char **argv)
         if (!log_level_parse(config_str(cfg, "log.level"), &lvl))
                 abort(); /* the table checked it */
         log_set_level(lvl);
+        cmd_apply_db_net(cfg);
         cmd = find_command(i, argc, argv);
         if ((dump || cmd) &&
             cmd_security_apply(cfg, cmd_security_scope(dump ? NULL : cmd->name),

@@ -84,8 +84,8 @@ int cmd_audit(struct config *cfg, int argc, char **argv)
                 return cmd_usage_error("audit", "unexpected argument %s",
                                        argv[1]);
         }
-        if (!(st = store_connect(config_str(cfg, "db.conninfo"), err,
-                                 sizeof(err)))) {
+        if (!(st = store_connect_admin(config_str(cfg, "db.conninfo"), err,
+                                       sizeof(err)))) {
                 log_error(&lc, "%s", err);
                 return 1;
         }

@@ -38,6 +38,12 @@ int cmd_opts_check_kafka(const struct config *cfg, char *errstr,
 
 /* "chargeonce VERSION (librdkafka VERSION)" and a new line, to out. */
 void cmd_print_version(FILE *out);
+/*
+ * The db.* network keys -> store_net_set: every database connection the
+ * process makes from now on notices a dead peer within the bounds they
+ * give (store/conn.c). main() calls it once, before any command runs.
+ */
+void cmd_apply_db_net(const struct config *cfg);
 
 /* Prints "chargeonce CMD: <message>" to stderr and returns 2. */
 int cmd_usage_error(const char *cmd, const char *fmt, ...) CO_PRINTF(2, 3);

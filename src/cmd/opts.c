@@ -1,6 +1,7 @@
 /* cmd/opts: configuration -> typed options (see opts.h). */
 #include "cmd/opts.h"
 #include "cmd/cmd.h"
+#include "store/store.h"
 #include "util/config.h"
 #include "util/metrics.h"
 #include "util/xalloc.h"
@@ -59,15 +60,16 @@ static void fill_gateway(struct gateway_opts *go, const struct settings *st)
         go->api_key    = st->gateway_api_key;
         go->ca_file    = *st->gateway_ca_file ? st->gateway_ca_file : NULL;
         go->tls_verify = st->gateway_tls_verify;
-        go->idempotency_keys   = st->gateway_idempotency_keys;
-        go->connect_timeout_ms = st->gateway_connect_timeout_ms;
-        go->timeout_ms         = st->gateway_timeout_ms;
-        go->max_connections    = (int)st->gateway_max_connections;
-        go->query_settle_ms    = GATEWAY_QUERY_SETTLE_MS;
-        go->retry.base_ms      = st->gateway_backoff_base_ms;
-        go->retry.cap_ms       = st->gateway_backoff_max_ms;
-        go->retry.max_attempts = (int)st->gateway_max_attempts;
-        go->retry.deadline_ms  = st->gateway_deadline_ms;
+        go->idempotency_keys    = st->gateway_idempotency_keys;
+        go->connect_timeout_ms  = st->gateway_connect_timeout_ms;
+        go->timeout_ms          = st->gateway_timeout_ms;
+        go->tcp_user_timeout_ms = st->gateway_tcp_user_timeout_ms;
+        go->max_connections     = (int)st->gateway_max_connections;
+        go->query_settle_ms     = GATEWAY_QUERY_SETTLE_MS;
+        go->retry.base_ms       = st->gateway_backoff_base_ms;
+        go->retry.cap_ms        = st->gateway_backoff_max_ms;
+        go->retry.max_attempts  = (int)st->gateway_max_attempts;
+        go->retry.deadline_ms   = st->gateway_deadline_ms;
         /* a margin is only useful below the lease: owners renew every
          * third of it, so never ask for more than a quarter */
         go->lease_margin_ms = st->gateway_lease_margin_ms;
@@ -203,6 +205,22 @@ int cmd_opts_check_kafka(const struct config *cfg, char *errstr,
                 rc = kconf_check(&o.kafka, errstr, errstr_size);
         cmd_opts_free(&o);
         return rc;
+}
+
+void cmd_apply_db_net(const struct config *cfg)
+{
+        const struct settings *st = config_settings(cfg);
+        struct store_net n;
+
+        memset(&n, 0, sizeof(n));
+        n.connect_timeout_ms     = st->db_connect_timeout_ms;
+        n.keepalives_idle_ms     = st->db_keepalives_idle_ms;
+        n.keepalives_interval_ms = st->db_keepalives_interval_ms;
+        n.keepalives_count       = (int)st->db_keepalives_count;
+        n.tcp_user_timeout_ms    = st->db_tcp_user_timeout_ms;
+        n.statement_timeout_ms   = st->db_statement_timeout_ms;
+        n.lock_timeout_ms        = st->db_lock_timeout_ms;
+        store_net_set(&n);
 }
 
 void cmd_print_version(FILE *out)

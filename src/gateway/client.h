@@ -46,6 +46,10 @@ struct metrics;
  * field; gateway_new() refuses a required field left unset
  * (0 or NULL).
  */
+/* TCP keepalive of the gateway's connections: idle and interval, s. */
+#define GATEWAY_KEEPALIVE_IDLE_S     3
+#define GATEWAY_KEEPALIVE_INTERVAL_S 1
+
 struct gateway_opts {
         const char *base_url;       /* required, e.g. "https://psp.example";
                                        copied */
@@ -58,7 +62,13 @@ struct gateway_opts {
                                        false: query before every re-POST */
         int64_t connect_timeout_ms; /* required, > 0 */
         int64_t timeout_ms;         /* one attempt; required, > 0 */
-        int max_connections;        /* per host and in all; required, > 0 */
+        /* TCP_USER_TIMEOUT of every connection: data sent and left
+         * unacknowledged this long breaks it (a blackholed gateway), so a
+         * pooled connection that died is not reused for a whole timeout;
+         * 0: the kernel's (~15 min). Keepalives probe idle connections
+         * every GATEWAY_KEEPALIVE_S. */
+        int64_t tcp_user_timeout_ms;
+        int max_connections; /* per host and in all; required, > 0 */
         /* Gateway that ignores keys: after a POST without a final answer,
          * wait at least this long before asking whether it charged, so a
          * request still being worked on can show up. Required, > 0. */

@@ -14,6 +14,10 @@
 #include "util/xalloc.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -132,6 +136,24 @@ static enum gw_transport transport_of(CURLcode rc)
 
 /* ---- one transfer ---- */
 
+/* libcurl's socket callback: TCP_USER_TIMEOUT on every new connection
+ * (libcurl has no option of its own for it). */
+static int on_sockopt(void *clientp, curl_socket_t fd, curlsocktype purpose)
+{
+        const struct gateway *gw = clientp;
+        unsigned int ms;
+
+        if (purpose != CURLSOCKTYPE_IPCXN || gw->opts.tcp_user_timeout_ms <= 0)
+                return CURL_SOCKOPT_OK;
+        ms = gw->opts.tcp_user_timeout_ms > UINT_MAX
+                 ? UINT_MAX
+                 : (unsigned int)gw->opts.tcp_user_timeout_ms;
+        /* not fatal: the call's own timeout still bounds every attempt */
+        CO_IGNORE(
+            setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof(ms)));
+        return CURL_SOCKOPT_OK;
+}
+
 int gateway_easy_setup(struct gw_call *c)
 {
         struct gateway *gw = c->gw;
@@ -156,6 +178,10 @@ int gateway_easy_setup(struct gw_call *c)
         SET(CURLOPT_PROTOCOLS_STR, "http,https");
         SET(CURLOPT_FOLLOWLOCATION, 0L);
         SET(CURLOPT_TCP_KEEPALIVE, 1L);
+        SET(CURLOPT_TCP_KEEPIDLE, (long)GATEWAY_KEEPALIVE_IDLE_S);
+        SET(CURLOPT_TCP_KEEPINTVL, (long)GATEWAY_KEEPALIVE_INTERVAL_S);
+        SET(CURLOPT_SOCKOPTFUNCTION, on_sockopt);
+        SET(CURLOPT_SOCKOPTDATA, gw);
         SET(CURLOPT_CONNECTTIMEOUT_MS, (long)gw->opts.connect_timeout_ms);
         SET(CURLOPT_TIMEOUT_MS, (long)gw->opts.timeout_ms);
         SET(CURLOPT_SSL_VERIFYPEER, gw->opts.tls_verify ? 1L : 0L);

@@ -39,6 +39,22 @@ int kconf_set(rd_kafka_conf_t *conf, const char *name, const char *value,
 
 #define INSTANCE_ID "group.instance.id"
 
+/*
+ * Dead links, bounded (docs/configuration.md, "Dead links"): set unless
+ * a kafka.* property sets them. librdkafka's own defaults
+ * leave a blackholed broker to the kernel: a request in flight waits 60 s
+ * (socket.timeout.ms), a connect 30 s, and a reconnect after the heal up
+ * to 10 s. With these a request into a blackhole ends the connection after
+ * 10 s, a connect attempt after 5 s, keepalives find an idle dead
+ * connection, and after a heal a broker is tried again within 1 s.
+ */
+static const struct kconf_default net_defaults[] = {
+        { "socket.keepalive.enable", "true" },
+        { "socket.timeout.ms", "10000" },
+        { "socket.connection.setup.timeout.ms", "5000" },
+        { "reconnect.backoff.max.ms", "1000" },
+};
+
 rd_kafka_conf_t *kconf_new(const struct kafka_opts *ko, enum kconf_role role,
                            char *errstr, size_t errstr_size)
 {
@@ -71,6 +87,12 @@ rd_kafka_conf_t *kconf_new(const struct kafka_opts *ko, enum kconf_role role,
                         rd_kafka_conf_destroy(conf);
                         return NULL;
                 }
+        }
+        if (kconf_defaults(conf, ko, role, net_defaults,
+                           sizeof(net_defaults) / sizeof(*net_defaults), errstr,
+                           errstr_size) < 0) {
+                rd_kafka_conf_destroy(conf);
+                return NULL;
         }
         if (role == KCONF_MEMBER && ko->instance_id && *ko->instance_id &&
             kconf_set(conf, INSTANCE_ID, ko->instance_id, errstr, errstr_size) <

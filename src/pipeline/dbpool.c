@@ -193,7 +193,9 @@ static void *worker_main(void *arg)
                                  job_name(j->kind), j->n, j->tries,
                                  (long long)backoff, j->err);
                         sleep_ms(backoff);
-                        backoff = backoff * 2 > 5000 ? 5000 : backoff * 2;
+                        /* at most a second: a reconnect is cheap, and
+                         * after a heal results flow again within it */
+                        backoff = backoff * 2 > 1000 ? 1000 : backoff * 2;
                 }
                 /* after the commit: only kill and delay mean anything */
                 if (j->rc == STORE_OK && j->kind == DBJOB_CLAIM)

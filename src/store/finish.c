@@ -90,15 +90,12 @@ bool store_tx_connection(struct store *st, const char *who, char *errstr,
         if (PQstatus(store_pgconn(st)) == CONNECTION_OK)
                 return true;
         /* as store_exec: a broken connection is re-made first */
-        st->prepared = 0;
-        PQreset(store_pgconn(st));
+        store_reconnect(st);
         if (PQstatus(store_pgconn(st)) != CONNECTION_OK) {
                 snprintf(errstr, errstr_size, "%s: no database connection",
                          who);
                 return false;
         }
-        PQclear(PQexec(store_pgconn(st), "SET default_transaction_isolation = "
-                                         "'read committed'"));
         return true;
 }
 

@@ -12,8 +12,10 @@
  */
 #include "store/gauges.h"
 #include "store/store_int.h"
+#include "util/timeutil.h"
 
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -48,7 +50,7 @@ static PGresult *query(struct store *st, int64_t timeout_ms, const char *sql,
 
         if (!conn || PQstatus(conn) != CONNECTION_OK) {
                 if (conn)
-                        PQreset(conn);
+                        store_reconnect(st);
                 if (!conn || PQstatus(conn) != CONNECTION_OK) {
                         snprintf(errstr, errstr_size, "no database connection");
                         *rc = STORE_ERR_CONN;
@@ -111,12 +113,48 @@ int store_webhook_contradictions_count(struct store *st, int64_t timeout_ms,
 int store_ping(struct store *st, int64_t timeout_ms, char *errstr,
                size_t errstr_size)
 {
-        PGresult *res;
-        int rc;
+        PGconn *conn     = store_pgconn(st);
+        int64_t deadline = time_mono_ms() + timeout_ms;
+        PGresult *res, *last = NULL;
+        int rc = STORE_OK;
 
-        res = query(st, timeout_ms, "SELECT 1", &rc, errstr, errstr_size);
-        if (!res)
-                return rc;
-        PQclear(res);
-        return STORE_OK;
+        if (!conn || PQstatus(conn) != CONNECTION_OK)
+                store_reconnect(st);
+        if (!conn || PQstatus(conn) != CONNECTION_OK) {
+                snprintf(errstr, errstr_size, "no database connection");
+                return STORE_ERR_CONN;
+        }
+        if (!PQsendQuery(conn, "SELECT 1"))
+                goto broken;
+        while (PQisBusy(conn)) {
+                struct pollfd p = { PQsocket(conn), POLLIN, 0 };
+                int64_t left    = deadline - time_mono_ms();
+
+                if (left <= 0 || poll(&p, 1, (int)left) == 0) {
+                        snprintf(errstr, errstr_size,
+                                 "no answer to SELECT 1 within %" PRId64 " ms",
+                                 timeout_ms);
+                        /* the link may be dead without a reset: drop
+                         * it, the next check connects again */
+                        store_disconnect(st);
+                        return STORE_ERR_CONN;
+                }
+                if (!PQconsumeInput(conn))
+                        goto broken;
+        }
+        while ((res = PQgetResult(conn)) != NULL) {
+                PQclear(last);
+                last = res;
+        }
+        if (PQresultStatus(last) != PGRES_TUPLES_OK) {
+                store_format_error(last, conn, "ping", errstr, errstr_size);
+                rc = PQstatus(conn) == CONNECTION_OK ? STORE_ERR
+                                                     : STORE_ERR_CONN;
+        }
+        PQclear(last);
+        return rc;
+broken:
+        store_format_error(NULL, conn, "ping", errstr, errstr_size);
+        store_disconnect(st);
+        return STORE_ERR_CONN;
 }

@@ -36,8 +36,11 @@ int store_webhook_contradictions_count(struct store *st, int64_t timeout_ms,
                                        size_t errstr_size) CO_MUST_CHECK;
 
 /*
- * SELECT 1 under statement_timeout timeout_ms: STORE_OK while the
- * database answers, else a negative STORE_ERR* with the reason.
+ * SELECT 1, waiting at most timeout_ms for the answer on this side (a
+ * statement_timeout alone would not end a wait on a link that died
+ * without a reset): STORE_OK while the database answers, else a negative
+ * STORE_ERR* with the reason. A ping that gets no answer in time breaks
+ * st's connection (STORE_ERR_CONN): the next call connects again.
  */
 int store_ping(struct store *st, int64_t timeout_ms, char *errstr,
                size_t errstr_size) CO_MUST_CHECK;

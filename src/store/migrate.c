@@ -4,6 +4,7 @@
  * leaves it either applied and recorded or not at all.
  */
 #include "store/migrate.h"
+#include "store/store_int.h"
 #include "util/crypto.h"
 #include "util/log.h"
 
@@ -158,12 +159,17 @@ int store_migrate_run(const char *conninfo, struct migrate_report *report,
         if (check_order(errstr, errstr_size) < 0)
                 return -1;
 
-        conn = PQconnectdb(conninfo);
+        conn = store_pq_connect(conninfo, 0, "chargeonce migrate");
         if (PQstatus(conn) != CONNECTION_OK) {
                 snprintf(errstr, errstr_size, "database connection: %s",
                          PQerrorMessage(conn));
                 goto done;
         }
+        /* no statement_timeout: a migration may take long; lock_timeout
+         * and the dead-peer bounds hold */
+        if (store_pq_session(conn, STORE_SESSION_ADMIN, errstr, errstr_size) !=
+            STORE_OK)
+                goto done;
         /* quiet NOTICEs such as "relation already exists, skipping" */
         if (exec_ok(conn, "SET client_min_messages = warning", "set", errstr,
                     errstr_size) < 0)

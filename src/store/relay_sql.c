@@ -123,12 +123,17 @@ static const char *i64_array(struct pgarr *a, const int64_t *v, size_t n)
 static PGconn *connect_one(const char *conninfo, const char *app, char *errstr,
                            size_t errstr_size)
 {
-        PGconn *conn = PQconnectdb(conninfo);
+        PGconn *conn = store_pq_connect(conninfo, 0, app);
         char sql[128];
 
         if (!conn || PQstatus(conn) != CONNECTION_OK) {
                 snprintf(errstr, errstr_size, "database connection: %s",
                          conn ? PQerrorMessage(conn) : "out of memory");
+                PQfinish(conn);
+                return NULL;
+        }
+        if (store_pq_session(conn, STORE_SESSION_DAEMON, errstr, errstr_size) !=
+            STORE_OK) {
                 PQfinish(conn);
                 return NULL;
         }
@@ -140,10 +145,7 @@ static PGconn *connect_one(const char *conninfo, const char *app, char *errstr,
          * where a plain index scan marks them dead once and skips them
          * after (docs/relay.md). */
         snprintf(sql, sizeof(sql), "SET application_name = '%s'", app);
-        if (run_ok(conn, "database setup",
-                   "SET default_transaction_isolation = 'read committed'",
-                   errstr, errstr_size) != STORE_OK ||
-            run_ok(conn, "database setup", "SET enable_bitmapscan = off",
+        if (run_ok(conn, "database setup", "SET enable_bitmapscan = off",
                    errstr, errstr_size) != STORE_OK ||
             run_ok(conn, "database setup", sql, errstr, errstr_size) !=
                 STORE_OK) {

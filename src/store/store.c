@@ -21,6 +21,7 @@
 #include "util/xalloc.h"
 
 #include <errno.h>
+#include <sys/socket.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,50 +37,43 @@ struct store *store_connect(const char *conninfo, char *errstr,
         return store_connect_timeout(conninfo, 0, errstr, errstr_size);
 }
 
-struct store *store_connect_timeout(const char *conninfo, int timeout_s,
-                                    char *errstr, size_t errstr_size)
+static struct store *connect_kind(const char *conninfo, int timeout_s,
+                                  enum store_session kind, char *errstr,
+                                  size_t errstr_size)
 {
         struct store *st = xcalloc(1, sizeof(*st));
-        PGresult *res    = NULL;
-        /* dbname is expanded as a whole conninfo (either syntax); the
-         * keywords after it win, so the timeout applies to any of them */
-        const char *keys[] = { "dbname", "connect_timeout", NULL };
-        const char *vals[] = { conninfo ? conninfo : "", NULL, NULL };
-        char tmo[16];
 
-        if (timeout_s > 0) {
-                snprintf(tmo, sizeof(tmo), "%d", timeout_s);
-                vals[1] = tmo;
-        } else {
-                keys[1] = NULL;
-        }
+        st->kind             = kind;
         st->key_retention_ms = STORE_DEFAULT_RETENTION_MS;
         st->rand_state =
             (unsigned int)time_mono_us() ^ (unsigned int)(uintptr_t)st;
-        st->conn = PQconnectdbParams(keys, vals, 1);
+        st->conn = store_pq_connect(conninfo, timeout_s, "chargeonce");
         if (!st->conn || PQstatus(st->conn) != CONNECTION_OK) {
                 snprintf(errstr, errstr_size, "database connection: %s",
                          st->conn ? PQerrorMessage(st->conn) : "out of memory");
                 goto fail;
         }
-        /*
-         * The claim decides by INSERT ... ON CONFLICT under READ COMMITTED
-         * (see above); make that independent of the server's default.
-         */
-        res = PQexec(st->conn, "SET default_transaction_isolation = "
-                               "'read committed'");
-        if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-                snprintf(errstr, errstr_size, "database setup: %s",
-                         PQresultErrorMessage(res));
+        if (store_pq_session(st->conn, kind, errstr, errstr_size) != STORE_OK)
                 goto fail;
-        }
-        PQclear(res);
         return st;
 
 fail:
-        PQclear(res);
         store_destroy(st);
         return NULL;
+}
+
+struct store *store_connect_timeout(const char *conninfo, int timeout_s,
+                                    char *errstr, size_t errstr_size)
+{
+        return connect_kind(conninfo, timeout_s, STORE_SESSION_DAEMON, errstr,
+                            errstr_size);
+}
+
+struct store *store_connect_admin(const char *conninfo, char *errstr,
+                                  size_t errstr_size)
+{
+        return connect_kind(conninfo, 0, STORE_SESSION_ADMIN, errstr,
+                            errstr_size);
 }
 
 void store_destroy(struct store *st)
@@ -163,7 +157,7 @@ static void retry_pause(struct store *st, int attempt)
                 ;
 }
 
-static void reconnect(struct store *st)
+void store_reconnect(struct store *st)
 {
         struct log_ctx ctx = LOG_CTX_INIT;
 
@@ -171,14 +165,29 @@ static void reconnect(struct store *st)
         st->prepared  = 0;
         PQreset(st->conn);
         if (PQstatus(st->conn) == CONNECTION_OK) {
-                PGresult *res =
-                    PQexec(st->conn, "SET default_transaction_isolation = "
-                                     "'read committed'");
-                PQclear(res);
+                char err[256];
+
+                /* a failure breaks the connection or is logged: the next
+                 * statement finds out either way */
+                if (store_pq_session(st->conn, st->kind, err, sizeof(err)) !=
+                    STORE_OK)
+                        log_error(&ctx, "%s", err);
                 log_warn(&ctx, "database connection re-established");
         } else {
                 log_error(&ctx, "database reconnect failed");
         }
+}
+
+void store_disconnect(struct store *st)
+{
+        int fd = st->conn ? PQsocket(st->conn) : -1;
+
+        if (fd >= 0)
+                CO_IGNORE(shutdown(fd, SHUT_RDWR));
+        /* libpq reads the end of the stream: the connection is bad now */
+        if (st->conn)
+                CO_IGNORE(PQconsumeInput(st->conn));
+        st->prepared = 0;
 }
 
 static int prepare(struct store *st, const struct store_stmt *stmt,
@@ -200,7 +209,7 @@ static int prepare(struct store *st, const struct store_stmt *stmt,
         }
         PQclear(res);
         if (rc == STORE_ERR_CONN)
-                reconnect(st);
+                store_reconnect(st);
         return rc;
 }
 
@@ -211,7 +220,7 @@ PGresult *store_exec(struct store *st, const struct store_stmt *stmt,
         PGresult *res = NULL;
 
         if (PQstatus(st->conn) != CONNECTION_OK) {
-                reconnect(st);
+                store_reconnect(st);
                 if (PQstatus(st->conn) != CONNECTION_OK) {
                         snprintf(errstr, errstr_size,
                                  "%s: no database connection", stmt->name);
@@ -239,7 +248,7 @@ PGresult *store_exec(struct store *st, const struct store_stmt *stmt,
                 if (PQstatus(st->conn) != CONNECTION_OK) {
                         /* Sent, maybe committed: the outcome is unknown. */
                         PQclear(res);
-                        reconnect(st);
+                        store_reconnect(st);
                         *rc = STORE_ERR_CONN;
                         return NULL;
                 }

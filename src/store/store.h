@@ -59,6 +59,28 @@ struct store;
 #define STORE_STATUS_LEN       16
 
 /*
+ * The network policy of every database connection of the process
+ * (store/conn.c): set once by cmd/ from the db.* keys before any
+ * connection is made. Durations in ms; libpq takes whole seconds for all
+ * but tcp_user_timeout (rounded up).
+ */
+struct store_net {
+        int64_t connect_timeout_ms;     /* per host of the conninfo */
+        int64_t keepalives_idle_ms;     /* idle before the first probe */
+        int64_t keepalives_interval_ms; /* between probes */
+        int keepalives_count;           /* probes lost: dead */
+        int64_t tcp_user_timeout_ms;    /* sent data unacknowledged: dead */
+        int64_t statement_timeout_ms;   /* daemons' statements; 0: none */
+        int64_t lock_timeout_ms;        /* every statement; 0: none */
+};
+void store_net_set(const struct store_net *n);
+void store_net_get(struct store_net *out);
+/* The longest a connection takes to notice that its peer is gone:
+ * keepalives (idle + interval x count) or tcp_user_timeout, whichever is
+ * larger. */
+int64_t store_net_dead_peer_ms(const struct store_net *n);
+
+/*
  * Connects (libpq conninfo; the PG* variables apply) and prepares the
  * statements. Returns a store owned by the caller (store_destroy), or NULL
  * with the reason in errstr.
@@ -73,6 +95,13 @@ struct store *store_connect(const char *conninfo, char *errstr,
 struct store *store_connect_timeout(const char *conninfo, int timeout_s,
                                     char *errstr,
                                     size_t errstr_size) CO_MUST_CHECK;
+/*
+ * As store_connect, for an operator's command whose statements may run
+ * long on a big database (audit --full): no statement_timeout; the
+ * lock_timeout and the dead-peer bounds hold.
+ */
+struct store *store_connect_admin(const char *conninfo, char *errstr,
+                                  size_t errstr_size) CO_MUST_CHECK;
 /* Closes the connection and frees st. NULL is ignored. */
 void store_destroy(struct store *st);
 
@@ -174,13 +203,13 @@ void store_claim_item_clear(struct claim_item *it);
  * hash) by payment_id_derive (payment/identity.h: the same intent claimed
  * again after the database lost its commits gets the same id), the
  * provider key hex(HMAC-SHA256(pk_secret, payment_id text))
- * (payment_provider_key) and a lease (owner, epoch 1, now() + lease_ms). Within the batch the
- * first item of a key wins and later items of that key are judged like
- * later copies. Items may come in any order (Kafka order); locks are
- * taken in (tenant_id, idem_key) order. A deadlock or serialization
- * failure is retried transparently. After a batch that was at least half
- * CLAIM_DUP_EVENT (a replay), the next batch on st first looks its events
- * up in the inbox (one read-only statement) and claims only the others.
+ * (payment_provider_key) and a lease (owner, epoch 1, now() + lease_ms). Within
+ * the batch the first item of a key wins and later items of that key are judged
+ * like later copies. Items may come in any order (Kafka order); locks are taken
+ * in (tenant_id, idem_key) order. A deadlock or serialization failure is
+ * retried transparently. After a batch that was at least half CLAIM_DUP_EVENT
+ * (a replay), the next batch on st first looks its events up in the inbox (one
+ * read-only statement) and claims only the others.
  *
  * Clears the out part of every item first (store_claim_item_clear). On any
  * error nothing was written (or, STORE_ERR_CONN, see above) and the out parts

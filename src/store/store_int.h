@@ -49,8 +49,29 @@ enum {
 };
 _Static_assert(STORE_STMT_COUNT_ <= 32, "store.prepared holds 32 bits");
 
+/* What a session's statements may take (store_pq_session). */
+enum store_session {
+        STORE_SESSION_DAEMON = 0, /* statement_timeout and lock_timeout */
+        STORE_SESSION_ADMIN,      /* lock_timeout only */
+};
+
+/*
+ * A new connection to conninfo under the process's network policy
+ * (conn.c): keepalives, tcp_user_timeout, connect_timeout
+ * (connect_timeout_s > 0 overrides db.connect_timeout), the
+ * application name. Owned by the caller (PQfinish), never NULL; check
+ * PQstatus.
+ */
+PGconn *store_pq_connect(const char *conninfo, int connect_timeout_s,
+                         const char *app);
+/* The session settings of kind on a new (or reset) connection. STORE_OK,
+ * STORE_ERR or STORE_ERR_CONN with errstr set. */
+int store_pq_session(PGconn *conn, enum store_session kind, char *errstr,
+                     size_t errstr_size) CO_MUST_CHECK;
+
 struct store {
-        PGconn *conn;      /* owned */
+        PGconn *conn; /* owned */
+        enum store_session kind;
         uint32_t prepared; /* bit i: statement id i prepared on conn */
         int64_t key_retention_ms;
         struct store_stats stats;
@@ -59,6 +80,16 @@ struct store {
          * inbox (a replay), so the next one looks them up first */
         bool claim_precheck;
 };
+
+/* Re-makes st's broken connection (PQreset: every host of the conninfo,
+ * so a failover finds the new primary) with its session settings; the
+ * prepared statements are forgotten. Logged. */
+void store_reconnect(struct store *st);
+
+/* Breaks st's connection at once (shutdown of its socket): a statement
+ * whose answer will not come is abandoned, without waiting for the
+ * kernel; the next call connects again. */
+void store_disconnect(struct store *st);
 
 /* The underlying connection (owned by st; never PQfinish it). */
 PGconn *store_pgconn(struct store *st);
