@@ -14,6 +14,34 @@
 #                                  call while they run does nothing
 #   services.sh stop-tls DIR       (stop-all stops them too)
 #
+# Network namespaces (tests/netfault): with CHARGEONCE_SVC_ADDR=10.213.N.1
+# (the host side of a namespace's veth pair; nothing else is accepted),
+# start-pg also listens there (pg_hba lets 10.213.N.0/30 in) and start-kafka
+# adds a second listener NETNS://10.213.N.1:PORT2, advertised as such, so a
+# client that bootstraps on it is told to come back on it. pg.env and
+# kafka.env then export CHARGEONCE_TEST_PG_NS and CHARGEONCE_TEST_KAFKA_NS.
+#
+# A streaming standby of DIR's PostgreSQL (failover tests):
+#   services.sh start-standby DIR  pg_basebackup -R -X stream into
+#                                  DIR/standby, started on its own port;
+#                                  writes DIR/standby.env
+#   services.sh sync-standby DIR on|off
+#                                  synchronous_standby_names '*' or '' on
+#                                  the primary; waits for sync_state
+#   services.sh cut-replication DIR / restore-replication DIR
+#                                  the standby's primary_conninfo pointed at
+#                                  a port nobody listens on, and back (no
+#                                  network rule); waits until its WAL
+#                                  receiver has stopped / streams again
+#   services.sh crash-primary DIR  pg_ctl -m immediate stop of the primary
+#   services.sh promote-standby DIR
+#                                  pg_ctl -w promote
+#   services.sh start-old-primary DIR
+#                                  the crashed primary's data started again
+#                                  on a new port (DIR/oldprimary.port), for
+#                                  reading what it had; stop-pg stops it
+#   services.sh stop-standby DIR   (stop-all stops it too)
+#
 # Ports are free ones picked at start, so two runs side by side never
 # collide. Each start writes DIR/<service>.env with the variables that the
 # tests read. The *-again variants restart a stopped service on the same
@@ -56,17 +84,38 @@ wait_for() { # wait_for SECONDS DESCRIPTION COMMAND...
 	done
 }
 
+# The namespace address of CHARGEONCE_SVC_ADDR, checked: only the host side
+# of a tests/netfault veth pair (10.213.N.1) is ever listened on. Prints
+# nothing without it.
+svc_addr() {
+	local a=${CHARGEONCE_SVC_ADDR:-}
+	[ -n "$a" ] || return 0
+	if ! [[ "$a" =~ ^10\.213\.([0-9]{1,3})\.1$ ]] ||
+		[ "${BASH_REMATCH[1]}" -gt 255 ]; then
+		echo "services: CHARGEONCE_SVC_ADDR=$a: only 10.213.N.1 (a test namespace's veth) is allowed" >&2
+		return 1
+	fi
+	ip -o -4 addr show | grep -q " inet $a/" || {
+		echo "services: CHARGEONCE_SVC_ADDR=$a is no address of this host (make the namespace first)" >&2
+		return 1
+	}
+	echo "$a"
+}
+
 start_pg_server() {
-	local dir=$1 port
+	local dir=$1 port listen=127.0.0.1
 	port=$(cat "$dir/pg.port")
+	# the namespace address given at start-pg, kept for start-again-pg
+	[ -s "$dir/pg.addr" ] && listen="$listen,$(cat "$dir/pg.addr")"
 	as_pg "$(pg_bin)/pg_ctl" -D "$dir/pg/data" -l "$dir/pg/postgres.log" \
-		-o "-p $port -k $dir/pg -c listen_addresses=127.0.0.1" \
+		-o "-p $port -k $dir/pg -c listen_addresses=$listen" \
 		-w -t 60 start >/dev/null
 }
 
 start_pg() {
-	local dir=$1 port bin
+	local dir=$1 port bin addr
 	bin=$(pg_bin)
+	addr=$(svc_addr) || return 1
 	mkdir -p "$dir/pg"
 	[ "$(id -u)" = 0 ] && chown postgres: "$dir/pg"
 	as_pg "$bin/initdb" -D "$dir/pg/data" -A trust -U postgres -E UTF8 \
@@ -86,12 +135,21 @@ log_line_prefix = '%m [%p] '
 shared_preload_libraries = 'pg_stat_statements'
 pg_stat_statements.track = top
 CONF
+	if [ -n "$addr" ]; then
+		# the namespace side of the veth pair (10.213.N.2)
+		echo "host all all ${addr%.1}.0/30 trust" \
+			>>"$dir/pg/data/pg_hba.conf"
+		echo "$addr" >"$dir/pg.addr"
+	fi
 	port=$(free_port)
 	echo "$port" >"$dir/pg.port"
 	start_pg_server "$dir"
 	cat >"$dir/pg.env" <<ENV
 export CHARGEONCE_TEST_PG='host=127.0.0.1 port=$port user=postgres dbname=postgres'
 export CHARGEONCE_TEST_PGPORT=$port
+ENV
+	[ -z "$addr" ] || cat >>"$dir/pg.env" <<ENV
+export CHARGEONCE_TEST_PG_NS='host=$addr port=$port user=postgres dbname=postgres'
 ENV
 }
 
@@ -209,22 +267,40 @@ while True:
 }
 
 start_kafka() {
-	local dir=$1 jars port cport
+	local dir=$1 jars port cport addr nport=
+	addr=$(svc_addr) || return 1
 	jars=$("$top/scripts/kafka-jars.sh")
 	mkdir -p "$dir/kafka/data"
 	port=$(free_port)
 	cport=$(free_port)
 	while [ "$cport" = "$port" ]; do cport=$(free_port); done
-	kafka_config "$dir" "$cport" \
-		"PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport" \
-		"PLAINTEXT://127.0.0.1:$port" \
-		"PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT" ""
+	if [ -z "$addr" ]; then
+		kafka_config "$dir" "$cport" \
+			"PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport" \
+			"PLAINTEXT://127.0.0.1:$port" \
+			"PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT" ""
+	else
+		# a second listener on the namespace address: clients that
+		# bootstrap there get metadata naming it, the loopback clients
+		# keep 127.0.0.1
+		nport=$(free_port)
+		while [ "$nport" = "$port" ] || [ "$nport" = "$cport" ]; do
+			nport=$(free_port)
+		done
+		kafka_config "$dir" "$cport" \
+			"PLAINTEXT://127.0.0.1:$port,NETNS://$addr:$nport,CONTROLLER://127.0.0.1:$cport" \
+			"PLAINTEXT://127.0.0.1:$port,NETNS://$addr:$nport" \
+			"PLAINTEXT:PLAINTEXT,NETNS:PLAINTEXT,CONTROLLER:PLAINTEXT" ""
+	fi
 	kafka_format "$dir" "$jars" || return 1
 	echo "$jars" >"$dir/kafka.jars"
 	start_kafka_server "$dir" "$jars"
 	cat >"$dir/kafka.env" <<ENV
 export CHARGEONCE_TEST_KAFKA=127.0.0.1:$port
 export CHARGEONCE_TEST_KAFKA_JARS='$jars'
+ENV
+	[ -z "$addr" ] || cat >>"$dir/kafka.env" <<ENV
+export CHARGEONCE_TEST_KAFKA_NS=$addr:$nport
 ENV
 }
 
@@ -361,9 +437,136 @@ stop_tls() {
 	wait
 }
 
+# ---- a streaming standby (failover tests) ----
+# DIR/standby: a pg_basebackup of DIR's primary (-R: standby.signal and
+# primary_conninfo), on its own port. Replication is cut without any
+# network rule: the standby's primary_conninfo is pointed at a port nobody
+# listens on (the original is kept in DIR/standby.conninfo) and reloaded,
+# which stops its WAL receiver.
+psql_at() { # psql_at PORT SQL: one value, no decoration
+	psql -XAtq "host=127.0.0.1 port=$1 user=postgres dbname=postgres" \
+		-c "$2"
+}
+
+sql_is() { # sql_is PORT SQL WANT: the query's value is WANT
+	[ "$(psql_at "$1" "$2" 2>/dev/null)" = "$3" ]
+}
+
+start_standby_server() {
+	local dir=$1 port
+	port=$(cat "$dir/standby.port")
+	as_pg "$(pg_bin)/pg_ctl" -D "$dir/standby/data" \
+		-l "$dir/standby/postgres.log" \
+		-o "-p $port -k $dir/standby -c listen_addresses=127.0.0.1" \
+		-w -t 60 start >/dev/null
+}
+
+start_standby() {
+	local dir=$1 pport port
+	pport=$(cat "$dir/pg.port")
+	rm -rf "$dir/standby"
+	mkdir -p "$dir/standby"
+	[ "$(id -u)" = 0 ] && chown postgres: "$dir/standby"
+	as_pg "$(pg_bin)/pg_basebackup" -D "$dir/standby/data" -R -X stream \
+		-h 127.0.0.1 -p "$pport" -U postgres --no-sync \
+		>"$dir/standby/basebackup.log" 2>&1 || {
+		cat "$dir/standby/basebackup.log" >&2
+		return 1
+	}
+	port=$(free_port)
+	while [ "$port" = "$pport" ]; do port=$(free_port); done
+	echo "$port" >"$dir/standby.port"
+	start_standby_server "$dir"
+	wait_for 30 "the standby streaming" sql_is "$pport" \
+		"SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'" 1
+	cat >"$dir/standby.env" <<ENV
+export CHARGEONCE_TEST_STANDBY_PG='host=127.0.0.1 port=$port user=postgres dbname=postgres'
+export CHARGEONCE_TEST_STANDBY_PGPORT=$port
+ENV
+}
+
+sync_standby() {
+	local dir=$1 mode=$2 pport names want
+	pport=$(cat "$dir/pg.port")
+	case $mode in
+	on) names='*' want=1 ;; # a standby says sync
+	off) names='' want=0 ;; # none does (also with none connected)
+	*)
+		echo "services: sync-standby DIR on|off" >&2
+		return 2
+		;;
+	esac
+	psql_at "$pport" "ALTER SYSTEM SET synchronous_standby_names = '$names'" >/dev/null
+	psql_at "$pport" "SELECT pg_reload_conf()" >/dev/null
+	wait_for 30 "sync_state $mode" sql_is "$pport" \
+		"SELECT least(count(*), 1) FROM pg_stat_replication WHERE sync_state IN ('sync', 'quorum')" "$want"
+}
+
+cut_replication() {
+	local dir=$1 sport pport
+	sport=$(cat "$dir/standby.port")
+	pport=$(cat "$dir/pg.port")
+	[ -s "$dir/standby.conninfo" ] ||
+		psql_at "$sport" "SHOW primary_conninfo" >"$dir/standby.conninfo"
+	# port 1: nothing listens there, the receiver's connects are refused
+	psql_at "$sport" "ALTER SYSTEM SET primary_conninfo = 'host=127.0.0.1 port=1 user=postgres connect_timeout=2'" >/dev/null
+	psql_at "$sport" "SELECT pg_reload_conf()" >/dev/null
+	wait_for 30 "the standby's WAL receiver stopped" sql_is "$sport" \
+		"SELECT count(*) FROM pg_stat_wal_receiver WHERE status = 'streaming'" 0
+	# the primary may still list the walsender until it notices the end
+	if sql_is "$pport" "SELECT 1" 1; then
+		wait_for 30 "the primary's walsender gone" sql_is "$pport" \
+			"SELECT count(*) FROM pg_stat_replication" 0
+	fi
+}
+
+restore_replication() {
+	local dir=$1 sport pport ci
+	sport=$(cat "$dir/standby.port")
+	pport=$(cat "$dir/pg.port")
+	# the saved value as an SQL literal (pg_basebackup quotes its values)
+	ci=$(sed "s/'/''/g" "$dir/standby.conninfo")
+	psql_at "$sport" "ALTER SYSTEM SET primary_conninfo = '$ci'" >/dev/null
+	psql_at "$sport" "SELECT pg_reload_conf()" >/dev/null
+	wait_for 30 "the standby streaming again" sql_is "$sport" \
+		"SELECT count(*) FROM pg_stat_wal_receiver WHERE status = 'streaming'" 1
+	wait_for 30 "the primary streaming again" sql_is "$pport" \
+		"SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'" 1
+}
+
+crash_primary() {
+	as_pg "$(pg_bin)/pg_ctl" -D "$1/pg/data" -m immediate stop >/dev/null
+}
+
+promote_standby() {
+	local dir=$1
+	as_pg "$(pg_bin)/pg_ctl" -D "$dir/standby/data" -w -t 60 promote >/dev/null
+	wait_for 30 "the promoted standby read-write" sql_is \
+		"$(cat "$dir/standby.port")" "SELECT pg_is_in_recovery()" f
+}
+
+# The crashed primary's data again, on a new port nobody else was told
+# about (chargeonce's conninfo names the old one), to read what it had.
+start_old_primary() {
+	local dir=$1 port
+	port=$(free_port)
+	echo "$port" >"$dir/oldprimary.port"
+	as_pg "$(pg_bin)/pg_ctl" -D "$dir/pg/data" -l "$dir/pg/oldprimary.log" \
+		-o "-p $port -k $dir/pg -c listen_addresses=127.0.0.1" \
+		-w -t 60 start >/dev/null
+}
+
+stop_standby() {
+	local dir=$1
+	[ -f "$dir/standby/data/postmaster.pid" ] || return 0
+	as_pg "$(pg_bin)/pg_ctl" -D "$dir/standby/data" -m fast -w -t 30 stop \
+		>/dev/null 2>&1 || true
+}
+
 show_logs() {
 	local dir=$1 f
 	for f in "$dir/pg/postgres.log" "$dir/kafka/server.log" "$dir"/*.log \
+		"$dir/standby/postgres.log" \
 		"$dir/tls/pg/postgres.log" "$dir/tls/kafka/server.log"; do
 		[ -s "$f" ] || continue
 		echo "----- last lines of ${f#"$dir"/} -----"
@@ -374,7 +577,7 @@ show_logs() {
 cmd=${1:-}
 dir=${2:-${CHARGEONCE_TEST_DIR:-}}
 [ -n "$cmd" ] && [ -n "$dir" ] || {
-	echo "usage: services.sh start-pg|start-kafka|stop-pg|stop-kafka|start-again-pg|start-again-kafka|start-tls|stop-tls|stop-all|logs DIR" >&2
+	echo "usage: services.sh start-pg|start-kafka|stop-pg|stop-kafka|start-again-pg|start-again-kafka|start-tls|stop-tls|start-standby|sync-standby|cut-replication|restore-replication|crash-primary|promote-standby|start-old-primary|stop-standby|stop-all|logs DIR" >&2
 	exit 2
 }
 case $cmd in
@@ -387,9 +590,18 @@ start-again-kafka) start_kafka_server "$dir" "$(cat "$dir/kafka.jars")" ;;
 stop-all)
 	stop_kafka "$dir" &
 	stop_pg "$dir"
+	stop_standby "$dir"
 	stop_tls "$dir"
 	wait
 	;;
+start-standby) start_standby "$dir" ;;
+sync-standby) sync_standby "$dir" "${3:-}" ;;
+cut-replication) cut_replication "$dir" ;;
+restore-replication) restore_replication "$dir" ;;
+crash-primary) crash_primary "$dir" ;;
+promote-standby) promote_standby "$dir" ;;
+start-old-primary) start_old_primary "$dir" ;;
+stop-standby) stop_standby "$dir" ;;
 start-tls) start_tls "$dir" ;;
 start-tls-locked) start_tls_locked "$dir" ;;
 stop-tls) stop_tls "$dir" ;;
