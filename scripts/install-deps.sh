@@ -15,6 +15,8 @@ PKGS=(
 	python3-confluent-kafka python3-psycopg2
 	openssl systemd
 	clang-14 libclang-rt-14-dev
+	# tests/netfault: network namespaces and their iptables rules
+	iproute2 iptables
 )
 
 missing=()

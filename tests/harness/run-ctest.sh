@@ -4,6 +4,11 @@
 # with-services). Extra arguments go to ctest; `-L fuzz` runs only the fuzz
 # build. Fails if a test was skipped or if no test ran.
 #
+# The network-fault and failover tests (label netfault, tests/netfault: one
+# short seeded pass, each case with services and a network namespace of its
+# own, needs root) run in the test build only, in a pass of their own after
+# the others; `-L netfault` (or `-R netfault...`) runs only them.
+#
 # Then it scans every log the run wrote (logscan.py: card numbers, e-mail
 # addresses, the tests' secrets of log-secrets.txt) and fails on a hit:
 # ctest's own (Testing/Temporary/LastTest*.log of each build it ran but the
@@ -29,32 +34,44 @@ run() { # run BUILD-DIR CTEST-ARGS...
 	local dir=$1
 	shift
 	echo "== ctest in $dir $*"
-	ran+=("$dir")
+	case " ${ran[*]} " in *" $dir "*) ;; *) ran+=("$dir") ;; esac
 	ctest --test-dir "$dir" -j"$jobs" --output-on-failure \
 		--timeout 600 "$@" 2>&1 | tee -a "$out"
 	[ "${PIPESTATUS[0]}" = 0 ] || rc=1
 }
 
-# -L fuzz selects the fuzz build, which holds nothing else
+# -L fuzz selects the fuzz build, which holds nothing else; -L netfault
+# the test build, the only one that registers those tests
 fuzz_only=false
+netfault_only=false
 prev=
 for a in "$@"; do
 	case "$prev $a" in
 	"-L fuzz" | "--label-regex fuzz" | *" -Lfuzz") fuzz_only=true ;;
+	"-L netfault" | "--label-regex netfault" | *" -Lnetfault" | \
+		"-R netfault"* | "--tests-regex netfault"*) netfault_only=true ;;
 	esac
 	prev=$a
 done
 
 if $fuzz_only; then
 	run build-fuzz "$@"
+elif $netfault_only; then
+	run build-test "$@"
 elif [ $# -gt 0 ]; then
 	run build-test "$@"
 	run build-asan "$@" -LE crash
 else
-	run build-test
+	run build-test -LE netfault
+	# the netfault pass below writes LastTest.log again: keep this one's
+	# for the log scan
+	cp build-test/Testing/Temporary/LastTest.log \
+		build-test/Testing/Temporary/LastTest-main.log 2>/dev/null || true
 	run build-asan -L 'unit|integration'
 	# one target per core: 4 targets x 15 s take 30 s on 2 cores
 	run build-fuzz -L fuzz
+	# one short seeded pass (8 s holds), two cases at a time
+	run build-test -L netfault
 fi
 if grep -qE '\*\*\*Skipped|  Skipped ' "$out"; then
 	echo "run-ctest: some tests were skipped; every service is up, so that is a failure" >&2
