@@ -20,6 +20,11 @@
 #   -R, --regex RE     the tests, as ctest -R (default below)
 #   -E, --exclude RE   tests left out, as ctest -E
 #       --build DIR    the test build (default build-test)
+#       --asan         the AddressSanitizer + UBSan build instead (build-asan
+#                      unless --build, made as scripts/test.sh makes it;
+#                      the `crash` label left out, as CI does there): slower,
+#                      so other windows (CI's one failure of issue 32 was
+#                      in that build)
 #       --list         print the selected tests and exit
 #   -h, --help         this text
 #
@@ -30,9 +35,10 @@
 # gatewaysim_webhook_test, test_metrics, cli_security.
 #
 # It builds the test build (scripts/build-lib.sh's build_test, as
-# scripts/crash-campaign.sh does) and starts a private PostgreSQL and Kafka
-# broker once (tests/harness/with-services) for the whole hunt. The busy
-# processes are killed at the end, also on failure or Ctrl-C. Logs go to
+# scripts/crash-campaign.sh does; --asan: the sanitizer build) and starts
+# a private PostgreSQL and Kafka broker once (tests/harness/with-services)
+# for the whole hunt. The busy processes are killed at the end, also on
+# failure or Ctrl-C. Logs go to
 # BUILD/flake-hunt/DATE-TIME/round-K/: a round that passed keeps only its
 # ctest output; a round with a failure also keeps LastTest.log, one
 # NAME.log per failed test and the folders of every process the tests
@@ -48,7 +54,8 @@ jobs=$((cores < 2 ? 2 : cores))
 busy=$cores
 regex=$default_re
 exclude=
-build=build-test
+build=
+asan=false
 list=false
 
 usage() {
@@ -68,6 +75,7 @@ while [ $# -gt 0 ]; do
 	-R | --regex) [ $# -ge 2 ] || die "$1 needs a value"; regex=$2; shift 2 ;;
 	-E | --exclude) [ $# -ge 2 ] || die "$1 needs a value"; exclude=$2; shift 2 ;;
 	--build) [ $# -ge 2 ] || die "$1 needs a value"; build=$2; shift 2 ;;
+	--asan) asan=true; shift ;;
 	--list) list=true; shift ;;
 	-h | --help) usage; exit 0 ;;
 	*) usage >&2; exit 2 ;;
@@ -77,14 +85,25 @@ done
 [ "$jobs" -ge 1 ] || die "--jobs must be at least 1"
 select=(-R "$regex")
 [ -z "$exclude" ] || select+=(-E "$exclude")
+if $asan; then
+	build=${build:-build-asan}
+	select+=(-LE crash)
+else
+	build=${build:-build-test}
+fi
 
 if [ -z "${FLAKE_HUNT_INSIDE:-}" ]; then
 	# shellcheck source=scripts/build-lib.sh
 	. scripts/build-lib.sh
-	echo "== dependencies, test build in $build"
+	echo "== dependencies, test build in $build" >&2
 	scripts/install-deps.sh
 	scripts/kafka-jars.sh >/dev/null
-	build_test "$build"
+	if $asan; then
+		build "$build" -DCMAKE_BUILD_TYPE=Debug -DCHARGEONCE_SANITIZE=ON \
+			-DCHARGEONCE_FAILPOINTS=ON
+	else
+		build_test "$build"
+	fi
 	if $list; then
 		ctest --test-dir "$build" -N "${select[@]}" | grep -E '^ *Test +#' |
 			sed -E 's/^ *Test +#[0-9]+: //'
@@ -93,9 +112,10 @@ if [ -z "${FLAKE_HUNT_INSIDE:-}" ]; then
 	FLAKE_HUNT_OUT=$top/$build/flake-hunt/$(date +%Y%m%d-%H%M%S)
 	export FLAKE_HUNT_INSIDE=1 FLAKE_HUNT_OUT
 	rc=0
-	tests/harness/with-services "$0" --rounds "$rounds" --jobs "$jobs" \
-		--busy "$busy" --regex "$regex" --exclude "$exclude" \
-		--build "$build" || rc=$?
+	inside=(--rounds "$rounds" --jobs "$jobs" --busy "$busy" --regex "$regex"
+		--exclude "$exclude" --build "$build")
+	! $asan || inside+=(--asan)
+	tests/harness/with-services "$0" "${inside[@]}" || rc=$?
 	# with-services prints every service's log after a failure: the
 	# summary again, below them
 	summary=$FLAKE_HUNT_OUT/summary.txt
@@ -181,9 +201,9 @@ stop_busy
 
 summary=$out/summary.txt
 {
-	printf 'flake hunt: %d test(s) x %d round(s), ctest -j%d, %d busy process(es) on %d core(s), %d s\n' \
-		"$ntests" "$rounds" "$jobs" "$busy" "$cores" $((SECONDS - t_all))
-	printf 'selection: -R %s%s\n' "$regex" "${exclude:+ -E $exclude}"
+	printf 'flake hunt: %d test(s) x %d round(s) in %s, ctest -j%d, %d busy process(es) on %d core(s), %d s\n' \
+		"$ntests" "$rounds" "$build" "$jobs" "$busy" "$cores" $((SECONDS - t_all))
+	printf 'selection: %s\n' "${select[*]}"
 	cat "$out/rounds.txt"
 	printf '%-44s %5s %7s %7s %7s %7s\n' test runs passed failed \
 		'mean s' 'max s'
