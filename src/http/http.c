@@ -168,6 +168,7 @@ static enum MHD_Result get_readyz(struct http *h, struct MHD_Connection *c)
 {
         char why[700];
         size_t n;
+        uint64_t refused = 0;
 
         if (ready_db(h, why, sizeof(why)) < 0) {
                 /* one line: libpq's messages end in new lines */
@@ -183,7 +184,17 @@ static enum MHD_Result get_readyz(struct http *h, struct MHD_Connection *c)
             metrics_gauge(h->o.metrics, METRIC_CONSUMER_JOINED) != 1)
                 return http_answer(c, MHD_HTTP_SERVICE_UNAVAILABLE,
                                    "consumer: not joined to its group\n");
-        return http_answer(c, MHD_HTTP_OK, "ready\n");
+        for (unsigned k = MR_CLAIM; k <= MR_PROBE; k++)
+                refused += metrics_counter(h->o.metrics, METRIC_DB_REFUSED, k);
+        if (refused == 0)
+                return http_answer(c, MHD_HTTP_OK, "ready\n");
+        /* ready (the process works), and it says what needs a person */
+        snprintf(why, sizeof(why),
+                 "ready\nnote: %" PRIu64 " item(s) refused by the database "
+                 "since start (chargeonce_db_refused_total): the payments "
+                 "are in review, the messages in the DLQ\n",
+                 refused);
+        return http_answer(c, MHD_HTTP_OK, why);
 }
 
 /* The first call of a request: route, method, Content-Length. */

@@ -1,5 +1,6 @@
 /* dbpool: worker threads running batched store calls (see dbpool.h). */
 #include "pipeline/dbpool.h"
+#include "store/migrate.h"
 #include "util/failpoint.h"
 #include "util/log.h"
 #include "util/timeutil.h"
@@ -185,6 +186,13 @@ static void *worker_main(void *arg)
                          * which splits the batch; it is never retried */
                         if (j->rc == STORE_OK || j->rc == STORE_ERR_DATA)
                                 break;
+                        /* nor a statement that does not fit the schema:
+                         * the owner stops, with both versions named */
+                        if (j->rc == STORE_ERR_SCHEMA) {
+                                store_schema_explain(w->st, j->err,
+                                                     sizeof(j->err));
+                                break;
+                        }
                         if (atomic_load(&p->give_up))
                                 break;
                         log_warn(&lc,

@@ -361,12 +361,42 @@ static void on_claimed(struct pipeline *pl, struct item *it,
 }
 
 /*
+ * A settle the database refused alone (a trigger, a constraint: it would
+ * be refused again as it is) is parked: the payment goes to review with
+ * the evidence — what the gateway answered (status, charge id) and what
+ * the database said — so a person decides, and the rest goes on. Never
+ * retried as it was, never failed, the charge id kept. A review the
+ * database refuses too is left processing for the reconciler.
+ */
+static void park(struct pipeline *pl, struct item *it, const char *why)
+{
+        char msg[GW_ERROR_MESSAGE_SIZE + 512];
+        struct log_ctx lc;
+
+        pipeline_ctx(pl, it, &lc);
+        /* cut to the error message's size by pipeline_set_error */
+        snprintf(msg, sizeof(msg),
+                 "the database refused to store the gateway's answer "
+                 "(%s%s%s): %s",
+                 payment_status_name(it->status), it->charge_id[0] ? ", " : "",
+                 it->charge_id, why);
+        log_error(&lc,
+                  "settle refused by the database (%s): payment parked "
+                  "in review with the evidence",
+                  why);
+        it->parking = true;
+        it->status  = PAYMENT_STATUS_REVIEW;
+        pipeline_set_error(it, "database_refused", msg);
+        settle_add(pl, it);
+}
+
+/*
  * The database refused a batch for its data (STORE_ERR_DATA: it would fail
  * again as it is). A batch of several items is split: each item is sent
  * again alone, so the innocent ones go on. An item refused alone is the
  * guilty one: a claim or a result-only write is dead-lettered with reason
- * database_refused; a settle leaves its payment processing for the
- * reconciler. Counted, logged at error; never retried as it is.
+ * database_refused; a settle is parked in review (park). Counted
+ * (chargeonce_db_refused_total), logged at error; never retried as it is.
  */
 static void refused(struct pipeline *pl, struct dbjob *j, struct item *it)
 {
@@ -383,6 +413,11 @@ static void refused(struct pipeline *pl, struct dbjob *j, struct item *it)
                 return;
         }
         pl->st.db_refused++;
+        metrics_inc(pl->o.metrics, METRIC_DB_REFUSED,
+                    j->kind == DBJOB_CLAIM    ? MR_CLAIM
+                    : j->kind == DBJOB_SETTLE ? MR_SETTLE
+                    : j->kind == DBJOB_PROBE  ? MR_PROBE
+                                              : MR_RESULT);
         pipeline_ctx(pl, it, &lc);
         if (j->kind == DBJOB_PROBE) {
                 log_error(&lc,
@@ -392,10 +427,14 @@ static void refused(struct pipeline *pl, struct dbjob *j, struct item *it)
                 pipeline_reject(pl, it);
                 return;
         }
+        if (j->kind == DBJOB_SETTLE && !it->parking) {
+                park(pl, it, j->err);
+                return;
+        }
         if (j->kind == DBJOB_SETTLE) {
                 log_error(&lc,
-                          "settle refused by the database (%s): payment "
-                          "left processing for the reconciler",
+                          "review refused by the database too (%s): "
+                          "payment left processing for the reconciler",
                           j->err);
                 pl->st.unknown_left++;
                 pipeline_finish(pl, it, true);
@@ -495,6 +534,26 @@ static void settled_ok(struct pipeline *pl, const struct item *it)
 void pipeline_on_job_done(struct pipeline *pl, struct dbjob *j)
 {
         size_t dups = 0;
+
+        if (j->rc == STORE_ERR_SCHEMA) {
+                struct log_ctx lc = LOG_CTX_INIT;
+
+                lc.component = "consume";
+                if (!pl->fatal)
+                        log_error(&lc,
+                                  "the database cannot run this "
+                                  "binary's statements (%s); stopping",
+                                  j->err);
+                pl->fatal = true;
+                /* nothing of it was written: left to redelivery */
+                if (j->kind == DBJOB_SIFT)
+                        pipeline_sift_done(pl, j); /* given up */
+                else if (j->kind != DBJOB_RENEW)
+                        for (size_t i = 0; i < j->n; i++)
+                                pipeline_finish(pl, j->owners[i], false);
+                dbjob_free(j);
+                return;
+        }
 
         if (j->kind == DBJOB_SIFT) {
                 pipeline_sift_done(pl, j);

@@ -403,6 +403,8 @@ static bool turn(struct pipeline *pl, bool draining, int64_t *at_cap_since)
         if (fatal)
                 return false;
         (void)take_done_jobs(pl);
+        if (pl->fatal)
+                return false;
         pipeline_dlq_retry(pl);
         kproducer_poll(pl->dlq, 0);
         pipeline_flush_batches(pl, draining);

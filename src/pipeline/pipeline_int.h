@@ -80,6 +80,7 @@ struct item {
         char error_code[GW_ERROR_CODE_SIZE];
         char error_message[GW_ERROR_MESSAGE_SIZE];
         int attempts;
+        bool parking; /* its settle was refused: now settled as review */
         char result_event_id[UUID_STR_LEN];
         char *result_json;
 
@@ -139,6 +140,9 @@ struct pipeline {
          * happens instead of turning every millisecond; -1 if none */
         int wake_fd;
         bool closing; /* teardown: start nothing new */
+        /* a statement did not fit the database's schema (STORE_ERR_SCHEMA):
+         * retrying cannot help, the loop stops with an error */
+        bool fatal;
         struct flow_list all;
         struct pipeline_stats st, st_logged;
         struct flow_tick stats_tick;

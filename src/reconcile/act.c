@@ -14,6 +14,7 @@
 #include "store/evidence.h"
 #include "store/store.h"
 #include "util/log.h"
+#include "util/utf8.h"
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
@@ -99,17 +100,14 @@ static void settled(struct reconciler *r, const struct reconcile_item *it,
         }
 }
 
-static void act_settles(struct reconciler *r, struct reconcile_item **v,
-                        size_t n)
+/* One settle statement for v[0..n): STORE_OK (each item settled() by
+ * its outcome), else the statement's failure with err set. */
+static int settle_items(struct reconciler *r, struct reconcile_item **v,
+                        size_t n, char *err, size_t errsz)
 {
-        struct settle_item *s;
-        char err[512];
-        struct log_ctx lc = LOG_CTX_INIT;
+        struct settle_item *s = xcalloc(n, sizeof(*s));
+        int rc;
 
-        if (n == 0)
-                return;
-        lc.component = "reconcile";
-        s            = xcalloc(n, sizeof(*s));
         for (size_t i = 0; i < n; i++) {
                 struct reconcile_item *it = v[i];
 
@@ -127,20 +125,85 @@ static void act_settles(struct reconciler *r, struct reconcile_item **v,
                 s[i].result_event_id = it->result_event_id;
                 s[i].result_json     = it->result_json;
         }
-        if (store_settle_batch(r->db, s, n, err, sizeof(err)) != STORE_OK) {
-                /* nothing (or, on a broken connection, maybe all) written:
-                 * the leases expire and the payments are looked at again;
-                 * a settle that did commit leaves nothing to retake */
-                log_error(&lc,
-                          "settle of %zu payment(s) failed (%s): left to "
-                          "lease expiry",
-                          n, err);
-                r->st.errors++;
-        } else {
+        rc = store_settle_batch(r->db, s, n, err, errsz);
+        if (rc == STORE_OK)
                 for (size_t i = 0; i < n; i++)
                         settled(r, v[i], &s[i]);
-        }
         free(s);
+        return rc;
+}
+
+/*
+ * A settle the database refused alone (a trigger, a constraint) is parked
+ * in review with the evidence (what the gateway said, what the database
+ * said) instead of being retaken and refused again after every lease: a
+ * person decides. True if the review was stored.
+ */
+static bool park(struct reconciler *r, struct reconcile_item *it,
+                 const char *why)
+{
+        char err[512], msg[sizeof(it->res_message) + 1024];
+        struct log_ctx lc;
+
+        reconcile_item_ctx(it, &lc);
+        snprintf(msg, sizeof(msg),
+                 "the database refused to store the gateway's answer "
+                 "(%s%s%s): %s",
+                 payment_status_name(it->status), it->charge_id[0] ? ", " : "",
+                 it->charge_id, why);
+        /* cut on a character boundary */
+        (void)utf8_clean(msg, strlen(msg), (size_t)-1, it->res_message,
+                         sizeof(it->res_message), NULL);
+        it->status   = PAYMENT_STATUS_REVIEW;
+        it->res_code = "database_refused";
+        free(it->result_json);
+        it->result_json = NULL;
+        if (reconcile_build_result(it) < 0 ||
+            settle_items(r, &it, 1, err, sizeof(err)) != STORE_OK) {
+                log_error(&lc,
+                          "settle refused by the database (%s), its review "
+                          "too: left to lease expiry",
+                          why);
+                return false;
+        }
+        log_error(&lc,
+                  "settle refused by the database (%s): payment parked in "
+                  "review with the evidence",
+                  why);
+        return true;
+}
+
+static void act_settles(struct reconciler *r, struct reconcile_item **v,
+                        size_t n)
+{
+        char err[512];
+        struct log_ctx lc = LOG_CTX_INIT;
+        int rc;
+
+        if (n == 0)
+                return;
+        lc.component = "reconcile";
+        rc           = settle_items(r, v, n, err, sizeof(err));
+        if (rc == STORE_OK)
+                return;
+        if (rc == STORE_ERR_DATA && n > 1) {
+                /* find the guilty one: the innocent settle alone */
+                for (size_t i = 0; i < n; i++)
+                        act_settles(r, &v[i], 1);
+                return;
+        }
+        if (rc == STORE_ERR_DATA) {
+                metrics_inc(r->o.metrics, METRIC_DB_REFUSED, MR_SETTLE);
+                if (park(r, v[0], err))
+                        return;
+        }
+        /* nothing (or, on a broken connection, maybe all) written: the
+         * leases expire and the payments are looked at again; a settle
+         * that did commit leaves nothing to retake */
+        log_error(&lc,
+                  "settle of %zu payment(s) failed (%s): left to lease expiry",
+                  n, err);
+        r->st.errors++;
 }
 
 int reconcile_lease_renew(struct reconciler *r, struct reconcile_item **v,

@@ -19,6 +19,7 @@
 #include "reconcile/decide.h"
 #include "reconcile/reconcile_int.h"
 #include "store/evidence.h"
+#include "store/migrate.h"
 #include "store/store.h"
 #include "util/crypto.h"
 #include "util/failpoint.h"
@@ -165,6 +166,7 @@ static void take_over(struct reconciler *r)
         struct store_payment *p = NULL;
         size_t n                = 0, room;
         int64_t db_now, sent;
+        int rc;
         char err[512];
         struct log_ctx lc;
 
@@ -178,8 +180,18 @@ static void take_over(struct reconciler *r)
         r->st.rounds++;
         /* the lease runs from the statement's time, which is after this */
         sent = time_mono_ms();
-        if (store_takeover_expired(r->db, r->o.owner, r->o.lease_ms, room, &p,
-                                   &n, err, sizeof(err)) != STORE_OK) {
+        rc = store_takeover_expired(r->db, r->o.owner, r->o.lease_ms, room, &p,
+                                    &n, err, sizeof(err));
+        if (rc == STORE_ERR_SCHEMA) {
+                store_schema_explain(r->db, err, sizeof(err));
+                log_error(&lc,
+                          "the database cannot run this binary's statements "
+                          "(%s); stopping",
+                          err);
+                r->fatal = true;
+                return;
+        }
+        if (rc != STORE_OK) {
                 log_error(&lc, "takeover failed: %s", err);
                 r->st.errors++;
                 return;
@@ -382,6 +394,10 @@ int reconcile_run(struct reconciler *r, const atomic_int *stop)
                 if (step == FLOW_STEP_DONE)
                         break;
                 maybe_take_over(r, now);
+                if (r->fatal) {
+                        rc = 1;
+                        break;
+                }
                 renew_at_gateway(r);
                 reconcile_act_answered(r);
                 log_stats(r, false);

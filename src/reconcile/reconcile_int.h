@@ -107,6 +107,8 @@ struct reconciler {
         int64_t next_scan_ms;
         struct reconcile_stats st, st_logged; /* the loop's own */
         int loop_id;                          /* metrics_loop_register */
+        /* a statement did not fit the database's schema: stop (1) */
+        bool fatal;
 
         pthread_mutex_t mu;               /* guards stats_pub */
         struct reconcile_stats stats_pub; /* a snapshot of st, any thread */

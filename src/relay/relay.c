@@ -354,6 +354,10 @@ int relay_run(struct relay *r, const atomic_int *stop)
                                 rc = FLOW_EXIT_NOW;
                         break;
                 }
+                if (r->fatal) {
+                        rc = 1;
+                        break;
+                }
                 now = time_mono_ms();
                 housekeeping(r, &l, now);
                 if (r->kp)

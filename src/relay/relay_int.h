@@ -59,6 +59,8 @@ struct relay {
         int64_t retry_at;
         uint32_t rng;   /* xorshift32 state for the jitter */
         bool abandoned; /* a round left reports due (stopping) */
+        /* a statement did not fit the database's schema: stop (1) */
+        bool fatal;
 
         const atomic_int *stop;  /* relay_run's flag */
         struct flow_drain drain; /* once the flag asks for a drain */

@@ -438,14 +438,25 @@ int relay_round(struct relay *r)
         struct round t             = { 0 };
         char err[512];
         size_t n;
+        int rc;
 
         if (!r->kp) {
                 relay_producer_renew(r, "no producer");
                 if (!r->kp)
                         return -1;
         }
-        if (store_relay_fetch(r->db, r->o.batch_size, r->window, &b, err,
-                              sizeof(err)) != STORE_OK) {
+        rc = store_relay_fetch(r->db, r->o.batch_size, r->window, &b, err,
+                               sizeof(err));
+        if (rc == STORE_ERR_SCHEMA) {
+                store_relay_schema_explain(r->db, err, sizeof(err));
+                log_error(&r->lc,
+                          "the database cannot run this binary's statements "
+                          "(%s); stopping",
+                          err);
+                r->fatal = true;
+                return -1;
+        }
+        if (rc != STORE_OK) {
                 log_warn(&r->lc, "%s", err);
                 return -1;
         }

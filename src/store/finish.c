@@ -34,15 +34,8 @@ PGresult *store_tx_run(struct store_tx *t, const char *what, const char *sql,
                 return res;
         snprintf(label, sizeof(label), "%s: %s", t->who, what);
         store_format_error(res, conn, label, t->errstr, t->errstr_size);
-        state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-        if (PQstatus(conn) != CONNECTION_OK)
-                t->rc = STORE_ERR_CONN;
-        else if (state &&
-                 (strncmp(state, "22", 2) == 0 ||
-                  strncmp(state, "23", 2) == 0 || strncmp(state, "54", 2) == 0))
-                t->rc = STORE_ERR_DATA;
-        else
-                t->rc = STORE_ERR;
+        state    = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+        t->rc    = store_error_rc(res, conn);
         t->retry = state &&
                    (strcmp(state, "40P01") == 0 || strcmp(state, "40001") == 0);
         PQclear(res);

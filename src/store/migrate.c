@@ -199,3 +199,55 @@ done:
         PQfinish(conn);
         return r;
 }
+
+int store_migrate_known_version(void)
+{
+        return migrations_embedded_n
+                   ? version_of(
+                         migrations_embedded[migrations_embedded_n - 1].name)
+                   : 0;
+}
+
+void store_schema_explain(struct store *st, char *errstr, size_t errstr_size)
+{
+        store_schema_explain_conn(store_pgconn(st), errstr, errstr_size);
+}
+
+void store_schema_explain_conn(PGconn *conn, char *errstr, size_t errstr_size)
+{
+        PGresult *res;
+        int known = store_migrate_known_version(), db = -1;
+        size_t len = strlen(errstr);
+
+        res = PQexec(conn, "SELECT coalesce(max(version), 0) FROM"
+                           " schema_migrations");
+        if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
+                db = atoi(PQgetvalue(res, 0, 0));
+        PQclear(res);
+        if (len >= errstr_size)
+                return;
+        if (db < 0)
+                snprintf(errstr + len, errstr_size - len,
+                         "; the database has no schema_migrations this "
+                         "binary can read (it knows migrations up to %04d):"
+                         " run `chargeonce migrate`",
+                         known);
+        else if (db > known)
+                snprintf(errstr + len, errstr_size - len,
+                         "; the database's schema is at migration %04d, "
+                         "this binary knows migrations up to %04d: it is "
+                         "older than the schema; run a binary of the "
+                         "schema's release (docs/upgrading.md)",
+                         db, known);
+        else if (db < known)
+                snprintf(errstr + len, errstr_size - len,
+                         "; the database's schema is at migration %04d, "
+                         "this binary needs %04d: run `chargeonce migrate`",
+                         db, known);
+        else
+                snprintf(errstr + len, errstr_size - len,
+                         "; the database's schema is at migration %04d, as "
+                         "this binary expects: the database was changed by "
+                         "hand, or a privilege is missing",
+                         db);
+}

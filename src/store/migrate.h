@@ -34,4 +34,16 @@ struct migrate_report {
 int store_migrate_run(const char *conninfo, struct migrate_report *report,
                       char *errstr, size_t errstr_size) CO_MUST_CHECK;
 
+/* The highest migration this binary carries (15 for 0015_...). */
+int store_migrate_known_version(void);
+
+struct store;
+/*
+ * After a STORE_ERR_SCHEMA: appends to errstr (which holds the failed
+ * statement's SQLSTATE and message) what the versions say, read from
+ * schema_migrations on st's connection: "the database's schema is at
+ * migration N, this binary knows migrations up to M" and what to do.
+ */
+void store_schema_explain(struct store *st, char *errstr, size_t errstr_size);
+
 #endif

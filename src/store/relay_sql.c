@@ -36,7 +36,7 @@ struct store_relay {
 
 /*
  * Runs sql with text parameters. Returns the result (owned by the caller)
- * or NULL with *rc set to STORE_ERR or STORE_ERR_CONN.
+ * or NULL with *rc set as store_error_rc says.
  */
 static PGresult *run(PGconn *conn, const char *what, const char *sql,
                      int nparams, const char *const *values, int *rc,
@@ -58,8 +58,8 @@ static PGresult *run(PGconn *conn, const char *what, const char *sql,
                 return res;
         }
         store_format_error(res, conn, what, errstr, errstr_size);
+        *rc = store_error_rc(res, conn);
         PQclear(res);
-        *rc = PQstatus(conn) == CONNECTION_OK ? STORE_ERR : STORE_ERR_CONN;
         return NULL;
 }
 
@@ -75,8 +75,7 @@ static int run_ok(PGconn *conn, const char *what, const char *sql, char *errstr,
         st  = PQresultStatus(res);
         if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
                 store_format_error(res, conn, what, errstr, errstr_size);
-                rc = PQstatus(conn) == CONNECTION_OK ? STORE_ERR
-                                                     : STORE_ERR_CONN;
+                rc = store_error_rc(res, conn);
         }
         PQclear(res);
         return rc;
@@ -695,4 +694,11 @@ int store_relay_parked_list(const char *conninfo,
         PQclear(res);
         PQfinish(conn);
         return STORE_OK;
+}
+
+void store_relay_schema_explain(struct store_relay *sr, char *errstr,
+                                size_t errstr_size)
+{
+        if (sr->work && PQstatus(sr->work) == CONNECTION_OK)
+                store_schema_explain_conn(sr->work, errstr, errstr_size);
 }

@@ -86,6 +86,11 @@ int store_relay_rebalance(struct store_relay *sr, int *held, int *members,
 /* Shards held now. */
 int store_relay_held(const struct store_relay *sr);
 
+/* After a STORE_ERR_SCHEMA of a call: what the schema versions say,
+ * appended to errstr (store_schema_explain). */
+void store_relay_schema_explain(struct store_relay *sr, char *errstr,
+                                size_t errstr_size);
+
 /*
  * The next rows to publish of the held shards: among the first `window`
  * unpublished rows in id order, the FIRST unpublished row of each message

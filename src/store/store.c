@@ -137,14 +137,42 @@ static bool is_retryable(const PGresult *res)
                (strcmp(state, "40P01") == 0 || strcmp(state, "40001") == 0);
 }
 
-/* A refusal that the same input will always meet (see STORE_ERR_DATA). */
-static bool is_deterministic(const PGresult *res)
+int store_error_rc(const PGresult *res, const PGconn *conn)
 {
-        const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+        const char *state =
+            res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
 
-        return state &&
-               (strncmp(state, "22", 2) == 0 || strncmp(state, "23", 2) == 0 ||
-                strncmp(state, "54", 2) == 0);
+        if (PQstatus(conn) != CONNECTION_OK)
+                return STORE_ERR_CONN;
+        if (!state)
+                return STORE_ERR;
+        /* refused for the data: 22 data exception, 23 integrity, 54
+         * program limit, P0001 an exception a trigger or co_assert
+         * raised, P0004 a failed ASSERT */
+        if (strncmp(state, "22", 2) == 0 || strncmp(state, "23", 2) == 0 ||
+            strncmp(state, "54", 2) == 0 || strcmp(state, "P0001") == 0 ||
+            strcmp(state, "P0004") == 0)
+                return STORE_ERR_DATA;
+        /* the statement does not fit the database: 42 (an undefined
+         * column, table or function, a privilege missing), 3F (no such
+         * schema), 0A (not supported). Retrying cannot help */
+        if (strncmp(state, "42", 2) == 0 || strncmp(state, "3F", 2) == 0 ||
+            strncmp(state, "0A", 2) == 0)
+                return STORE_ERR_SCHEMA;
+        /* everything else passes: a cancel (statement or lock timeout),
+         * a shortage, a server going down, a standby that cannot write */
+        return STORE_ERR;
+}
+
+bool store_error_needs_reconnect(const PGresult *res)
+{
+        const char *state =
+            res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+
+        /* 25006: read-only transaction (a standby, or a demoted primary):
+         * a new connection goes through the hosts of the conninfo and
+         * finds the writable one (target_session_attrs) */
+        return state && strcmp(state, "25006") == 0;
 }
 
 static void retry_pause(struct store *st, int attempt)
@@ -202,8 +230,8 @@ static int prepare(struct store *st, const struct store_stmt *stmt,
         if (PQresultStatus(res) != PGRES_COMMAND_OK) {
                 store_format_error(res, st->conn, stmt->name, errstr,
                                    errstr_size);
-                rc = PQstatus(st->conn) == CONNECTION_OK ? STORE_ERR
-                                                         : STORE_ERR_CONN;
+                /* a statement that does not fit the schema fails here */
+                rc = store_error_rc(res, st->conn);
         } else {
                 st->prepared |= 1u << stmt->id;
         }
@@ -228,10 +256,13 @@ PGresult *store_exec(struct store *st, const struct store_stmt *stmt,
                         return NULL;
                 }
         }
-        /* Preparing writes nothing, so its failure is a plain error. */
+        /* Preparing writes nothing: a broken connection then is a plain
+         * error (nothing can have committed); a statement that does not
+         * fit the schema is STORE_ERR_SCHEMA */
         *rc = prepare(st, stmt, errstr, errstr_size);
         if (*rc != STORE_OK) {
-                *rc = STORE_ERR;
+                if (*rc != STORE_ERR_SCHEMA)
+                        *rc = STORE_ERR;
                 return NULL;
         }
         for (int attempt = 0;; attempt++) {
@@ -264,7 +295,9 @@ PGresult *store_exec(struct store *st, const struct store_stmt *stmt,
                         retry_pause(st, attempt + 1);
                         continue;
                 }
-                *rc = res && is_deterministic(res) ? STORE_ERR_DATA : STORE_ERR;
+                *rc = store_error_rc(res, st->conn);
+                if (store_error_needs_reconnect(res))
+                        store_disconnect(st);
                 PQclear(res);
                 return NULL;
         }

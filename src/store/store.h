@@ -53,6 +53,14 @@ struct store;
  * caller so the innocent items go on and the guilty one is isolated.
  */
 #define STORE_ERR_DATA -3
+/*
+ * The statement does not fit the database's schema or rights (SQLSTATE
+ * class 42: an undefined column or table, a privilege missing; 3F, 0A):
+ * typically a binary older than the schema it runs against, or the other
+ * way round. Nothing was written; retrying can never succeed: the caller
+ * stops, naming both versions (store_schema_explain).
+ */
+#define STORE_ERR_SCHEMA -4
 
 /* The provider key's size (payment/provider_key.h), for the items below. */
 #define STORE_PROVIDER_KEY_LEN PAYMENT_PROVIDER_KEY_LEN

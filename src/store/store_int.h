@@ -81,6 +81,20 @@ struct store {
         bool claim_precheck;
 };
 
+/*
+ * The return value a failed statement's result means (store.h): STORE_ERR_CONN
+ * when the connection broke, STORE_ERR_DATA for a refusal of the data
+ * (classes 22, 23, 54, P0001, P0004), STORE_ERR_SCHEMA when the statement
+ * does not fit the database (classes 42, 3F, 0A), else STORE_ERR (passes:
+ * retry). One table for every runner of the store.
+ */
+int store_error_rc(const PGresult *res, const PGconn *conn);
+/* store_schema_explain (migrate.h) on a bare connection. */
+void store_schema_explain_conn(PGconn *conn, char *errstr, size_t errstr_size);
+/* The server cannot take writes on this connection (a standby): the next
+ * statement must go on a new connection (store_disconnect). */
+bool store_error_needs_reconnect(const PGresult *res);
+
 /* Re-makes st's broken connection (PQreset: every host of the conninfo,
  * so a failover finds the new primary) with its session settings; the
  * prepared statements are forgotten. Logged. */

@@ -62,6 +62,7 @@ enum metric_webhook_result {
         MW_CONTRADICTION,
         MW_UNKNOWN_REFERENCE,
 };
+enum metric_db_refused { MR_CLAIM = 0, MR_SETTLE, MR_RESULT, MR_PROBE };
 
 /* Histogram bucket upper bounds in seconds (+Inf is implicit). */
 #define METRICS_BUCKETS                                                        \

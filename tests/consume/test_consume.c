@@ -742,11 +742,12 @@ static void small_cap(void)
 }
 
 /*
- * A batch the database refuses for one item's data (here a CHECK added
- * for the test: SQLSTATE 23514) is split: the innocent intents of the
- * batch are charged and answered, the guilty one is dead-lettered once
- * with dlq-reason database_refused, nothing is charged for it, and the
- * process keeps running.
+ * Items the database refuses for their data, alone, never stop the rest:
+ * a claim refused by a constraint is dead-lettered (database_refused); a
+ * settle refused by a constraint (the gateway charged) is parked in
+ * review with the evidence, the charge id kept, instead of being left
+ * processing to be refused again after every lease. /readyz stays 200 and
+ * says so, and chargeonce_db_refused_total counts each by its kind.
  */
 static void db_refused(void)
 {
@@ -759,19 +760,30 @@ static void db_refused(void)
         size_t n;
         long refused = 0;
         json_t *st;
+        char url[96], *body;
         const int total = 20;
 
         sc_init(&sc, "refused", 1);
         sim_start(&sc, &s, "");
+        sim_config(&s, "{\"p_drop_after_charge\":0,\"p_slow\":0,"
+                       "\"p_500_after_charge\":0,\"p_500_before_charge\":0,"
+                       "\"p_429\":0}");
         co_start(&sc, &c, "consume", &s, slow, NULL);
         (void)sc_sql(&sc, "ALTER TABLE payments ADD CONSTRAINT test_refuse"
                           " CHECK (order_id <> 'o-poison')");
+        (void)sc_sql(&sc, "ALTER TABLE payments ADD CONSTRAINT test_refuse_2"
+                          " CHECK (order_id <> 'o-settle-poison' OR status"
+                          " <> 'succeeded')");
         for (int i = 0; i < total; i++) {
                 char key[32], order[32];
                 struct intent_spec is = { NULL,    "shop-r", key,       order,
                                           100 + i, "VND",    "pm_tok_1" };
                 snprintf(key, sizeof(key), "refused-%03d", i);
-                snprintf(order, sizeof(order), i == 7 ? "o-poison" : "o-%d", i);
+                snprintf(order, sizeof(order),
+                         i == 7    ? "o-poison"
+                         : i == 12 ? "o-settle-poison"
+                                   : "o-%d",
+                         i);
                 sc_produce_intent(&sc, 0, &is, NULL);
         }
         sc_flush(&sc);
@@ -779,14 +791,32 @@ static void db_refused(void)
         SC_CHECK(co_alive(&c), "the consumer stopped");
         SC_CHECK(sc_sql_long(&sc, "SELECT count(*) FROM outbox WHERE status ="
                                   " 'succeeded' AND tenant_id = 'shop-r'") ==
-                     total - 1,
+                     total - 2,
                  "innocent intents answered");
         SC_CHECK(sc_sql_long(&sc, "SELECT count(*) FROM payments WHERE"
                                   " order_id = 'o-poison'") == 0,
                  "a payment for the refused intent");
+        /* the refused settle: in review, charge id and evidence kept */
+        SC_CHECK(sc_sql_long(&sc,
+                             "SELECT count(*) FROM payments WHERE order_id ="
+                             " 'o-settle-poison' AND status = 'review' AND"
+                             " error_code = 'database_refused' AND"
+                             " provider_charge_id IS NOT NULL AND"
+                             " error_message LIKE '%%(succeeded, %%'") == 1,
+                 "the refused settle is not parked in review: %s",
+                 sc_sql(&sc, "SELECT status || ' ' || coalesce(error_code,"
+                             " '-') FROM payments WHERE order_id ="
+                             " 'o-settle-poison'"));
+        SC_CHECK(sc_sql_long(&sc, "SELECT count(*) FROM outbox WHERE status ="
+                                  " 'review' AND idem_key = 'refused-012' AND"
+                                  " payload LIKE '%%database_refused%%'") == 1,
+                 "no review result for the refused settle");
         st = sim_stats(&s);
         SC_CHECK(sim_charges_order(st, "shop-r", "o-poison") == 0,
                  "the refused intent was charged");
+        SC_CHECK(sim_charges_order(st, "shop-r", "o-settle-poison") == 1,
+                 "the refused settle's intent charged %ld times",
+                 sim_charges_order(st, "shop-r", "o-settle-poison"));
         SC_CHECK(sim_stat(st, "succeeded_charges") == total - 1,
                  "charges of the innocent intents");
         json_decref(st);
@@ -798,12 +828,101 @@ static void db_refused(void)
         SC_CHECK(refused == 1 && n == 1, "%zu DLQ messages, %ld refused", n,
                  refused);
         sc_messages_free(m, n);
+        /* /readyz: ready, and it names what needs a person */
+        snprintf(url, sizeof(url), "http://127.0.0.1:%d/readyz",
+                 co_http_port(&c));
+        body = sc_scrape(url);
+        SC_CHECK(body && strstr(body, "ready\nnote: 2 item(s) refused"),
+                 "/readyz: %s", body ? body : "(none)");
+        free(body);
+        snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics",
+                 co_http_port(&c));
+        body = sc_scrape(url);
+        SC_CHECK(body &&
+                     strstr(body, "chargeonce_db_refused_total{kind=\"claim\"} "
+                                  "1\n") &&
+                     strstr(body, "chargeonce_db_refused_total{kind=\"settle\"}"
+                                  " 1\n"),
+                 "chargeonce_db_refused_total is not claim 1, settle 1");
+        free(body);
         (void)sc_sql(&sc, "ALTER TABLE payments DROP CONSTRAINT test_refuse");
+        (void)sc_sql(&sc, "ALTER TABLE payments DROP CONSTRAINT"
+                          " test_refuse_2");
         sc_check_invariants(&sc);
         stop_ok(&c);
-        printf("db_refused: %d intents, 1 refused by the database and "
-               "dead-lettered, the rest answered\n",
+        printf("db_refused: %d intents, a claim refused by the database "
+               "dead-lettered, a settle refused parked in review with its "
+               "charge id, the rest answered\n",
                total);
+        sim_stop(&s);
+        sc_cleanup(&sc);
+}
+
+static bool file_has(const char *path, const char *needle)
+{
+        FILE *f = fopen(path, "r");
+        char line[8192];
+        bool found = false;
+
+        if (!f)
+                return false;
+        while (!found && fgets(line, sizeof(line), f))
+                found = strstr(line, needle) != NULL;
+        fclose(f);
+        return found;
+}
+
+/* cmd, against the scenario's database, must stop by itself with status 1
+ * and a log line naming both schema versions. */
+static void stops_on_schema(struct scenario *sc, struct sim *s, const char *cmd,
+                            const char *want_sqlstate)
+{
+        struct co c;
+        int rc;
+
+        co_start(sc, &c, cmd, s, fast, NULL);
+        rc = co_wait(&c, 60000);
+        SC_CHECK(rc == 1, "%s exited %d, not 1, on a schema it does not know",
+                 cmd, rc);
+        SC_CHECK(file_has(c.log, want_sqlstate),
+                 "%s: the log does not name SQLSTATE %s", cmd, want_sqlstate);
+        SC_CHECK(file_has(c.log, "the database's schema is at migration 9999, "
+                                 "this binary knows migrations up to"),
+                 "%s: the log does not name both versions", cmd);
+}
+
+/*
+ * A binary older than the schema (a column it uses renamed by a later
+ * migration): every engine stops with both versions named, never retries
+ * the statement forever. The claim (consume), the relay's fetch and the
+ * reconciler's takeover each meet a statement that does not fit.
+ */
+static void schema_ahead(void)
+{
+        struct scenario sc;
+        struct sim s;
+        struct intent_spec is = { NULL, "shop-v", "ahead-1", "o-ahead-1",
+                                  500,  "VND",    "pm_tok" };
+
+        sc_init(&sc, "schema", 1);
+        sim_start(&sc, &s, "");
+        (void)sc_sql(&sc, "INSERT INTO schema_migrations (version, name,"
+                          " sha256) VALUES (9999, '9999_future.sql', 'x')"
+                          " RETURNING version");
+        (void)sc_sql(&sc, "ALTER TABLE inbox RENAME COLUMN msg_digest TO"
+                          " msg_digest_v2");
+        sc_produce_intent(&sc, 0, &is, NULL);
+        sc_flush(&sc);
+        stops_on_schema(&sc, &s, "consume", "42703");
+        (void)sc_sql(&sc, "ALTER TABLE outbox RENAME COLUMN payload TO"
+                          " payload_v2");
+        stops_on_schema(&sc, &s, "relay", "42703");
+        (void)sc_sql(&sc, "ALTER TABLE payments RENAME COLUMN lease_epoch TO"
+                          " lease_epoch_v2");
+        stops_on_schema(&sc, &s, "reconcile", "42703");
+        printf("schema_ahead: consume, relay and reconcile each stopped "
+               "with status 1, naming SQLSTATE 42703 and both schema "
+               "versions\n");
         sim_stop(&s);
         sc_cleanup(&sc);
 }
@@ -1346,6 +1465,7 @@ int main(int argc, char **argv)
                 { "small_cap", small_cap, NULL, NULL },
                 { "db_refused", db_refused, NULL, NULL },
                 { "lost_claim", lost_claim, NULL, NULL },
+                { "schema_ahead", schema_ahead, NULL, NULL },
                 { "hot_key", hot_key, NULL, NULL },
                 { "dlq_unwritable", dlq_unwritable, NULL, NULL },
                 { "metrics_exact", metrics_exact, NULL, NULL },

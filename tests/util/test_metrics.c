@@ -210,7 +210,15 @@ static const char expected[] =
     "payment gone (the database lost committed writes) and claimed the "
     "intent again\n"
     "# TYPE chargeonce_payments_reclaimed_total counter\n"
-    "chargeonce_payments_reclaimed_total 0\n";
+    "chargeonce_payments_reclaimed_total 0\n"
+    "# HELP chargeonce_db_refused_total Items the database refused for "
+    "their data, alone: a claim or a result dead-lettered, a settle parked "
+    "in review\n"
+    "# TYPE chargeonce_db_refused_total counter\n"
+    "chargeonce_db_refused_total{kind=\"claim\"} 0\n"
+    "chargeonce_db_refused_total{kind=\"settle\"} 0\n"
+    "chargeonce_db_refused_total{kind=\"result\"} 0\n"
+    "chargeonce_db_refused_total{kind=\"probe\"} 0\n";
 
 static void test_render_fixed(void **state)
 {
