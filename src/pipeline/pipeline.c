@@ -223,6 +223,8 @@ static int connect_all(struct pipeline *pl, char *errstr, size_t errstr_size)
         return 0;
 }
 
+static void release_leases(struct pipeline *pl, bool at_start);
+
 struct pipeline *pipeline_new(const struct pipeline_opts *o, char *errstr,
                               size_t errstr_size)
 {
@@ -271,7 +273,50 @@ struct pipeline *pipeline_new(const struct pipeline_opts *o, char *errstr,
                  "batches of %zu, %d database connection(s)",
                  o->topic, o->owner, o->group, o->max_in_flight, o->batch_size,
                  o->db_connections);
+        release_leases(pl, true);
         return pl;
+}
+
+/*
+ * Expires the leases held under this pipeline's owner name (one statement
+ * on a connection of its own; failures are logged, nothing else depends
+ * on it):
+ *  - at start: a predecessor with the same worker.id died (kill -9, a
+ *    crash); its payments would wait lease.duration for a reconciler.
+ *    Released, a reconciler takes them over at once, raising the epoch.
+ *    Nothing of ours is under the name yet.
+ *  - at the end of a drain: payments claimed but never sent, or left
+ *    unknown after the budget, are not ours to finish any more.
+ */
+static void release_leases(struct pipeline *pl, bool at_start)
+{
+        struct log_ctx lc = LOG_CTX_INIT;
+        struct store *st;
+        char err[512];
+        int64_t n = 0;
+
+        lc.component = "consume";
+        st           = store_connect(pl->o.conninfo, err, sizeof(err));
+        if (!st || store_leases_release(st, pl->o.owner, &n, err,
+                                        sizeof(err)) != STORE_OK) {
+                log_warn(&lc,
+                         "leases of %s not released (%s): they expire "
+                         "by themselves",
+                         pl->o.owner, err);
+        } else if (n > 0 && at_start) {
+                log_warn(&lc,
+                         "%lld payment(s) were left processing under this "
+                         "worker's name (%s) by a process that stopped: "
+                         "their leases are released, a reconciler takes "
+                         "them over now",
+                         (long long)n, pl->o.owner);
+        } else if (n > 0) {
+                log_info(&lc,
+                         "released the leases of %lld payment(s) left "
+                         "unfinished: a reconciler takes them over now",
+                         (long long)n);
+        }
+        store_destroy(st);
 }
 
 /* Handles every finished database job; how many there were. */
@@ -473,6 +518,12 @@ out:
         metrics_loop_unregister(pl->o.metrics, pl->loop_id);
         pl->loop_id = -1;
         log_stats(pl, true);
+        /* no POST of ours goes out any more (presend.h), then the leases
+         * go: a reconciler takes the payments over at once */
+        for (struct flow_link *k = pl->all.head; k; k = k->next)
+                atomic_store(&item_of_live(k)->lease_until_ms,
+                             GATEWAY_LEASE_LOST);
+        release_leases(pl, false);
         if (drain.draining)
                 log_info(&lc,
                          "stopped: %zu left in flight (redelivered or "

@@ -297,6 +297,35 @@ static int set_timing(struct reconciler *r, char *errstr, size_t errstr_size)
         return 0;
 }
 
+/*
+ * Expires the leases held under the reconciler's own name (at start: a
+ * predecessor with the same worker.id died holding them; at the end: the
+ * payments still in hand), so that a reconciler takes them over at once
+ * instead of after lease.duration. The takeover raises the epoch.
+ */
+static void release_leases(struct reconciler *r, bool at_start)
+{
+        struct log_ctx lc;
+        char err[512];
+        int64_t n = 0;
+
+        log_ctx_init(&lc);
+        if (store_leases_release(r->db, r->o.owner, &n, err, sizeof(err)) !=
+            STORE_OK)
+                log_warn(&lc,
+                         "leases of %s not released (%s): they expire "
+                         "by themselves",
+                         r->o.owner, err);
+        else if (n > 0)
+                log_warn(&lc,
+                         at_start ? "%lld payment(s) were left under this "
+                                    "reconciler's name by a process that "
+                                    "stopped: released, taken over now"
+                                  : "released the leases of %lld payment(s) "
+                                    "still in hand",
+                         (long long)n);
+}
+
 struct reconciler *reconcile_new(const struct reconcile_opts *o, char *errstr,
                                  size_t errstr_size)
 {
@@ -326,6 +355,7 @@ struct reconciler *reconcile_new(const struct reconcile_opts *o, char *errstr,
                  o->max_in_flight, (long long)r->timing.review_after_ms,
                  (long long)r->timing.key_retention_ms,
                  (long long)r->timing.in_flight_ms);
+        release_leases(r, true);
         return r;
 fail:
         reconcile_destroy(r);
@@ -407,11 +437,18 @@ int reconcile_run(struct reconciler *r, const atomic_int *stop)
         }
         metrics_loop_unregister(r->o.metrics, r->loop_id);
         r->loop_id = -1;
-        if (rc == 0 && r->live.n)
+        if (rc == 0 && r->live.n) {
                 log_warn(&lc,
                          "%zu payment(s) still at the gateway after the "
-                         "drain time: retaken after their leases expire",
+                         "drain time: released for another reconciler",
                          r->live.n);
+                /* no POST of ours goes out any more, then the leases */
+                for (struct flow_link *k = r->live.head; k; k = k->next)
+                        atomic_store(&FLOW_ENTRY(k, struct reconcile_item, link)
+                                          ->lease_until_ms,
+                                     GATEWAY_LEASE_LOST);
+                release_leases(r, false);
+        }
         log_stats(r, true);
         publish_stats(r);
         return rc;

@@ -253,3 +253,33 @@ int store_takeover_one(struct store *st, const char *payment_id,
         PQclear(res);
         return rc;
 }
+
+int store_leases_release(struct store *st, const char *owner, int64_t *n,
+                         char *errstr, size_t errstr_size)
+{
+        /* lease_expires_at - 1 ms: expired for any takeover from now on,
+         * the epoch untouched (the takeover raises it: fencing as ever) */
+        static const struct store_stmt release_stmt = {
+                STORE_STMT_RELEASE, "co_leases_release",
+                "UPDATE payments SET lease_expires_at = now() - interval"
+                " '1 millisecond', updated_at = now()"
+                " WHERE status = 'processing' AND lease_owner = $1"
+                "   AND lease_expires_at >= now()",
+                1
+        };
+        const char *values[1] = { owner };
+        PGresult *res;
+        int rc;
+
+        *n = 0;
+        if (!owner || !*owner) {
+                snprintf(errstr, errstr_size, "release: no owner");
+                return STORE_ERR;
+        }
+        res = store_exec(st, &release_stmt, values, &rc, errstr, errstr_size);
+        if (!res)
+                return rc;
+        *n = strtoll(PQcmdTuples(res), NULL, 10);
+        PQclear(res);
+        return STORE_OK;
+}

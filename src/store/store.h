@@ -399,6 +399,17 @@ int store_lease_renew(struct store *st, struct lease_item *items, size_t n,
                       const char *owner, int64_t lease_ms, char *errstr,
                       size_t errstr_size) CO_MUST_CHECK;
 
+/*
+ * Expires every lease `owner` holds on a processing payment, keeping the
+ * epoch, so that a reconciler takes them over at once (raising the epoch:
+ * any late write of the old holder is fenced). For an engine that starts
+ * under the name of a predecessor that died (the same worker.id), and for
+ * one that stops and leaves payments it will not finish. *n: leases
+ * released. One statement.
+ */
+int store_leases_release(struct store *st, const char *owner, int64_t *n,
+                         char *errstr, size_t errstr_size) CO_MUST_CHECK;
+
 /* A processing payment taken over by the reconciler. */
 struct store_payment {
         char payment_id[UUID_STR_LEN];

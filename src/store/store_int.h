@@ -45,6 +45,7 @@ enum {
         STORE_STMT_JUDGE,           /* judge.c */
         STORE_STMT_INBOX_SEEN,      /* claim.c */
         STORE_STMT_SIFT,            /* claim.c */
+        STORE_STMT_RELEASE,         /* lease.c */
         STORE_STMT_COUNT_
 };
 _Static_assert(STORE_STMT_COUNT_ <= 32, "store.prepared holds 32 bits");
