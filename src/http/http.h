@@ -68,6 +68,9 @@ struct http_opts {
         int64_t tolerance_ms, alive_timeout_ms;
         int64_t refresh_ms, audit_ms; /* metrics.*_interval */
         const char *actor; /* who applies webhooks (evidence): worker id */
+        /* security.mode = production: a replication that may lose
+         * commits is logged as a warning (docs/deployment.md) */
+        bool production;
         struct metrics *metrics;
 };
 

@@ -28,6 +28,7 @@
 struct gauge_loop {
         struct store *st;
         bool failing; /* the last read failed: logged already */
+        int repl;     /* the replication mode logged last, or -1 */
 };
 
 static struct log_ctx run_ctx(void)
@@ -69,6 +70,8 @@ static void loop_result(struct gauge_loop *g, const char *what, int rc,
         g->failing = rc != STORE_OK;
 }
 
+static void replication(struct http *h, struct gauge_loop *g);
+
 static void refresh(struct http *h, struct gauge_loop *g)
 {
         struct metrics *m = h->o.metrics;
@@ -88,6 +91,50 @@ static void refresh(struct http *h, struct gauge_loop *g)
                 metrics_set(m, METRIC_REVIEW_PAYMENTS, (double)v.review);
         }
         loop_result(g, "gauges", rc, err);
+        if (rc == STORE_OK)
+                replication(h, g);
+}
+
+/*
+ * The replication the primary shows (store_replication), as gauges, and a
+ * log line whenever the mode changes (the first read included): a warning
+ * in production mode unless commits wait for a synchronous standby, since
+ * a failover may then lose the last commits (docs/deployment.md).
+ */
+static void replication(struct http *h, struct gauge_loop *g)
+{
+        struct store_replication_info r;
+        struct log_ctx lc = run_ctx();
+        char err[512];
+        bool safe;
+
+        if (!g->st || store_replication(g->st, HTTP_DB_STATEMENT_MS, &r, err,
+                                        sizeof(err)) != STORE_OK)
+                return; /* the gauges' own read says what is wrong */
+        metrics_set(h->o.metrics, METRIC_DB_STANDBYS, (double)r.standbys);
+        metrics_set(h->o.metrics, METRIC_DB_SYNC_STANDBYS,
+                    (double)r.sync_standbys);
+        if ((int)r.mode == g->repl)
+                return;
+        g->repl = (int)r.mode;
+        safe    = r.mode == STORE_REPL_SYNC;
+        co_log(h->o.production && !safe ? LOG_LVL_WARN : LOG_LVL_INFO, &lc,
+               "database replication: %s (%" PRId64 " standby(s) streaming, "
+               "%" PRId64 " synchronous; synchronous_commit = %s)%s",
+               store_replication_name(r.mode), r.standbys, r.sync_standbys,
+               r.synchronous_commit,
+               safe ? ""
+               : r.mode == STORE_REPL_UNKNOWN
+                   ? ": this role cannot see pg_stat_replication "
+                     "(pg_read_all_stats)"
+               : r.mode == STORE_REPL_NONE
+                   ? ": no standby; a restore from backup loses the "
+                     "commits after it (docs/deployment.md)"
+               : r.mode == STORE_REPL_SYNC_WAITING
+                   ? ": commits wait until a synchronous standby streams"
+                   : ": a failover may lose the last commits; chargeonce "
+                     "claims their intents again with the same payment "
+                     "ids after the group is rewound (docs/deployment.md)");
 }
 
 static void audit(struct http *h, struct gauge_loop *g)
@@ -119,7 +166,7 @@ static void audit(struct http *h, struct gauge_loop *g)
 
 int http_run(struct http *h, const atomic_int *stop)
 {
-        struct gauge_loop g     = { NULL, false };
+        struct gauge_loop g     = { NULL, false, -1 };
         struct flow_tick gauges = { 0 }, audits = { 0 };
         int loop = metrics_loop_register(h->o.metrics, "http");
         int rc   = 0;

@@ -18,6 +18,7 @@
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /*
  * The backlog in one statement. processing: the partial index
@@ -116,6 +117,7 @@ int store_ping(struct store *st, int64_t timeout_ms, char *errstr,
         PGconn *conn     = store_pgconn(st);
         int64_t deadline = time_mono_ms() + timeout_ms;
         PGresult *res, *last = NULL;
+        char sql[96];
         int rc = STORE_OK;
 
         if (!conn || PQstatus(conn) != CONNECTION_OK)
@@ -124,7 +126,11 @@ int store_ping(struct store *st, int64_t timeout_ms, char *errstr,
                 snprintf(errstr, errstr_size, "no database connection");
                 return STORE_ERR_CONN;
         }
-        if (!PQsendQuery(conn, "SELECT 1"))
+        /* the statement_timeout stays for the session's next statements
+         * (the audit gauge relies on it) */
+        snprintf(sql, sizeof(sql),
+                 "SET statement_timeout = %" PRId64 "; SELECT 1", timeout_ms);
+        if (!PQsendQuery(conn, sql))
                 goto broken;
         while (PQisBusy(conn)) {
                 struct pollfd p = { PQsocket(conn), POLLIN, 0 };
@@ -157,4 +163,69 @@ broken:
         store_format_error(NULL, conn, "ping", errstr, errstr_size);
         store_disconnect(st);
         return STORE_ERR_CONN;
+}
+
+/* Rows of pg_stat_replication with a NULL state are walsenders whose
+ * details this role may not see (pg_read_all_stats): unknown. */
+#define REPLICATION_SQL                                                        \
+        "SELECT current_setting('synchronous_commit'),"                        \
+        " current_setting('synchronous_standby_names') <> '',"                 \
+        " count(*) FILTER (WHERE state = 'streaming'),"                        \
+        " count(*) FILTER (WHERE state = 'streaming'"                          \
+        "  AND sync_state IN ('sync', 'quorum')),"                             \
+        " count(*) FILTER (WHERE state IS NULL)"                               \
+        " FROM pg_stat_replication"
+
+int store_replication(struct store *st, int64_t timeout_ms,
+                      struct store_replication_info *out, char *errstr,
+                      size_t errstr_size)
+{
+        PGresult *res;
+        int rc;
+        bool names, waits_remote;
+
+        memset(out, 0, sizeof(*out));
+        res = query(st, timeout_ms, REPLICATION_SQL, &rc, errstr, errstr_size);
+        if (!res)
+                return rc;
+        store_copy_field(res, 0, 0, out->synchronous_commit,
+                         sizeof(out->synchronous_commit));
+        names              = PQgetvalue(res, 0, 1)[0] == 't';
+        out->standbys      = store_i64_field(res, 0, 2);
+        out->sync_standbys = store_i64_field(res, 0, 3);
+        /* local and off acknowledge a commit before any standby has it */
+        waits_remote = strcmp(out->synchronous_commit, "local") != 0 &&
+                       strcmp(out->synchronous_commit, "off") != 0;
+        if (store_i64_field(res, 0, 4) > 0) {
+                out->mode          = STORE_REPL_UNKNOWN;
+                out->standbys      = -1;
+                out->sync_standbys = -1;
+        } else if (names && waits_remote && out->sync_standbys > 0) {
+                out->mode = STORE_REPL_SYNC;
+        } else if (names && waits_remote && out->standbys == 0) {
+                out->mode = STORE_REPL_SYNC_WAITING;
+        } else if (out->standbys > 0) {
+                out->mode = STORE_REPL_ASYNC;
+        } else {
+                out->mode = STORE_REPL_NONE;
+        }
+        PQclear(res);
+        return STORE_OK;
+}
+
+const char *store_replication_name(enum store_replication m)
+{
+        switch (m) {
+        case STORE_REPL_NONE:
+                return "none";
+        case STORE_REPL_ASYNC:
+                return "asynchronous";
+        case STORE_REPL_SYNC:
+                return "synchronous";
+        case STORE_REPL_SYNC_WAITING:
+                return "synchronous, no standby streaming (commits wait)";
+        case STORE_REPL_UNKNOWN:
+                break;
+        }
+        return "unknown";
 }

@@ -218,7 +218,16 @@ static const char expected[] =
     "chargeonce_db_refused_total{kind=\"claim\"} 0\n"
     "chargeonce_db_refused_total{kind=\"settle\"} 0\n"
     "chargeonce_db_refused_total{kind=\"result\"} 0\n"
-    "chargeonce_db_refused_total{kind=\"probe\"} 0\n";
+    "chargeonce_db_refused_total{kind=\"probe\"} 0\n"
+    "# HELP chargeonce_db_standbys Standbys streaming from the primary (-1: "
+    "not visible to this role; refreshed periodically)\n"
+    "# TYPE chargeonce_db_standbys gauge\n"
+    "chargeonce_db_standbys 0\n"
+    "# HELP chargeonce_db_synchronous_standbys Of them, those that confirm "
+    "commits (sync or quorum); 0 with standbys: a failover may lose the "
+    "last commits\n"
+    "# TYPE chargeonce_db_synchronous_standbys gauge\n"
+    "chargeonce_db_synchronous_standbys 0\n";
 
 static void test_render_fixed(void **state)
 {
