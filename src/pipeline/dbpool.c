@@ -90,9 +90,30 @@ void dbjob_free(struct dbjob *j)
         free(j);
 }
 
-static int run_job(struct worker *w, struct dbjob *j)
+/*
+ * The test build's "answer lost" failpoints: the statement committed, the
+ * connection breaks before its answer is read (a link that died right
+ * after the COMMIT was sent). The job is repeated as after any broken
+ * connection, and must find out what committed by reading.
+ */
+static int answer_lost(struct worker *w, struct dbjob *j, const char *point,
+                       int rc)
+{
+        if (rc != STORE_OK || FAILPOINT(point) >= 0)
+                return rc;
+        store_disconnect(w->st);
+        snprintf(j->err, sizeof(j->err), "failpoint %s: committed, answer lost",
+                 point);
+        return STORE_ERR_CONN;
+}
+
+/* again: the job's last try ended STORE_ERR_CONN (it may have
+ * committed). */
+static int run_job(struct worker *w, struct dbjob *j, bool again)
 {
         struct dbpool *p = w->pool;
+        int rc;
+
         switch (j->kind) {
         case DBJOB_CLAIM:
                 if (FAILPOINT("claim.before_commit") < 0) {
@@ -100,17 +121,19 @@ static int run_job(struct worker *w, struct dbjob *j)
                                  "failpoint claim.before_commit");
                         return STORE_ERR;
                 }
-                return store_claim_batch(
+                rc = (again ? store_claim_batch_again : store_claim_batch)(
                     w->st, j->claims, j->n, p->owner, p->o.lease_ms,
                     p->pk_secret, p->o.pk_secret_len, j->err, sizeof(j->err));
+                return answer_lost(w, j, "claim.answer_lost", rc);
         case DBJOB_SETTLE:
                 if (FAILPOINT("settle.before_commit") < 0) {
                         snprintf(j->err, sizeof(j->err),
                                  "failpoint settle.before_commit");
                         return STORE_ERR;
                 }
-                return store_settle_batch(w->st, j->settles, j->n, j->err,
-                                          sizeof(j->err));
+                rc = store_settle_batch(w->st, j->settles, j->n, j->err,
+                                        sizeof(j->err));
+                return answer_lost(w, j, "settle.answer_lost", rc);
         case DBJOB_OUTBOX:
                 return store_outbox_batch(w->st, j->outbox, j->n, j->err,
                                           sizeof(j->err));
@@ -165,7 +188,8 @@ static void *worker_main(void *arg)
                         p->todo_tail = NULL;
                 pthread_mutex_unlock(&p->lock);
 
-                for (;;) {
+                for (bool again = false;;
+                     again      = again || j->rc == STORE_ERR_CONN) {
                         char err[256];
                         j->tries++;
                         if (!w->st || !store_ok(w->st)) {
@@ -180,7 +204,7 @@ static void *worker_main(void *arg)
                                 j->rc = STORE_ERR_CONN;
                                 snprintf(j->err, sizeof(j->err), "%s", err);
                         } else {
-                                j->rc = run_job(w, j);
+                                j->rc = run_job(w, j, again);
                         }
                         /* a refusal for the data comes back to the owner,
                          * which splits the batch; it is never retried */

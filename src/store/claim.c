@@ -62,6 +62,14 @@
  *         LIMIT 1 keeps it a subquery whose test of k and f is a
  *         one-time filter (EXPLAIN); pulled up into a join, the test ran
  *         after a payments probe for every item, new ones included.
+ * own:    only when the call repeats a claim whose answer was lost
+ *         ($19, store_claim_batch_again): an event found in the inbox
+ *         whose payment is the one this very claim creates (the derived
+ *         id, this event, this owner, epoch 1, processing, the lease
+ *         running) was claimed by the lost attempt: it is new again, to
+ *         the caller that never heard so, instead of a dup_event whose
+ *         payment would wait a whole lease for the reconciler. Read, not
+ *         guessed: every condition is the lost attempt's own write.
  * ib:     new and in_progress events into the inbox. An in_progress event
  *         that a concurrent batch recorded first is a dup_event. (A new
  *         item's event cannot be in the inbox without its key existing,
@@ -134,19 +142,28 @@ static const struct store_stmt claim_stmt = {
         " RETURNING tenant_id, event_id"
         ")"
         " SELECT i.ord,"
-        "  CASE WHEN c.ord IS NULL THEN 'dup_event'"
+        "  CASE WHEN c.ord IS NULL AND own.lease_epoch IS NOT NULL"
+        "         THEN 'new'"
+        "       WHEN c.ord IS NULL THEN 'dup_event'"
         "       WHEN c.outcome = 'in_progress' AND ib.event_id IS NULL"
         "         THEN 'dup_event'"
         "       ELSE c.outcome END,"
-        "  c.k_payment_id, p.lease_epoch, c.status, c.provider_charge_id,"
-        "  c.error_code, c.error_message"
+        "  coalesce(c.k_payment_id, own.payment_id),"
+        "  coalesce(p.lease_epoch, own.lease_epoch), c.status,"
+        "  c.provider_charge_id, c.error_code, c.error_message"
         " FROM input i"
         " LEFT JOIN c ON c.ord = i.ord"
         " LEFT JOIN ib ON ib.tenant_id = i.tenant_id"
         "  AND ib.event_id = i.event_id"
         " LEFT JOIN p ON p.payment_id = i.payment_id"
+        " LEFT JOIN LATERAL (SELECT o.payment_id, o.lease_epoch"
+        "   FROM payments o WHERE $19 AND c.ord IS NULL"
+        "    AND o.payment_id = i.payment_id AND o.status = 'processing'"
+        "    AND o.lease_owner = $16 AND o.lease_epoch = 1"
+        "    AND o.intent_event_id = i.event_id"
+        "    AND o.lease_expires_at > now() LIMIT 1) own ON true"
         " ORDER BY i.ord",
-        18
+        19
 };
 
 enum { CLAIM_ARRAYS = 15 };
@@ -189,6 +206,7 @@ struct claim_args {
         const unsigned char *pk_secret;
         size_t pk_secret_len;
         const bool *seen; /* NULL, or per item: found in the inbox first */
+        bool again;       /* $19: repeats a claim whose answer was lost */
         char num[2][24];  /* $17, $18 */
 };
 
@@ -285,6 +303,7 @@ static bool claim_fill(struct store_batch *b, void *items, void *arg,
         b->values[15] = a->owner;
         b->values[16] = a->num[0];
         b->values[17] = a->num[1];
+        b->values[18] = a->again ? "true" : "false";
         return true;
 }
 
@@ -480,21 +499,23 @@ int store_sift_batch(struct store *st, struct sift_item *items, size_t n,
                                errstr_size);
 }
 
-int store_claim_batch(struct store *st, struct claim_item *items, size_t n,
-                      const char *owner, int64_t lease_ms,
-                      const unsigned char *pk_secret, size_t pk_secret_len,
-                      char *errstr, size_t errstr_size)
+static int claim_batch(struct store *st, struct claim_item *items, size_t n,
+                       const char *owner, int64_t lease_ms,
+                       const unsigned char *pk_secret, size_t pk_secret_len,
+                       bool again, char *errstr, size_t errstr_size)
 {
         struct claim_args a = { .owner         = owner,
                                 .lease_ms      = lease_ms,
                                 .retention_ms  = st->key_retention_ms,
                                 .pk_secret     = pk_secret,
-                                .pk_secret_len = pk_secret_len };
+                                .pk_secret_len = pk_secret_len,
+                                .again         = again };
         bool *seen          = NULL;
         size_t dups         = 0;
         int rc              = STORE_OK;
 
-        if (st->claim_precheck && n > 0) {
+        /* a repeat must see its own events: no pre-check */
+        if (st->claim_precheck && n > 0 && !again) {
                 seen   = xcalloc(n, sizeof(*seen));
                 rc     = store_batch_run(st, &inbox_seen_def, items, n, seen,
                                          errstr, errstr_size);
@@ -520,6 +541,25 @@ int store_claim_batch(struct store *st, struct claim_item *items, size_t n,
         st->claim_precheck = n > 0 && dups * 2 >= n;
         free(seen);
         return STORE_OK;
+}
+
+int store_claim_batch(struct store *st, struct claim_item *items, size_t n,
+                      const char *owner, int64_t lease_ms,
+                      const unsigned char *pk_secret, size_t pk_secret_len,
+                      char *errstr, size_t errstr_size)
+{
+        return claim_batch(st, items, n, owner, lease_ms, pk_secret,
+                           pk_secret_len, false, errstr, errstr_size);
+}
+
+int store_claim_batch_again(struct store *st, struct claim_item *items,
+                            size_t n, const char *owner, int64_t lease_ms,
+                            const unsigned char *pk_secret,
+                            size_t pk_secret_len, char *errstr,
+                            size_t errstr_size)
+{
+        return claim_batch(st, items, n, owner, lease_ms, pk_secret,
+                           pk_secret_len, true, errstr, errstr_size);
 }
 
 /* ------------------------------------------------------------------ */

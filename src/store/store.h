@@ -113,6 +113,11 @@ struct store *store_connect_admin(const char *conninfo, char *errstr,
 /* Closes the connection and frees st. NULL is ignored. */
 void store_destroy(struct store *st);
 
+/* Breaks st's connection at once (shutdown of its socket): a statement
+ * whose answer will not come is abandoned without waiting for the kernel;
+ * the next call connects again. */
+void store_disconnect(struct store *st);
+
 /* True while the connection is usable. */
 bool store_ok(const struct store *st);
 
@@ -227,6 +232,22 @@ int store_claim_batch(struct store *st, struct claim_item *items, size_t n,
                       const char *owner, int64_t lease_ms,
                       const unsigned char *pk_secret, size_t pk_secret_len,
                       char *errstr, size_t errstr_size) CO_MUST_CHECK;
+
+/*
+ * store_claim_batch again, for the same items with the same owner, after
+ * a call that ended STORE_ERR_CONN (its answer lost: it may have
+ * committed). An item whose event the lost attempt recorded, and whose
+ * payment is the one it created (the derived payment id, this event, this
+ * owner, epoch 1, processing, its lease running), comes back CLAIM_NEW
+ * with that epoch, as the lost answer would have said: read from what the
+ * attempt wrote, never guessed. Anything else is judged as by
+ * store_claim_batch.
+ */
+int store_claim_batch_again(struct store *st, struct claim_item *items,
+                            size_t n, const char *owner, int64_t lease_ms,
+                            const unsigned char *pk_secret,
+                            size_t pk_secret_len, char *errstr,
+                            size_t errstr_size) CO_MUST_CHECK;
 
 /* ------------------------------------------------------------------ */
 /* Settle: the second transaction of the consumer.                     */

@@ -101,11 +101,6 @@ bool store_error_needs_reconnect(const PGresult *res);
  * prepared statements are forgotten. Logged. */
 void store_reconnect(struct store *st);
 
-/* Breaks st's connection at once (shutdown of its socket): a statement
- * whose answer will not come is abandoned, without waiting for the
- * kernel; the next call connects again. */
-void store_disconnect(struct store *st);
-
 /* The underlying connection (owned by st; never PQfinish it). */
 PGconn *store_pgconn(struct store *st);
 

@@ -928,6 +928,81 @@ static void schema_ahead(void)
 }
 
 /*
+ * A COMMIT whose answer is lost (the link dies after the statement was
+ * sent, the server commits): the claim's and the settle's first answers
+ * are dropped by failpoints after the commit, the connection broken. The
+ * consumer reads what committed instead of guessing: the repeated claim
+ * finds its own payment (same derived id, this owner, epoch 1) and goes
+ * on at once, not after a lease; the repeated settle finds its result
+ * (already). One charge, one result, one posting each, all within
+ * seconds with the default 60 s lease.
+ */
+static void answer_lost(void)
+{
+        static const char *const env[] = {
+                "CHARGEONCE_FAILPOINTS=claim.answer_lost=1*error,"
+                "settle.answer_lost=1*error",
+                NULL
+        };
+        struct scenario sc;
+        struct sim s;
+        struct co c;
+        json_t *st;
+        const int n = 10;
+
+        sc_init(&sc, "ansloss", 1);
+        sim_start(&sc, &s, "");
+        sim_config(&s, "{\"p_drop_after_charge\":0,\"p_slow\":0,"
+                       "\"p_500_after_charge\":0,\"p_500_before_charge\":0,"
+                       "\"p_429\":0}");
+        co_start(&sc, &c, "consume", &s, fast, env);
+        for (int i = 0; i < n; i++) {
+                char key[32], order[32];
+                struct intent_spec is = { NULL,    "shop-a", key,     order,
+                                          300 + i, "VND",    "pm_tok" };
+                snprintf(key, sizeof(key), "lost-answer-%02d", i);
+                snprintf(order, sizeof(order), "o-la-%02d", i);
+                sc_produce_intent(&sc, 0, &is, NULL);
+        }
+        sc_flush(&sc);
+        SC_CHECK(sc_wait_sql(&sc,
+                             "SELECT count(*) = 10 FROM outbox WHERE NOT"
+                             " replayed AND status = 'succeeded'",
+                             15000),
+                 "not every intent answered within 15 s (%ld): a lost "
+                 "answer was guessed, or left to a lease",
+                 sc_sql_long(&sc, "SELECT count(*) FROM outbox"));
+        SC_CHECK(file_has(c.log, "failpoint claim.answer_lost: committed"),
+                 "the claim's answer was never lost: nothing tested");
+        SC_CHECK(file_has(c.log, "failpoint settle.answer_lost: committed"),
+                 "the settle's answer was never lost: nothing tested");
+        SC_CHECK(sc_sql_long(&sc, "SELECT count(*) FROM ledger_transactions") ==
+                     n,
+                 "ledger postings");
+        SC_CHECK(sc_sql_long(&sc, "SELECT count(*) FROM outbox") == n,
+                 "%ld results for %d intents",
+                 sc_sql_long(&sc, "SELECT count(*) FROM outbox"), n);
+        SC_CHECK(sc_sql_long(&sc, "SELECT max(lease_epoch) FROM payments") == 1,
+                 "a payment was taken over: the lost claim was left to its "
+                 "lease");
+        st = sim_stats(&s);
+        SC_CHECK(sim_stat(st, "succeeded_charges") == n &&
+                     sim_stat(st, "double_charges") == 0,
+                 "%ld charges, %ld double", sim_stat(st, "succeeded_charges"),
+                 sim_stat(st, "double_charges"));
+        json_decref(st);
+        SC_CHECK(sc_wait_consumed(&sc, T_WAIT), "not consumed");
+        sc_check_invariants(&sc);
+        stop_ok(&c);
+        printf("answer_lost: the claim's and the settle's answers lost after "
+               "their commits; read back, %d intents answered at once, one "
+               "charge and one posting each\n",
+               n);
+        sim_stop(&s);
+        sc_cleanup(&sc);
+}
+
+/*
  * The database loses a claim while its charge is at the gateway (what a
  * failover to a standby that never got the commit does): the settle finds
  * no payment, and the intent is claimed again with the same derived
@@ -1466,6 +1541,7 @@ int main(int argc, char **argv)
                 { "db_refused", db_refused, NULL, NULL },
                 { "lost_claim", lost_claim, NULL, NULL },
                 { "schema_ahead", schema_ahead, NULL, NULL },
+                { "answer_lost", answer_lost, NULL, NULL },
                 { "hot_key", hot_key, NULL, NULL },
                 { "dlq_unwritable", dlq_unwritable, NULL, NULL },
                 { "metrics_exact", metrics_exact, NULL, NULL },

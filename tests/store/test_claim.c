@@ -699,6 +699,64 @@ static void reclaim_after_loss(void)
                         "DELETE FROM payments WHERE tenant_id = 't-loss'"));
 }
 
+/*
+ * A claim whose answer was lost, repeated: store_claim_batch_again reads
+ * back what the lost attempt wrote. Its own payment (derived id, this
+ * event, this owner, epoch 1, lease running) is new again; repeated by
+ * another owner, or plainly, the event is a dup_event; once the lease is
+ * gone (taken over), it is not ours any more.
+ */
+static void claim_again(void)
+{
+        struct st_intent e;
+        struct claim_item a;
+        char pid[UUID_STR_LEN];
+
+        st_intent(&e, "t-again", "again-1", 77, 0);
+        st_item(&a, &e);
+        REQUIRE(claim(&a, 1) == STORE_OK);
+        REQUIRE(a.outcome == CLAIM_NEW);
+        memcpy(pid, a.payment_id, sizeof(pid));
+        clear(&a, 1);
+        /* the repeat by the same owner: new again, same id and epoch */
+        st_item(&a, &e);
+        REQUIRE(store_claim_batch_again(st, &a, 1, "owner-a", ST_LEASE_MS,
+                                        ST_SECRET, ST_SECRET_LEN, err,
+                                        sizeof(err)) == STORE_OK);
+        CHECK_EQ_I(a.outcome, CLAIM_NEW);
+        CHECK_EQ_I(a.lease_epoch, 1);
+        CHECK(strcmp(a.payment_id, pid) == 0);
+        clear(&a, 1);
+        /* a plain claim of the same event: a dup_event, as ever */
+        st_item(&a, &e);
+        REQUIRE(claim(&a, 1) == STORE_OK);
+        CHECK_EQ_I(a.outcome, CLAIM_DUP_EVENT);
+        clear(&a, 1);
+        /* another owner's repeat: not its payment */
+        st_item(&a, &e);
+        REQUIRE(store_claim_batch_again(st, &a, 1, "owner-b", ST_LEASE_MS,
+                                        ST_SECRET, ST_SECRET_LEN, err,
+                                        sizeof(err)) == STORE_OK);
+        CHECK_EQ_I(a.outcome, CLAIM_DUP_EVENT);
+        clear(&a, 1);
+        /* taken over (epoch 2): not the lost attempt's any more */
+        REQUIRE(st_exec(pg, true,
+                        "UPDATE payments SET lease_epoch = 2 WHERE"
+                        " payment_id = '%s'",
+                        pid));
+        st_item(&a, &e);
+        REQUIRE(store_claim_batch_again(st, &a, 1, "owner-a", ST_LEASE_MS,
+                                        ST_SECRET, ST_SECRET_LEN, err,
+                                        sizeof(err)) == STORE_OK);
+        CHECK_EQ_I(a.outcome, CLAIM_DUP_EVENT);
+        clear(&a, 1);
+        REQUIRE(st_exec(pg, true,
+                        "DELETE FROM inbox WHERE tenant_id = 't-again';"
+                        "DELETE FROM idempotency_keys WHERE tenant_id ="
+                        " 't-again';"
+                        "DELETE FROM payments WHERE tenant_id = 't-again'"));
+}
+
 static void no_violations(void)
 {
         /* Every final payment has its result: no violation. */
@@ -748,6 +806,7 @@ int main(int argc, char **argv)
                 { "replay_precheck", replay_precheck, NULL, NULL },
                 { "sift", sift, NULL, NULL },
                 { "reclaim_after_loss", reclaim_after_loss, NULL, NULL },
+                { "claim_again", claim_again, NULL, NULL },
                 { "no_violations", no_violations, NULL, NULL },
         };
         return st_suite_main("store_claim", cases,
