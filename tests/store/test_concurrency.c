@@ -156,6 +156,8 @@ static void test_same_event(PGconn *pg)
         for (int t = 0; t < 2; t++)
                 pthread_join(th[t], NULL);
         for (int t = 0; t < 2; t++) {
+                if (workers[t].rc != STORE_OK)
+                        fprintf(stderr, "thread %d: %s\n", t, workers[t].err);
                 CHECK_EQ_I(workers[t].rc, STORE_OK);
                 if (workers[t].c[0].outcome == CLAIM_NEW)
                         nnew++;
