@@ -129,12 +129,26 @@ void store_format_error(const PGresult *res, const PGconn *conn,
                 errstr[--len] = '\0';
 }
 
+/*
+ * A deadlock or a serialization failure; or a race the claim's key upsert
+ * loses: its ON CONFLICT arbiter is (tenant_id, idem_key), but the payment
+ * id is derived from the intent, so two claims of copies of one intent at
+ * once also collide on the key's payment_id, a unique index that is not
+ * the arbiter. The second waits for the first and fails 23505 once it
+ * commits; run again, it finds the committed key through the arbiter and
+ * is judged a copy. Any other unique violation is a refusal of the data.
+ */
 static bool is_retryable(const PGresult *res)
 {
         const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+        const char *cons  = PQresultErrorField(res, PG_DIAG_CONSTRAINT_NAME);
 
-        return state &&
-               (strcmp(state, "40P01") == 0 || strcmp(state, "40001") == 0);
+        if (!state)
+                return false;
+        if (strcmp(state, "40P01") == 0 || strcmp(state, "40001") == 0)
+                return true;
+        return strcmp(state, "23505") == 0 && cons &&
+               strcmp(cons, "idempotency_keys_payment_id_key") == 0;
 }
 
 int store_error_rc(const PGresult *res, const PGconn *conn)

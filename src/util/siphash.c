@@ -96,31 +96,8 @@ uint64_t siphash_u64(const struct siphash_key *k, const void *data, size_t len)
                 v0 ^= m;
         }
         /* the last 0..7 bytes, with len mod 256 in the top byte */
-        switch (len & 7) {
-        case 7:
-                b |= (uint64_t)p[6] << 48;
-                /* fall through */
-        case 6:
-                b |= (uint64_t)p[5] << 40;
-                /* fall through */
-        case 5:
-                b |= (uint64_t)p[4] << 32;
-                /* fall through */
-        case 4:
-                b |= (uint64_t)p[3] << 24;
-                /* fall through */
-        case 3:
-                b |= (uint64_t)p[2] << 16;
-                /* fall through */
-        case 2:
-                b |= (uint64_t)p[1] << 8;
-                /* fall through */
-        case 1:
-                b |= (uint64_t)p[0];
-                break;
-        case 0:
-                break;
-        }
+        for (size_t i = len & 7; i > 0; i--)
+                b |= (uint64_t)p[i - 1] << (8 * (i - 1));
         v3 ^= b;
         SIPROUND;
         SIPROUND;
