@@ -14,7 +14,7 @@
  */
 #include "cmd/cmd.h"
 #include "cmd/opts.h"
-#include "cmd/progress.h"
+#include "ops/progress.h"
 #include "cmd/replay.h"
 #include "intent/intent.h"
 #include "kafka/admin.h"

@@ -21,7 +21,7 @@
  */
 #include "cmd/cmd.h"
 #include "cmd/opts.h"
-#include "cmd/progress.h"
+#include "ops/progress.h"
 #include "cmd/review.h"
 #include "gateway/client.h"
 #include "util/guard.h"

@@ -14,7 +14,7 @@ import sys
 FLOORS = {
     "main": 5,
     "cmd": 4,
-    "pipeline": 3, "relay": 3, "reconcile": 3, "http": 3,
+    "pipeline": 3, "relay": 3, "reconcile": 3, "http": 3, "ops": 3,
     "store": 2, "kafka": 2, "gateway": 2, "intent": 2,
     "payment": 1, "flow": 1,
     "util": 0,

@@ -1,7 +1,7 @@
 /*
- * cmd/progress: see progress.h.
+ * ops/progress: see progress.h.
  */
-#include "cmd/progress.h"
+#include "ops/progress.h"
 
 #include "util/timeutil.h"
 

@@ -1,5 +1,5 @@
 /*
- * cmd/progress: the progress display of a long operator command (replay,
+ * ops/progress: the progress display of a long operator command (replay,
  * review, gc). On a terminal (the stream is a TTY and TERM is not "dumb")
  * one line rewritten in place, at most 10 times a second; otherwise a
  * plain line at most every 5 s, so a log file or a CI job gets a few
@@ -10,8 +10,8 @@
  * (the caller formats the text), or slow the work (a suppressed update
  * costs one clock read).
  */
-#ifndef CO_CMD_PROGRESS_H
-#define CO_CMD_PROGRESS_H
+#ifndef CO_OPS_PROGRESS_H
+#define CO_OPS_PROGRESS_H
 
 #include "util/compiler.h"
 
