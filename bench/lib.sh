@@ -88,7 +88,7 @@ co_start() { # co_start NAME [-X k=v]...: chargeonce consume in the background
 
 co_rewind() { # co_rewind NAME: the group of NAME rewound to offset 0 (consume stopped)
 	co_x "$1"
-	"$CO_BIN" "${CO_X[@]}" replay --from-offset 0 >>"$WORK/rewind-$1.log" 2>&1
+	"$CO_BIN" "${CO_X[@]}" replay --from-offset 0 --execute >>"$WORK/rewind-$1.log" 2>&1
 }
 
 free_port() {

@@ -2,8 +2,12 @@
  * cmd/replay_args: the arguments of `chargeonce replay` (pure: no I/O, so
  * tests/replay/test_replay_args.c checks every usage error).
  *
+ * Without --execute nothing is changed (--dry-run says so explicitly);
+ * that is the default of Kafka's own kafka-consumer-groups.
+ *
  * Must never: accept an ambiguous range (two starts, two ends, an end
- * without --dry-run): a rewind must do exactly what was typed.
+ * with --execute, --execute with --dry-run): a rewind must do exactly
+ * what was typed.
  */
 #include "cmd/replay.h"
 #include "util/timeutil.h"
@@ -106,7 +110,7 @@ static const char *value_of(int argc, char **argv, int *i, const char *name,
         } while (0)
 
 /* One option of the range; 1 taken, 0 not this one, -1 error. */
-static int range_opt(int argc, char **argv, int *i, struct cmd_replay_args *a,
+static int range_opt(int argc, char **argv, int *i, struct ops_replay_args *a,
                      bool *have_from, char *errstr, size_t errstr_size)
 {
         static const char *const names[] = { "--from-offset", "--from-time",
@@ -144,10 +148,10 @@ static int range_opt(int argc, char **argv, int *i, struct cmd_replay_args *a,
         return 0;
 }
 
-int cmd_replay_args_parse(int argc, char **argv, struct cmd_replay_args *a,
+int cmd_replay_args_parse(int argc, char **argv, struct ops_replay_args *a,
                           char *errstr, size_t errstr_size)
 {
-        bool have_from = false, miss;
+        bool have_from = false, dry_run = false, miss;
 
         memset(a, 0, sizeof(*a));
         a->examples = 3;
@@ -189,7 +193,9 @@ int cmd_replay_args_parse(int argc, char **argv, struct cmd_replay_args *a,
                                       v ? v : "", REPLAY_EXAMPLES_MAX);
                         a->examples = (int)x;
                 } else if (!strcmp(argv[i], "--dry-run")) {
-                        a->dry_run = true;
+                        dry_run = true; /* the default, said explicitly */
+                } else if (!strcmp(argv[i], "--execute")) {
+                        a->execute = true;
                 } else if (!strcmp(argv[i], "--json")) {
                         a->json = true;
                 } else if (!strcmp(argv[i], "--wait")) {
@@ -213,13 +219,15 @@ int cmd_replay_args_parse(int argc, char **argv, struct cmd_replay_args *a,
         }
         if (!have_from)
                 USAGE("give --from-offset N or --from-time RFC3339");
-        if (a->has_to && !a->dry_run)
-                USAGE("%s is only for --dry-run (a rewind sets the start; "
+        if (dry_run && a->execute)
+                USAGE("give --execute or --dry-run, not both");
+        if (a->has_to && a->execute)
+                USAGE("%s is only for the dry run (--execute sets the start; "
                       "the service reads on to the end)",
                       a->to_time ? "--to-time" : "--to-offset");
-        if (a->wait && a->dry_run)
-                USAGE("--wait is only for a rewind (a dry run joins no "
-                      "group)");
+        if (a->wait && !a->execute)
+                USAGE("--wait is only for --execute (the dry run joins no "
+                      "group and changes nothing)");
         if (a->has_to && a->to_time == a->from_time && a->to < a->from)
                 USAGE("%s is before %s",
                       a->to_time ? "--to-time" : "--to-offset",

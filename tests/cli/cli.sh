@@ -70,9 +70,11 @@ check replay-no-start 2 'replay: give --from-offset N or --from-time' -- "$bin" 
 check replay-two-starts 2 'give one of --from-offset and --from-time' -- "$bin" replay --from-offset 1 --from-time 2026-01-01T00:00:00Z
 check replay-bad-offset 2 'from-offset: "-3" is not an offset' -- "$bin" replay --from-offset -3
 check replay-bad-time 2 'from-time: "yesterday" is not an RFC 3339' -- "$bin" replay --from-time yesterday
-check replay-to-without-dry-run 2 '--to-offset is only for --dry-run' -- "$bin" replay --from-offset 0 --to-offset 9
+check replay-to-with-execute 2 '--to-offset is only for the dry run' -- "$bin" replay --execute --from-offset 0 --to-offset 9
+check replay-dry-run-and-execute 2 'give --execute or --dry-run, not both' -- "$bin" replay --dry-run --execute --from-offset 0
+check replay-wait-no-execute 2 '--wait is only for --execute' -- "$bin" replay --from-offset 0 --wait
 check replay-to-before-from 2 '--to-offset is before --from-offset' -- "$bin" replay --dry-run --from-offset 9 --to-offset 2
-check replay-wait-dry-run 2 '--wait is only for a rewind' -- "$bin" replay --dry-run --from-offset 0 --wait
+check replay-wait-dry-run 2 '--wait is only for --execute' -- "$bin" replay --dry-run --from-offset 0 --wait
 check replay-bad-partition 2 '--partition: "p1" is not a partition' -- "$bin" replay --from-offset 0 --partition p1
 check replay-bad-examples 2 '--examples: "many"' -- "$bin" replay --dry-run --from-offset 0 --examples many
 check replay-unknown 2 'unknown argument --all' -- "$bin" replay --from-offset 0 --all

@@ -5,13 +5,15 @@
  *                           predicts every category exactly, commits and
  *                           writes nothing; `chargeonce consume` then counts
  *                           the same numbers on /metrics; a second dry run
- *                           counts 0 new; the rewind is refused while consume
- *                           runs, --wait rewinds once it stopped, and a
+ *                           counts 0 new; replay without --execute changes
+ *                           nothing and shows the plan (committed -> new,
+ *                           the group's member), --execute is refused while
+ *                           consume runs, --wait rewinds once it stopped, and a
  *                           consume over the rewound range charges nothing
  *                           and finishes every duplicate_event undecoded
  *                           (the sift: chargeonce_intents_sifted_total)
  *   test_replay from_time   --from-time / --to-time pick the right offsets,
- *                           for the dry run and the rewind
+ *                           for the dry run and the rewind (--execute)
  *   test_replay refusals    a partition the topic lacks, a start past the
  *                           end: exit 2 naming the argument
  */
@@ -344,17 +346,93 @@ static void produce_mix(struct scenario *sc)
         sc_flush(sc);
 }
 
+/* The end offset of each partition, from a dry run's document. */
+static void ends(const struct scenario *sc, json_t *doc, int64_t *end)
+{
+        json_t *parts = json_object_get(doc, "partitions");
+
+        for (int p = 0; p < sc->partitions; p++)
+                end[p] = -1;
+        for (size_t i = 0; i < json_array_size(parts); i++) {
+                json_t *e = json_array_get(parts, i);
+                int p =
+                    (int)json_integer_value(json_object_get(e, "partition"));
+
+                if (p >= 0 && p < sc->partitions)
+                        end[p] = json_integer_value(json_object_get(e, "to"));
+        }
+}
+
+/* Without --execute nothing changes: the plan names the group, its member
+ * and the offsets --execute would set; the committed offsets stay. */
+static void plan_checks(struct scenario *sc)
+{
+        static const char *const plan[] = { "--from-offset", "0", "--json",
+                                            NULL };
+        int64_t end[8], before[8], after[8];
+        int64_t t0 = now_ms();
+        json_t *doc, *pl, *parts;
+        bool all;
+
+        /* the consumer's auto-commit reaches the end first, so that
+         * nothing but the replay could move the offsets meanwhile */
+        doc = dry_run(sc, plan);
+        ends(sc, doc, end);
+        json_decref(doc);
+        do {
+                usleep(200 * 1000);
+                committed(sc, sc->group, before);
+                all = true;
+                for (int p = 0; p < sc->partitions; p++)
+                        all = all && before[p] == end[p];
+        } while (!all && now_ms() - t0 < 30000);
+        SC_CHECK(all, "the group did not commit the end within 30 s");
+
+        doc   = dry_run(sc, plan);
+        pl    = json_object_get(doc, "plan");
+        parts = json_object_get(pl, "partitions");
+        SC_CHECK(json_is_false(json_object_get(pl, "changed")) &&
+                     json_integer_value(json_object_get(pl, "group_members")) ==
+                         1 &&
+                     json_array_size(parts) == (size_t)sc->partitions,
+                 "replay without --execute: no plan, or not the group's");
+        for (size_t i = 0; i < json_array_size(parts); i++) {
+                json_t *e = json_array_get(parts, i);
+                int p =
+                    (int)json_integer_value(json_object_get(e, "partition"));
+                int64_t was =
+                    json_integer_value(json_object_get(e, "committed"));
+
+                SC_CHECK(p >= 0 && p < sc->partitions && was == before[p] &&
+                             json_integer_value(json_object_get(e, "new")) == 0,
+                         "plan of partition %d: committed %lld, want %lld", p,
+                         (long long)was, (long long)before[p]);
+        }
+        json_decref(doc);
+        committed(sc, sc->group, after);
+        for (int p = 0; p < sc->partitions; p++)
+                SC_CHECK(after[p] == before[p] && after[p] > 0,
+                         "replay without --execute moved partition %d "
+                         "(%lld -> %lld)",
+                         p, (long long)before[p], (long long)after[p]);
+        printf("replay without --execute: the plan shown, %d partition(s) "
+               "left where they were\n",
+               sc->partitions);
+}
+
 /* The rewind: refused while consume runs, done by --wait once it stops. */
 static void rewind_checks(struct scenario *sc, struct co *c)
 {
-        static const char *const rewind[] = { "--from-offset", "0", NULL };
-        static const char *const wait[]   = { "--from-offset", "0", "--wait",
-                                              "60", NULL };
+        static const char *const rewind[] = { "--from-offset", "0", "--execute",
+                                              NULL };
+        static const char *const wait[] = { "--from-offset", "0",  "--execute",
+                                            "--wait",        "60", NULL };
         int64_t off[8];
         char *out = NULL, *err = NULL;
         struct run w;
         int rc;
 
+        plan_checks(sc);
         rc = replay(sc, rewind, &out, &err);
         SC_CHECK(rc == 1 && strstr(err, sc->group) &&
                      strstr(err, "1 active member") && strstr(err, "--wait"),
@@ -374,8 +452,9 @@ static void rewind_checks(struct scenario *sc, struct co *c)
         rc  = replay_wait(&w, 60000);
         out = slurp(w.out);
         err = slurp(w.err);
-        SC_CHECK(rc == 0 && strstr(out, "->"), "replay --wait: exit %d: %s%s",
-                 rc, out, err);
+        SC_CHECK(rc == 0 && strstr(out, "changed: rewound") &&
+                     strstr(out, "->"),
+                 "replay --wait: exit %d: %s%s", rc, out, err);
         printf("%s", out);
         free(out);
         free(err);
@@ -600,7 +679,8 @@ static void from_time(void)
                 out = err = NULL;
         }
         {
-                const char *const a[] = { "--from-time", t1, NULL };
+                const char *const a[] = { "--from-time", t1, "--execute",
+                                          NULL };
                 int rc                = replay(&sc, a, &out, &err);
 
                 SC_CHECK(rc == 0, "rewind by time: exit %d: %s", rc, err);
@@ -631,7 +711,14 @@ static void refusals(void)
                 { { "--from-offset", "0", "--partition", "7", NULL },
                   2,
                   "--partition 7" },
+                { { "--from-offset", "0", "--partition", "7", "--execute",
+                    NULL },
+                  2,
+                  "--partition 7" },
                 { { "--from-offset", "5", NULL }, 2, "--from-offset 5" },
+                { { "--from-offset", "5", "--execute", NULL },
+                  2,
+                  "--from-offset 5" },
                 { { "--dry-run", "--from-offset", "0", "--to-offset", "1",
                     "--wait", NULL },
                   2,

@@ -1,6 +1,7 @@
 /*
  * test_replay_args: the arguments of `chargeonce replay` (cmd/replay_args.c,
- * pure): what is accepted, every usage error, RFC 3339 to Unix ms.
+ * pure): what is accepted (nothing is changed without --execute), every usage
+ * error, RFC 3339 to Unix ms.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,7 +14,7 @@
 
 #include "cmd/replay.h"
 
-static int parse(struct cmd_replay_args *a, char *err, const char *line)
+static int parse(struct ops_replay_args *a, char *err, const char *line)
 {
         char buf[512], *argv[32], *save = NULL;
         int argc = 0;
@@ -27,12 +28,20 @@ static int parse(struct cmd_replay_args *a, char *err, const char *line)
 
 static void test_accepted(void **state)
 {
-        struct cmd_replay_args a;
+        struct ops_replay_args a;
         char err[256];
 
         (void)state;
+        /* nothing changes without --execute (Kafka's default) */
         assert_int_equal(parse(&a, err, "replay --from-offset 0"), 0);
-        assert_false(a.dry_run);
+        assert_false(a.execute);
+        assert_int_equal(parse(&a, err, "replay --from-offset 0 --dry-run"), 0);
+        assert_false(a.execute);
+        assert_int_equal(parse(&a, err, "replay --from-offset 0 --execute"), 0);
+        assert_true(a.execute);
+        assert_int_equal(parse(&a, err, "replay --from-offset 0 --to-offset 9"),
+                         0);
+        assert_false(a.execute);
         assert_int_equal(a.n_parts, 0);
         assert_int_equal(a.examples, 3);
         assert_int_equal(parse(&a, err,
@@ -45,10 +54,12 @@ static void test_accepted(void **state)
         assert_int_equal(a.parts[1], 0);
         assert_int_equal(a.from, 17);
         assert_true(a.has_to && !a.to_time && a.to == 40);
-        assert_true(a.dry_run && a.json && a.examples == 0);
-        assert_int_equal(parse(&a, err, "replay --from-offset 1 --wait"), 0);
-        assert_true(a.wait && a.wait_s == -1);
-        assert_int_equal(parse(&a, err, "replay --wait 30 --from-offset 1"), 0);
+        assert_true(!a.execute && a.json && a.examples == 0);
+        assert_int_equal(
+            parse(&a, err, "replay --from-offset 1 --execute --wait"), 0);
+        assert_true(a.execute && a.wait && a.wait_s == -1);
+        assert_int_equal(
+            parse(&a, err, "replay --execute --wait 30 --from-offset 1"), 0);
         assert_true(a.wait && a.wait_s == 30 && a.from == 1);
         assert_int_equal(
             parse(&a, err,
@@ -71,18 +82,21 @@ static void test_usage_errors(void **state)
                   "give one of" },
                 { "replay --from-time yesterday", "RFC 3339" },
                 { "replay --from-time 2026-02-30T00:00:00Z", "RFC 3339" },
-                { "replay --from-offset 1 --to-offset 5",
-                  "only for --dry-run" },
+                { "replay --from-offset 1 --to-offset 5 --execute",
+                  "only for the dry run" },
                 { "replay --from-offset 9 --to-offset 5 --dry-run", "before" },
-                { "replay --from-offset 1 --dry-run --wait", "--wait" },
+                { "replay --from-offset 1 --dry-run --wait",
+                  "--wait is only for --execute" },
+                { "replay --from-offset 1 --wait", "--wait is only for" },
+                { "replay --from-offset 1 --dry-run --execute", "not both" },
                 { "replay --from-offset 1 --partition x", "--partition" },
                 { "replay --from-offset 1 --partition 1 --partition 1",
                   "twice" },
                 { "replay --from-offset 1 --examples 1001", "--examples" },
                 { "replay --from-offset 1 --frob", "unknown argument --frob" },
-                { "replay --from-offset 1 --wait=soon", "--wait" },
+                { "replay --from-offset 1 --execute --wait=soon", "--wait" },
         };
-        struct cmd_replay_args a;
+        struct ops_replay_args a;
         char err[256];
 
         (void)state;

@@ -1,12 +1,12 @@
 /*
- * cmd/replay_report: the dry run's report: counts per category per
+ * ops/replay_report: the dry run's report: counts per category per
  * partition, totals, a few examples per category, as a table or as one
  * JSON document (jansson).
  *
  * Must never: show a full idempotency key (examples keep log_mask_key's
  * form only), or a control character of a hostile message on a terminal.
  */
-#include "cmd/replay.h"
+#include "ops/replay.h"
 #include "util/xalloc.h"
 
 #include <inttypes.h>
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void cmd_replay_report_init(struct replay_report *r, int n,
+void ops_replay_report_init(struct replay_report *r, int n,
                             const int32_t *parts, const int64_t *from,
                             const int64_t *to, int max_examples)
 {
@@ -33,7 +33,7 @@ void cmd_replay_report_init(struct replay_report *r, int n,
                                    sizeof(*r->ex[c]));
 }
 
-void cmd_replay_report_free(struct replay_report *r)
+void ops_replay_report_free(struct replay_report *r)
 {
         free(r->parts);
         free(r->from);
@@ -56,7 +56,7 @@ static void clean(const char *s, char *out, size_t outsz)
         out[i] = '\0';
 }
 
-void cmd_replay_report_add(struct replay_report *r, int i, int64_t offset,
+void ops_replay_report_add(struct replay_report *r, int i, int64_t offset,
                            enum judge_category c, const char *tenant,
                            const char *idem_key, const char *event_id,
                            const char *reason)
@@ -83,7 +83,7 @@ void cmd_replay_report_add(struct replay_report *r, int i, int64_t offset,
         clean(reason, e->reason, sizeof(e->reason));
 }
 
-void cmd_replay_report_print(const struct replay_report *r, FILE *out)
+void ops_replay_report_print(const struct replay_report *r, FILE *out)
 {
         fprintf(out,
                 "dry run of topic %s: how group %s would treat each message "
@@ -152,10 +152,9 @@ static json_t *counts_json(const uint64_t *counts)
         return o;
 }
 
-int cmd_replay_report_json(const struct replay_report *r, FILE *out)
+void ops_replay_report_json(const struct replay_report *r, json_t *doc)
 {
-        json_t *doc = json_object(), *parts = json_array(), *ex = json_object();
-        int rc;
+        json_t *parts = json_array(), *ex = json_object();
 
         json_object_set_new(doc, "dry_run", json_true());
         json_object_set_new(doc, "topic", json_string(r->topic));
@@ -197,8 +196,4 @@ int cmd_replay_report_json(const struct replay_report *r, FILE *out)
                 json_object_set_new(ex, payment_judge_name(c), a);
         }
         json_object_set_new(doc, "examples", ex);
-        rc = json_dumpf(doc, out, JSON_INDENT(2) | JSON_SORT_KEYS);
-        fputc('\n', out);
-        json_decref(doc);
-        return rc == 0 ? 0 : -1;
 }
