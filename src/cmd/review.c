@@ -1,31 +1,28 @@
 /*
- * cmd/review: `chargeonce review list | show | resolve`, the review queue
- * (issue 14; docs/operations.md, "The review queue"):
+ * cmd/review: `chargeonce review` (docs/operations.md, "The review
+ * queue"): the usage, the arguments of each subcommand (checked before
+ * anything is contacted: exit 2 naming the argument) and the wiring; what
+ * each does is ops/review*.c's (ops/review.h):
  *
  *   review list [--json] [--limit N]      payments in review, oldest first
  *   review show PAYMENT_ID [--json]       one payment, evidence, results
- *   review resolve PAYMENT_ID ...         see cmd/review_resolve.c
+ *   review resolve PAYMENT_ID --as succeeded|failed --evidence TEXT
+ *          [--provider-charge-id ID] [--without-gateway] [--dry-run] [--json]
+ *   review contradictions [--json] [--limit N]
+ *   review acknowledge WEBHOOK_ID --evidence TEXT [--json]
  *
- * Human tables (or one JSON document with --json) on stdout, messages on
- * stderr. Keys are shown masked (log_mask_key), never whole; text that
- * came from outside is made printable before it reaches a terminal.
  * Exit: 0 done; 1 refused or a runtime failure (the message says which);
- * 2 a usage error naming the argument. list and show are read-only.
+ * 2 a usage error naming the argument.
  */
-#include "cmd/review.h"
-
 #include "cmd/cmd.h"
-#include "util/guard.h"
-#include "store/review.h"
-#include "store/store.h"
+#include "cmd/opts.h"
+#include "gateway/client.h"
+#include "ops/review.h"
 #include "util/config.h"
-#include "util/log.h"
 #include "util/utf8.h"
-#include "util/xalloc.h"
+#include "util/uuid.h"
 
 #include <errno.h>
-#include <inttypes.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +30,7 @@
 
 #define REVIEW_LIST_DEFAULT 50
 #define REVIEW_LIST_MAX     10000
+#define ACK_ID_MAX          255
 
 static int usage(FILE *out, int rc)
 {
@@ -42,7 +40,7 @@ static int usage(FILE *out, int rc)
                 "       chargeonce review resolve PAYMENT_ID --as "
                 "succeeded|failed --evidence TEXT\n"
                 "                 [--provider-charge-id ID] "
-                "[--without-gateway] [--json]\n"
+                "[--without-gateway] [--dry-run] [--json]\n"
                 "       chargeonce review contradictions [--json] "
                 "[--limit N]\n"
                 "       chargeonce review acknowledge WEBHOOK_ID --evidence "
@@ -75,6 +73,9 @@ static int usage(FILE *out, int rc)
                 "gateway.key_retention)\n"
                 "  --without-gateway    decide when the gateway cannot be "
                 "asked (recorded)\n"
+                "  --dry-run            resolve: ask the gateway and judge, "
+                "write nothing,\n"
+                "                       say what would be written\n"
                 "\n"
                 "exit: 0 done; 1 refused (a contradiction with the gateway, "
                 "the gateway not\nanswering, the payment not in review, a "
@@ -84,40 +85,10 @@ static int usage(FILE *out, int rc)
         return rc;
 }
 
-struct store *cmd_review_store(struct config *cfg)
-{
-        struct store *st;
-        char err[512];
-
-        st = store_connect_timeout(config_str(cfg, "db.conninfo"), 10, err,
-                                   sizeof(err));
-        if (!st)
-                fprintf(stderr, "chargeonce review: database: %s\n", err);
-        return st;
-}
-
-const char *cmd_review_printable(const char *s, char *out, size_t outsz)
-{
-        size_t i = 0;
-
-        if (outsz == 0)
-                return "";
-        for (; s && *s && i + 1 < outsz; s++)
-                out[i++] = ((unsigned char)*s < 0x20 || *s == 0x7f) ? '?' : *s;
-        out[i] = '\0';
-        return out;
-}
-
-const char *cmd_review_mask(const char *key, char *out, size_t outsz)
-{
-        log_mask_key(key ? key : "", key ? strlen(key) : 0, out, outsz);
-        return out;
-}
-
 /* worker.id, else $USER@host: who decided, for the evidence row. */
-void cmd_review_actor(struct config *cfg, char *out, size_t outsz)
+static void actor_of(const struct settings *st, char *out, size_t outsz)
 {
-        const char *wid  = config_settings(cfg)->worker_id;
+        const char *wid  = st->worker_id;
         const char *user = getenv("USER");
         char host[64];
 
@@ -135,260 +106,60 @@ void cmd_review_actor(struct config *cfg, char *out, size_t outsz)
                 snprintf(out, outsz, "unknown@host");
 }
 
-/* Exit-2 checks of an operator's --evidence text (see review.h). */
-int cmd_review_evidence_check(const char *cmd, const char *evidence)
+/* A --limit value in 1..REVIEW_LIST_MAX into *out; 0, or 2 (usage). */
+static int parse_limit(const char *cmd, const char *s, size_t *out)
 {
-        size_t elen = evidence ? strlen(evidence) : 0;
+        char *end = NULL;
+        unsigned long long v;
 
-        if (!evidence)
-                return cmd_usage_error(cmd, "--evidence is missing: say why "
-                                            "(it is stored)");
-        if (elen == 0 || elen > STORE_REVIEW_EVIDENCE_MAX)
-                return cmd_usage_error(cmd, "--evidence: %zu bytes (1..%d)",
-                                       elen, STORE_REVIEW_EVIDENCE_MAX);
-        if (!utf8_valid(evidence, elen))
-                return cmd_usage_error(cmd, "--evidence is not UTF-8");
-        for (size_t i = 0; i < elen; i++)
-                if ((unsigned char)evidence[i] < 0x20 || evidence[i] == 0x7f)
-                        return cmd_usage_error(cmd, "--evidence holds a "
-                                                    "control character");
-        /* never repeat the text: it holds the number */
-        if (guard_has_card_number(evidence, elen))
-                return cmd_usage_error(cmd, "--evidence holds a card number: "
-                                            "never store one; describe it "
-                                            "(e.g. its last 4 digits)");
+        if (!s)
+                return cmd_usage_error(cmd, "--limit needs N");
+        errno = 0;
+        v     = strtoull(s, &end, 10);
+        if (errno || *end || end == s || v < 1 || v > REVIEW_LIST_MAX ||
+            s[0] == '-')
+                return cmd_usage_error(cmd,
+                                       "--limit: \"%s\" is not a number in "
+                                       "1..%d",
+                                       s, REVIEW_LIST_MAX);
+        *out = (size_t)v;
         return 0;
 }
 
-/* Never NULL: jansson refuses only invalid UTF-8 (made printable first). */
-static json_t *jstr(const char *s)
+/* list and contradictions: [--json] [--limit N]. 0 or 2. */
+static int parse_list(const char *cmd, int argc, char **argv, size_t *limit,
+                      bool *json)
 {
-        json_t *j;
-
-        if (s == NULL)
-                return json_null();
-        if ((j = json_string(s)) == NULL)
-                j = json_string("(not UTF-8)");
-        if (j == NULL)
-                xalloc_die();
-        return j;
-}
-
-static json_t *row_json(const struct store_review_row *r)
-{
-        char m[LOG_MASKED_KEY_SIZE];
-        json_t *o = json_object();
-
-        if (!o)
-                xalloc_die();
-        json_object_set_new(o, "payment_id", jstr(r->payment_id));
-        json_object_set_new(o, "tenant_id", jstr(r->tenant_id));
-        json_object_set_new(o, "idempotency_key_masked",
-                            jstr(cmd_review_mask(r->idem_key, m, sizeof(m))));
-        json_object_set_new(o, "order_id", jstr(r->order_id));
-        json_object_set_new(o, "created_at", jstr(r->created_at));
-        json_object_set_new(o, "finished_at", jstr(r->finished_at));
-        json_object_set_new(o, "amount", json_integer(r->amount));
-        json_object_set_new(o, "currency", jstr(r->currency));
-        json_object_set_new(o, "error_code", jstr(r->error_code));
-        json_object_set_new(o, "error_message", jstr(r->error_message));
-        json_object_set_new(o, "provider_charge_id",
-                            jstr(r->provider_charge_id));
-        json_object_set_new(o, "attempts", json_integer(r->attempts));
-        json_object_set_new(o, "last_evidence", jstr(r->last_evidence));
-        json_object_set_new(o, "last_evidence_at", jstr(r->last_evidence_at));
-        return o;
-}
-
-static void dump(json_t *doc)
-{
-        json_dumpf(doc, stdout, JSON_INDENT(2));
-        putchar('\n');
-        json_decref(doc);
-}
-
-static void list_table(const struct store_review_row *r, size_t n,
-                       int64_t total)
-{
-        char m[LOG_MASKED_KEY_SIZE], t[40], e[48], ev[48];
-
-        printf("%" PRId64 " payment(s) in review%s\n", total,
-               (int64_t)n < total ? " (oldest shown)" : "");
-        if (n == 0)
-                return;
-        printf("%-36s  %-16s  %-16s  %-24s  %14s %-3s  %-22s %4s  %s\n",
-               "PAYMENT_ID", "TENANT", "KEY", "CREATED", "AMOUNT", "CUR",
-               "ERROR", "ATT", "LAST EVIDENCE");
-        for (size_t i = 0; i < n; i++)
-                printf("%-36s  %-16s  %-16s  %-24s  %14" PRId64
-                       " %-3s  %-22s %4d  %s\n",
-                       r[i].payment_id,
-                       cmd_review_printable(r[i].tenant_id, t, 17),
-                       cmd_review_mask(r[i].idem_key, m, sizeof(m)),
-                       r[i].created_at ? r[i].created_at : "", r[i].amount,
-                       r[i].currency,
-                       cmd_review_printable(
-                           r[i].error_code ? r[i].error_code : "-", e, 23),
-                       (int)r[i].attempts,
-                       cmd_review_printable(
-                           r[i].last_evidence ? r[i].last_evidence : "-", ev,
-                           sizeof(ev)));
-}
-
-static int review_list(struct config *cfg, int argc, char **argv)
-{
-        struct store_review_row *rows = NULL;
-        size_t n = 0, limit = REVIEW_LIST_DEFAULT;
-        int64_t total = 0;
-        bool json     = false;
-        struct store *st;
-        char err[512];
-        int rc = 1;
-
+        *limit = REVIEW_LIST_DEFAULT;
+        *json  = false;
         for (int i = 1; i < argc; i++) {
-                if (!strcmp(argv[i], "--json")) {
-                        json = true;
-                } else if (!strcmp(argv[i], "--limit")) {
-                        char *end;
-                        unsigned long long v;
-
-                        if (++i == argc)
-                                return cmd_usage_error("review list",
-                                                       "--limit needs N");
-                        errno = 0;
-                        v     = strtoull(argv[i], &end, 10);
-                        if (errno || *end || end == argv[i] || v < 1 ||
-                            v > REVIEW_LIST_MAX || argv[i][0] == '-')
-                                return cmd_usage_error(
-                                    "review list",
-                                    "--limit: \"%s\" is not a number in "
-                                    "1..%d",
-                                    argv[i], REVIEW_LIST_MAX);
-                        limit = (size_t)v;
-                } else {
-                        return cmd_usage_error(
-                            "review list", "unexpected argument %s", argv[i]);
-                }
+                if (!strcmp(argv[i], "--json"))
+                        *json = true;
+                else if (!strcmp(argv[i], "--limit")) {
+                        if (parse_limit(cmd, i + 1 < argc ? argv[++i] : NULL,
+                                        limit) != 0)
+                                return 2;
+                } else
+                        return cmd_usage_error(cmd, "unexpected argument %s",
+                                               argv[i]);
         }
-        if (!(st = cmd_review_store(cfg)))
-                return 1;
-        if (store_review_list(st, limit, &rows, &n, &total, err, sizeof(err)) <
-            0) {
-                fprintf(stderr, "chargeonce review list: %s\n", err);
-                goto done;
-        }
-        if (json) {
-                json_t *doc = json_object(), *a = json_array();
-
-                if (!doc || !a)
-                        xalloc_die();
-                for (size_t i = 0; i < n; i++)
-                        json_array_append_new(a, row_json(&rows[i]));
-                json_object_set_new(doc, "total", json_integer(total));
-                json_object_set_new(doc, "shown", json_integer((int64_t)n));
-                json_object_set_new(doc, "payments", a);
-                dump(doc);
-        } else {
-                list_table(rows, n, total);
-        }
-        rc = 0;
-done:
-        store_review_rows_free(rows, n);
-        store_destroy(st);
-        return rc;
+        return 0;
 }
 
-/* A JSON array the store built (or an empty one). */
-static json_t *parse_array(const char *s)
+static int check_evidence(const char *cmd, const char *evidence)
 {
-        json_error_t e;
-        json_t *j = s ? json_loads(s, 0, &e) : NULL;
+        char why[256];
 
-        if (!json_is_array(j)) {
-                json_decref(j);
-                j = json_array();
-                if (!j)
-                        xalloc_die();
-        }
-        return j;
+        if (ops_review_evidence_check(evidence, why, sizeof(why)) < 0)
+                return cmd_usage_error(cmd, "%s", why);
+        return 0;
 }
 
-static const char *jget(json_t *o, const char *k, char *buf, size_t bufsz)
+/* `review show PAYMENT_ID [--json]`. */
+static int show(const struct ops_review_opts *o, int argc, char **argv)
 {
-        json_t *v = json_object_get(o, k);
-
-        if (json_is_string(v))
-                return cmd_review_printable(json_string_value(v), buf, bufsz);
-        if (json_is_integer(v)) {
-                snprintf(buf, bufsz, "%" JSON_INTEGER_FORMAT,
-                         json_integer_value(v));
-                return buf;
-        }
-        if (json_is_boolean(v))
-                return json_is_true(v) ? "true" : "false";
-        return "-";
-}
-
-static void show_text(const struct store_review_payment *p, json_t *ev,
-                      json_t *res)
-{
-        const struct store_review_row *r = &p->row;
-        char m[LOG_MASKED_KEY_SIZE], b[4][1100];
-        size_t i;
-        json_t *o;
-
-        printf("payment      %s\nstatus       %s\n", r->payment_id, p->status);
-        printf("tenant       %s\nkey          %s\norder        %s\n",
-               cmd_review_printable(r->tenant_id, b[0], sizeof(b[0])),
-               cmd_review_mask(r->idem_key, m, sizeof(m)),
-               cmd_review_printable(r->order_id, b[1], sizeof(b[1])));
-        printf("amount       %" PRId64 " %s\ncreated      %s\n", r->amount,
-               r->currency, r->created_at ? r->created_at : "-");
-        printf("finished     %s\nattempts     %d\ncharge id    %s\n",
-               r->finished_at ? r->finished_at : "-", (int)r->attempts,
-               cmd_review_printable(
-                   r->provider_charge_id ? r->provider_charge_id : "-", b[2],
-                   sizeof(b[2])));
-        printf("error        %s: %s\n",
-               cmd_review_printable(r->error_code ? r->error_code : "-", b[0],
-                                    sizeof(b[0])),
-               cmd_review_printable(r->error_message ? r->error_message : "-",
-                                    b[1], sizeof(b[1])));
-        printf("\nevidence (%zu, oldest first)\n", json_array_size(ev));
-        json_array_foreach(ev, i, o)
-        {
-                printf("  %s  %-8s %-8s http %s  %s",
-                       jget(o, "at", b[0], sizeof(b[0])),
-                       jget(o, "kind", b[1], 40), jget(o, "outcome", b[2], 200),
-                       jget(o, "http_status", b[3], 16), "");
-                printf("by %s\n", jget(o, "actor", b[0], 200));
-                printf("      asked/said: %s\n",
-                       jget(o, "request_summary", b[1], sizeof(b[1])));
-                if (json_is_string(json_object_get(o, "response_excerpt")))
-                        printf("      answer: %s\n",
-                               jget(o, "response_excerpt", b[2], sizeof(b[2])));
-        }
-        printf("\nresults (%zu)\n", json_array_size(res));
-        json_array_foreach(res, i, o)
-        {
-                printf("  %s  %-9s replayed %-5s resolves_review %-5s "
-                       "published %s\n",
-                       jget(o, "event_id", b[0], 40),
-                       jget(o, "status", b[1], 16),
-                       jget(o, "replayed", b[2], 8),
-                       jget(o, "resolves_review", b[3], 8),
-                       jget(o, "published_at", b[0] + 64, 64));
-        }
-}
-
-static int review_show(struct config *cfg, int argc, char **argv)
-{
-        struct store_review_payment p;
         const char *id = NULL;
-        bool json = false, found = false;
-        struct store *st;
-        char err[512];
-        int rc = 1;
+        bool json      = false;
 
         for (int i = 1; i < argc; i++) {
                 if (!strcmp(argv[i], "--json"))
@@ -404,63 +175,159 @@ static int review_show(struct config *cfg, int argc, char **argv)
         if (!uuid_valid(id, strlen(id)))
                 return cmd_usage_error("review show",
                                        "PAYMENT_ID: \"%s\" is not a UUID", id);
-        if (!(st = cmd_review_store(cfg)))
-                return 1;
-        memset(&p, 0, sizeof(p));
-        if (store_review_get(st, id, &p, &found, err, sizeof(err)) < 0) {
-                fprintf(stderr, "chargeonce review show: %s\n", err);
-        } else if (!found) {
-                fprintf(stderr, "chargeonce review show: no payment %s\n", id);
-        } else {
-                json_t *ev = parse_array(p.evidence_json);
-                json_t *rs = parse_array(p.results_json);
+        return ops_review_show(o, id, json);
+}
 
-                if (json) {
-                        json_t *doc = json_object(), *pay = row_json(&p.row);
+/* `review resolve PAYMENT_ID --as S --evidence TEXT ...`. */
+static int resolve(const struct ops_review_opts *o, int argc, char **argv)
+{
+        static const char cmd[] = "review resolve";
+        struct ops_review_resolve r;
+        const char *as = NULL;
 
-                        if (!doc)
-                                xalloc_die();
-                        json_object_set_new(pay, "status", jstr(p.status));
-                        json_object_set_new(doc, "payment", pay);
-                        json_object_set_new(doc, "evidence", ev);
-                        json_object_set_new(doc, "results", rs);
-                        dump(doc);
-                } else {
-                        show_text(&p, ev, rs);
-                        json_decref(ev);
-                        json_decref(rs);
+        memset(&r, 0, sizeof(r));
+        for (int i = 1; i < argc; i++) {
+                const char *s     = argv[i];
+                const char **slot = NULL;
+
+                if (!strcmp(s, "--as"))
+                        slot = &as;
+                else if (!strcmp(s, "--evidence"))
+                        slot = &r.evidence;
+                else if (!strcmp(s, "--provider-charge-id"))
+                        slot = &r.charge_id;
+                else if (!strcmp(s, "--without-gateway"))
+                        r.without_gateway = true;
+                else if (!strcmp(s, "--dry-run"))
+                        r.dry_run = true;
+                else if (!strcmp(s, "--json"))
+                        r.json = true;
+                else if (s[0] == '-' || r.payment_id)
+                        return cmd_usage_error(cmd, "unexpected argument %s",
+                                               s);
+                else
+                        r.payment_id = s;
+                if (slot) {
+                        if (++i == argc)
+                                return cmd_usage_error(cmd, "%s needs a value",
+                                                       s);
+                        *slot = argv[i];
                 }
-                rc = 0;
         }
-        store_review_payment_clear(&p);
-        store_destroy(st);
-        return rc;
+        if (!r.payment_id)
+                return cmd_usage_error(cmd, "PAYMENT_ID is missing");
+        if (!uuid_valid(r.payment_id, strlen(r.payment_id)))
+                return cmd_usage_error(cmd, "PAYMENT_ID: \"%s\" is not a UUID",
+                                       r.payment_id);
+        if (!as)
+                return cmd_usage_error(cmd, "--as is missing (succeeded or "
+                                            "failed)");
+        if (strcmp(as, "succeeded") && strcmp(as, "failed"))
+                return cmd_usage_error(cmd,
+                                       "--as: \"%s\" is not succeeded or "
+                                       "failed",
+                                       as);
+        r.as_succeeded = !strcmp(as, "succeeded");
+        if (check_evidence(cmd, r.evidence) != 0)
+                return 2;
+        if (r.charge_id &&
+            !gateway_ident_valid(r.charge_id, strlen(r.charge_id),
+                                 GW_CHARGE_ID_SIZE - 1))
+                return cmd_usage_error(cmd,
+                                       "--provider-charge-id: not a charge "
+                                       "id (1..%d printable characters, no "
+                                       "space)",
+                                       GW_CHARGE_ID_SIZE - 1);
+        if (r.charge_id && !r.as_succeeded)
+                return cmd_usage_error(cmd, "--provider-charge-id goes with "
+                                            "--as succeeded only");
+        return ops_review_resolve(o, &r);
+}
+
+/* `review acknowledge WEBHOOK_ID --evidence TEXT [--json]`. */
+static int acknowledge(const struct ops_review_opts *o, int argc, char **argv)
+{
+        static const char cmd[] = "review acknowledge";
+        const char *id = NULL, *evidence = NULL;
+        bool json = false;
+
+        for (int i = 1; i < argc; i++) {
+                if (!strcmp(argv[i], "--json"))
+                        json = true;
+                else if (!strcmp(argv[i], "--evidence")) {
+                        if (++i == argc)
+                                return cmd_usage_error(cmd, "--evidence "
+                                                            "needs a value");
+                        evidence = argv[i];
+                } else if (argv[i][0] == '-' || id)
+                        return cmd_usage_error(cmd, "unexpected argument %s",
+                                               argv[i]);
+                else
+                        id = argv[i];
+        }
+        if (!id)
+                return cmd_usage_error(cmd, "WEBHOOK_ID is missing");
+        if (strlen(id) > ACK_ID_MAX || !utf8_valid(id, strlen(id)))
+                return cmd_usage_error(cmd,
+                                       "WEBHOOK_ID: not a webhook id (1..%d "
+                                       "bytes of UTF-8)",
+                                       ACK_ID_MAX);
+        if (check_evidence(cmd, evidence) != 0)
+                return 2;
+        return ops_review_acknowledge(o, id, evidence, json);
+}
+
+/* The subcommand, its arguments checked, run with o. */
+static int dispatch(const struct ops_review_opts *o, int argc, char **argv)
+{
+        size_t limit;
+        bool json;
+
+        if (!strcmp(argv[0], "list"))
+                return parse_list("review list", argc, argv, &limit, &json)
+                           ? 2
+                           : ops_review_list(o, limit, json);
+        if (!strcmp(argv[0], "show"))
+                return show(o, argc, argv);
+        if (!strcmp(argv[0], "resolve"))
+                return resolve(o, argc, argv);
+        if (!strcmp(argv[0], "contradictions"))
+                return parse_list("review contradictions", argc, argv, &limit,
+                                  &json)
+                           ? 2
+                           : ops_review_contradictions(o, limit, json);
+        if (!strcmp(argv[0], "acknowledge"))
+                return acknowledge(o, argc, argv);
+        return cmd_usage_error("review",
+                               "unknown subcommand %s (list, show, "
+                               "resolve, contradictions or acknowledge)",
+                               argv[0]);
 }
 
 int cmd_review(struct config *cfg, int argc, char **argv)
 {
+        const struct settings *st = config_settings(cfg);
+        struct ops_review_opts ro;
+        struct cmd_opts o;
+        char actor[192];
+        int rc;
+
         if (argc < 2)
                 return cmd_usage_error("review",
                                        "give list, show, resolve, "
                                        "contradictions or acknowledge (see "
                                        "review --help)");
-        if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))
-                return usage(stdout, 0);
-        for (int i = 2; i < argc; i++)
+        for (int i = 1; i < argc; i++)
                 if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
                         return usage(stdout, 0);
-        if (!strcmp(argv[1], "list"))
-                return review_list(cfg, argc - 1, argv + 1);
-        if (!strcmp(argv[1], "show"))
-                return review_show(cfg, argc - 1, argv + 1);
-        if (!strcmp(argv[1], "resolve"))
-                return cmd_review_resolve(cfg, argc - 1, argv + 1);
-        if (!strcmp(argv[1], "contradictions"))
-                return cmd_review_contradictions(cfg, argc - 1, argv + 1);
-        if (!strcmp(argv[1], "acknowledge"))
-                return cmd_review_acknowledge(cfg, argc - 1, argv + 1);
-        return cmd_usage_error("review",
-                               "unknown subcommand %s (list, show, "
-                               "resolve, contradictions or acknowledge)",
-                               argv[1]);
+        cmd_opts_fill(&o, cfg);
+        actor_of(st, actor, sizeof(actor));
+        memset(&ro, 0, sizeof(ro));
+        ro.conninfo         = st->db_conninfo;
+        ro.gateway          = &o.gateway;
+        ro.key_retention_ms = st->gateway_key_retention_ms;
+        ro.actor            = actor;
+        rc                  = dispatch(&ro, argc - 1, argv + 1);
+        cmd_opts_free(&o);
+        return rc;
 }

@@ -1,5 +1,5 @@
 /*
- * test_review: `chargeonce review list | show | resolve` (issue 14) on the
+ * test_review: `chargeonce review list | show | resolve` on the
  * real PostgreSQL, Kafka and gateway simulator. Review payments are made
  * with the store API (claim, then settle SETTLE_REVIEW) from a real intent
  * JSON (so a copy of it through `chargeonce consume` has the same request
@@ -443,6 +443,41 @@ static void resolve_succeeded(void)
         make_payment(&sc, &p, SETTLE_REVIEW, NULL);
         sim_charge(&s, &p, "pm_tok_ok", ch, sizeof(ch));
         SC_CHECK(ch[0], "the sim charged");
+        {
+                /* --dry-run: asks, judges, says what it would write, and
+                 * writes nothing */
+                char before[4096];
+
+                snprintf(before, sizeof(before), "%s",
+                         fingerprint(&sc, p.payment_id));
+                review_run(
+                    &sc, s.url, NULL,
+                    (const char *const[]){ "review", "resolve", p.payment_id,
+                                           "--as", "succeeded", "--evidence",
+                                           "PSP dashboard shows the charge",
+                                           "--dry-run", NULL },
+                    &r);
+                SC_CHECK(r.rc == 0 &&
+                             strstr(r.out, "would be resolved as "
+                                           "succeeded") &&
+                             strstr(r.out, ch) &&
+                             strstr(r.out, "Nothing was written"),
+                         "resolve --dry-run: %d %s%s", r.rc, r.out, r.err);
+                SC_CHECK(!strcmp(before, fingerprint(&sc, p.payment_id)),
+                         "resolve --dry-run wrote: %s -> %s", before,
+                         fingerprint(&sc, p.payment_id));
+                review_run(&sc, s.url, NULL,
+                           (const char *const[]){
+                               "review", "resolve", p.payment_id, "--as",
+                               "failed", "--evidence", "wrong on purpose",
+                               "--dry-run", NULL },
+                           &r);
+                SC_CHECK(r.rc == 1 && strstr(r.err, "refused") &&
+                             !strcmp(before, fingerprint(&sc, p.payment_id)),
+                         "resolve --dry-run --as failed of a charged "
+                         "payment: %d %s",
+                         r.rc, r.err);
+        }
         review_run(&sc, s.url, NULL,
                    (const char *const[]){ "review", "resolve", p.payment_id,
                                           "--as", "succeeded", "--evidence",

@@ -1,37 +1,28 @@
 /*
- * cmd/review_resolve: `chargeonce review resolve PAYMENT_ID --as
- * succeeded|failed --evidence TEXT [--provider-charge-id ID]
- * [--without-gateway] [--json]` (issue 14):
+ * ops/review_resolve: `chargeonce review resolve` (review.h):
  *
- *   1. the arguments are checked before anything is contacted (exit 2):
- *      a UUID, a decision, evidence text of 1..1000 bytes of UTF-8
- *      without control characters or a card number (util/guard.h), a
- *      charge id of the gateway's form, only with --as succeeded;
- *   2. the payment is read: not found or not in review -> refused (1);
- *   3. the gateway is asked once (gateway_query: GET ?reference=, a few
+ *   1. the payment is read: not found or not in review -> refused (1);
+ *   2. the gateway is asked once (gateway_query: GET ?reference=, a few
  *      attempts at most) and payment/review_rule.c judges the decision
  *      against its answer: a contradiction is refused (1), nothing
  *      written; no answer is refused unless --without-gateway;
+ *   3. a dry run stops here and says what it would write;
  *   4. store_review_resolve finishes it in one transaction, only if it is
- *      still in review then (a webhook or another resolve may win: 1).
+ *      still in review then (a webhook or another resolve may win: 1),
+ *      and what it changed is printed.
  *
- * Must never: write anything on a refusal; store a card number or an
- * invalid string; print a full idempotency key; decide `failed` against
- * a succeeded charge listed by the gateway.
+ * The arguments were checked by cmd/review.c before anything is
+ * contacted (exit 2).
  */
-#include "cmd/cmd.h"
-#include "cmd/opts.h"
+#include "ops/review.h"
+#include "ops/review_int.h"
+
 #include "ops/progress.h"
-#include "cmd/review.h"
-#include "gateway/client.h"
-#include "util/guard.h"
 #include "payment/review_rule.h"
 #include "store/review.h"
 #include "store/store.h"
-#include "util/config.h"
 #include "util/log.h"
 #include "util/timeutil.h"
-#include "util/utf8.h"
 #include "util/xalloc.h"
 
 #include <inttypes.h>
@@ -39,21 +30,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define CMD "review resolve"
 /* One question: a few attempts at most, and never long. */
 #define RESOLVE_MAX_ATTEMPTS 3
 #define RESOLVE_DEADLINE_MS  30000
-
-struct args {
-        const char *payment_id;
-        const char *as;
-        const char *evidence;
-        const char *charge_id; /* or NULL */
-        bool without_gateway;
-        bool json;
-};
 
 /* What the gateway answered (copied in the callback). */
 struct answer {
@@ -67,70 +48,6 @@ struct answer {
         const char *reason;
         const char *transport; /* of the last attempt, or NULL */
 };
-
-static int parse(int argc, char **argv, struct args *a)
-{
-        memset(a, 0, sizeof(*a));
-        for (int i = 1; i < argc; i++) {
-                const char *s     = argv[i];
-                const char **slot = NULL;
-
-                if (!strcmp(s, "--as"))
-                        slot = &a->as;
-                else if (!strcmp(s, "--evidence"))
-                        slot = &a->evidence;
-                else if (!strcmp(s, "--provider-charge-id"))
-                        slot = &a->charge_id;
-                else if (!strcmp(s, "--without-gateway"))
-                        a->without_gateway = true;
-                else if (!strcmp(s, "--json"))
-                        a->json = true;
-                else if (s[0] == '-' || a->payment_id)
-                        return cmd_usage_error(CMD, "unexpected argument %s",
-                                               s);
-                else
-                        a->payment_id = s;
-                if (slot) {
-                        if (++i == argc)
-                                return cmd_usage_error(CMD, "%s needs a value",
-                                                       s);
-                        *slot = argv[i];
-                }
-        }
-        return 0;
-}
-
-/* Exit 2 naming the argument, or 0. */
-static int check(const struct args *a)
-{
-        if (!a->payment_id)
-                return cmd_usage_error(CMD, "PAYMENT_ID is missing");
-        if (!uuid_valid(a->payment_id, strlen(a->payment_id)))
-                return cmd_usage_error(CMD, "PAYMENT_ID: \"%s\" is not a UUID",
-                                       a->payment_id);
-        if (!a->as)
-                return cmd_usage_error(CMD, "--as is missing (succeeded or "
-                                            "failed)");
-        if (strcmp(a->as, "succeeded") && strcmp(a->as, "failed"))
-                return cmd_usage_error(CMD,
-                                       "--as: \"%s\" is not succeeded or "
-                                       "failed",
-                                       a->as);
-        if (cmd_review_evidence_check(CMD, a->evidence) != 0)
-                return 2;
-        if (a->charge_id &&
-            !gateway_ident_valid(a->charge_id, strlen(a->charge_id),
-                                 GW_CHARGE_ID_SIZE - 1))
-                return cmd_usage_error(CMD,
-                                       "--provider-charge-id: not a charge "
-                                       "id (1..%d printable characters, no "
-                                       "space)",
-                                       GW_CHARGE_ID_SIZE - 1);
-        if (a->charge_id && strcmp(a->as, "succeeded"))
-                return cmd_usage_error(CMD, "--provider-charge-id goes with "
-                                            "--as succeeded only");
-        return 0;
-}
 
 /* @locality: the calling thread, from gateway_poll() */
 static void on_answer(void *opaque, const struct gateway_result *res)
@@ -158,10 +75,11 @@ static void on_answer(void *opaque, const struct gateway_result *res)
  * Asks GET /v1/charges?reference=<payment> once. Returns 0 (an->done),
  * or 2 for a gateway configuration the client refuses.
  */
-static int ask(struct cmd_opts *o, const struct store_review_payment *p,
-               struct answer *an, bool quiet)
+static int ask(const struct ops_review_opts *o,
+               const struct store_review_payment *p, struct answer *an,
+               bool quiet)
 {
-        struct gateway_opts go = o->gateway;
+        struct gateway_opts go = *o->gateway;
         struct progress pr;
         struct gateway *gw;
         char err[512];
@@ -171,8 +89,10 @@ static int ask(struct cmd_opts *o, const struct store_review_payment *p,
                 go.retry.max_attempts = RESOLVE_MAX_ATTEMPTS;
         if (go.retry.deadline_ms > RESOLVE_DEADLINE_MS)
                 go.retry.deadline_ms = RESOLVE_DEADLINE_MS;
-        if (!(gw = gateway_new(&go, err, sizeof(err))))
-                return cmd_usage_error(CMD, "gateway: %s", err);
+        if (!(gw = gateway_new(&go, err, sizeof(err)))) {
+                fprintf(stderr, "chargeonce " CMD ": gateway: %s\n", err);
+                return 2;
+        }
         progress_init(&pr, stderr, "review resolve", quiet);
         if (gateway_query(gw, p->row.payment_id, p->row.amount, p->row.currency,
                           on_answer, an, err, sizeof(err)) < 0) {
@@ -246,7 +166,8 @@ static json_t *answer_json(const struct answer *an, bool asked,
         return o;
 }
 
-static int refuse(const struct args *a, const char *why, json_t *gw)
+static int refuse(const struct ops_review_resolve *a, const char *why,
+                  json_t *gw)
 {
         fprintf(stderr,
                 "chargeonce " CMD ": refused: %s; nothing was written\n", why);
@@ -270,7 +191,7 @@ static int refuse(const struct args *a, const char *why, json_t *gw)
 }
 
 /* Steps 4: the transaction and what is said about it. */
-static int apply(struct store *st, const struct args *a,
+static int apply(struct store *st, const struct ops_review_resolve *a,
                  const struct store_review_payment *p, const char *actor,
                  const struct answer *an,
                  const struct payment_review_verdict *v, json_t *gw)
@@ -284,7 +205,7 @@ static int apply(struct store *st, const struct args *a,
 
         memset(&in, 0, sizeof(in));
         in.payment_id         = a->payment_id;
-        in.succeeded          = !strcmp(a->as, "succeeded");
+        in.succeeded          = a->as_succeeded;
         in.provider_charge_id = v->charge_id;
         in.error_code =
             failed_listed && an->error_code[0] ? an->error_code : NULL;
@@ -330,7 +251,7 @@ static int apply(struct store *st, const struct args *a,
                          out.status);
                 return refuse(a, why, gw);
         }
-        cmd_review_mask(p->row.idem_key, m, sizeof(m));
+        ops_review_mask(p->row.idem_key, m, sizeof(m));
         if (a->json) {
                 json_t *doc = json_object();
 
@@ -353,7 +274,7 @@ static int apply(struct store *st, const struct args *a,
                 putchar('\n');
                 json_decref(doc);
         } else {
-                printf("payment %s resolved as %s%s%s by %s\n"
+                printf("changed: payment %s resolved as %s%s%s by %s\n"
                        "result %s (resolves_review) goes to the result "
                        "topic; key %s now replays %s\n",
                        a->payment_id, out.status,
@@ -365,33 +286,73 @@ static int apply(struct store *st, const struct args *a,
         return 0;
 }
 
-int cmd_review_resolve(struct config *cfg, int argc, char **argv)
+/* Step 3: what a resolution would write, and nothing written. */
+static int dry(const struct ops_review_resolve *a,
+               const struct store_review_payment *p, const char *actor,
+               const struct payment_review_verdict *v, json_t *gw)
+{
+        const char *status = a->as_succeeded ? "succeeded" : "failed";
+        char m[LOG_MASKED_KEY_SIZE];
+
+        ops_review_mask(p->row.idem_key, m, sizeof(m));
+        if (a->json) {
+                json_t *doc = json_object();
+
+                if (!doc)
+                        xalloc_die();
+                json_object_set_new(doc, "payment_id",
+                                    json_string(a->payment_id));
+                json_object_set_new(doc, "dry_run", json_true());
+                json_object_set_new(doc, "resolved", json_false());
+                json_object_set_new(doc, "would_resolve", json_true());
+                json_object_set_new(doc, "status", json_string(status));
+                json_object_set_new(doc, "provider_charge_id",
+                                    v->charge_id ? json_string(v->charge_id)
+                                                 : json_null());
+                json_object_set_new(doc, "idempotency_key_masked",
+                                    json_string(m));
+                json_object_set_new(doc, "actor", json_string(actor));
+                json_object_set(doc, "gateway", gw);
+                json_dumpf(doc, stdout, JSON_INDENT(2));
+                putchar('\n');
+                json_decref(doc);
+        } else {
+                printf("dry run: payment %s would be resolved as %s%s%s by "
+                       "%s (%s);\na result with resolves_review would go to "
+                       "the result topic and key %s would replay %s.\n"
+                       "Nothing was written; run it again without --dry-run "
+                       "to resolve.\n",
+                       a->payment_id, status, v->charge_id ? ", charge " : "",
+                       v->charge_id ? v->charge_id : "", actor, v->reason, m,
+                       status);
+        }
+        json_decref(gw);
+        return 0;
+}
+
+int ops_review_resolve(const struct ops_review_opts *o,
+                       const struct ops_review_resolve *a)
 {
         struct store_review_payment p;
         struct payment_review_ask q;
         struct payment_review_verdict v;
         struct answer an;
-        struct cmd_opts o;
-        struct args a;
         struct store *st;
         bool found = false, past;
-        char err[512], actor[192];
+        char err[512];
         int rc;
 
-        if ((rc = parse(argc, argv, &a)) != 0 || (rc = check(&a)) != 0)
-                return rc;
-        if (!(st = cmd_review_store(cfg)))
+        if (!(st = ops_review_store(o)))
                 return 1;
         memset(&p, 0, sizeof(p));
-        cmd_opts_fill(&o, cfg);
         rc = 1;
-        if (store_review_get(st, a.payment_id, &p, &found, err, sizeof(err)) <
+        if (store_review_get(st, a->payment_id, &p, &found, err, sizeof(err)) <
             0) {
                 fprintf(stderr, "chargeonce " CMD ": %s\n", err);
                 goto done;
         }
         if (!found) {
-                rc = refuse(&a, "no such payment", NULL);
+                rc = refuse(a, "no such payment", NULL);
                 goto done;
         }
         if (strcmp(p.status, "review") != 0) {
@@ -399,32 +360,34 @@ int cmd_review_resolve(struct config *cfg, int argc, char **argv)
 
                 snprintf(why, sizeof(why), "the payment is %s, not in review",
                          p.status);
-                rc = refuse(&a, why, NULL);
+                rc = refuse(a, why, NULL);
                 goto done;
         }
-        if ((rc = ask(&o, &p, &an, a.json)) != 0)
+        if ((rc = ask(o, &p, &an, a->json)) != 0)
                 goto done;
-        past =
-            p.db_now_ms - p.row.created_at_ms >= o.reconcile.key_retention_ms;
+        past = p.db_now_ms - p.row.created_at_ms >= o->key_retention_ms;
         memset(&q, 0, sizeof(q));
-        q.as_succeeded       = !strcmp(a.as, "succeeded");
+        q.as_succeeded       = a->as_succeeded;
         q.answer             = answer_kind(&an);
         q.gateway_charge_id  = an.charge_id;
-        q.flag_charge_id     = a.charge_id;
+        q.flag_charge_id     = a->charge_id;
         q.past_key_retention = past;
-        q.without_gateway    = a.without_gateway;
+        q.without_gateway    = a->without_gateway;
         payment_review_decide(&q, &v);
         if (!v.allowed) {
-                rc =
-                    refuse(&a, v.reason,
-                           answer_json(&an, true, &v, a.without_gateway, past));
+                rc = refuse(
+                    a, v.reason,
+                    answer_json(&an, true, &v, a->without_gateway, past));
                 goto done;
         }
-        cmd_review_actor(cfg, actor, sizeof(actor));
-        rc = apply(st, &a, &p, actor, &an, &v,
-                   answer_json(&an, true, &v, a.without_gateway, past));
+        if (a->dry_run)
+                rc = dry(a, &p, o->actor, &v,
+                         answer_json(&an, true, &v, a->without_gateway, past));
+        else
+                rc =
+                    apply(st, a, &p, o->actor, &an, &v,
+                          answer_json(&an, true, &v, a->without_gateway, past));
 done:
-        cmd_opts_free(&o);
         store_review_payment_clear(&p);
         store_destroy(st);
         return rc;

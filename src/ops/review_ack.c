@@ -1,9 +1,7 @@
 /*
- * cmd/review_ack: the webhook contradictions an operator must close
+ * ops/review_ack: the webhook contradictions an operator must close
  * (sql/0011_contradiction_ack.sql; docs/operations.md, "Is it healthy?"):
- *
- *   review contradictions [--json] [--limit N]   the open ones, newest first
- *   review acknowledge WEBHOOK_ID --evidence TEXT [--json]
+ * the open ones, newest first, and acknowledging one.
  *
  * A contradiction is a gateway webhook that disagreed with a payment we
  * had stored (another final status, amount, currency or charge id, a
@@ -14,13 +12,13 @@
  * never deletes the row or changes a payment.
  *
  * Exit: 0 done; 1 refused (no such webhook, not a contradiction,
- * acknowledged before: nothing written) or a runtime failure; 2 usage.
+ * acknowledged before: nothing written) or a runtime failure.
  */
-#include "cmd/cmd.h"
-#include "cmd/review.h"
+#include "ops/review.h"
+#include "ops/review_int.h"
+
 #include "store/store.h"
 #include "store/webhook.h"
-#include "util/utf8.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -28,11 +26,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ACK_CMD        "review acknowledge"
-#define CONTRA_CMD     "review contradictions"
-#define CONTRA_DEFAULT 50
-#define CONTRA_MAX     10000
-#define ACK_ID_MAX     255
+#define ACK_CMD    "review acknowledge"
+#define CONTRA_CMD "review contradictions"
+#define ACK_ID_MAX 255
 
 static json_t *jstr_or_null(const char *s)
 {
@@ -40,7 +36,7 @@ static json_t *jstr_or_null(const char *s)
 
         if (!s || !*s)
                 return json_null();
-        return json_string(cmd_review_printable(s, buf, sizeof(buf)));
+        return json_string(ops_review_printable(s, buf, sizeof(buf)));
 }
 
 static json_t *contradiction_json(const struct store_webhook_contradiction *c)
@@ -72,53 +68,26 @@ static void contradictions_text(const struct store_webhook_contradiction *c,
         }
         for (size_t i = 0; i < n; i++)
                 printf("%s  %s  %s  payment %s (was %s): %s\n",
-                       cmd_review_printable(c[i].received_at, a, sizeof(a)),
-                       cmd_review_printable(c[i].webhook_id, b, sizeof(b)),
+                       ops_review_printable(c[i].received_at, a, sizeof(a)),
+                       ops_review_printable(c[i].webhook_id, b, sizeof(b)),
                        c[i].event_type ? c[i].event_type : "?",
                        *c[i].payment_id ? c[i].payment_id : "?",
                        c[i].previous_status ? c[i].previous_status : "?",
-                       cmd_review_printable(c[i].detail, d, sizeof(d)));
+                       ops_review_printable(c[i].detail, d, sizeof(d)));
 }
 
-static int parse_limit(const char *s, long *out)
-{
-        char *end = NULL;
-        long v    = s ? strtol(s, &end, 10) : 0;
-
-        if (!s || end == s || *end || v < 1 || v > CONTRA_MAX)
-                return cmd_usage_error(CONTRA_CMD,
-                                       "--limit: \"%s\" is not a number in "
-                                       "1..%d",
-                                       s ? s : "", CONTRA_MAX);
-        *out = v;
-        return 0;
-}
-
-int cmd_review_contradictions(struct config *cfg, int argc, char **argv)
+int ops_review_contradictions(const struct ops_review_opts *o, size_t limit,
+                              bool json)
 {
         struct store_webhook_contradiction *c = NULL;
         struct store *st;
-        bool json  = false;
-        long limit = CONTRA_DEFAULT;
-        size_t n   = 0;
+        size_t n = 0;
         char err[512];
         int rc;
 
-        for (int i = 1; i < argc; i++) {
-                if (!strcmp(argv[i], "--json"))
-                        json = true;
-                else if (!strcmp(argv[i], "--limit")) {
-                        if (parse_limit(i + 1 < argc ? argv[++i] : NULL,
-                                        &limit) != 0)
-                                return 2;
-                } else
-                        return cmd_usage_error(
-                            CONTRA_CMD, "unexpected argument %s", argv[i]);
-        }
-        if ((st = cmd_review_store(cfg)) == NULL)
+        if ((st = ops_review_store(o)) == NULL)
                 return 1;
-        rc = store_webhook_contradictions(st, (size_t)limit, &c, &n, err,
-                                          sizeof(err));
+        rc = store_webhook_contradictions(st, limit, &c, &n, err, sizeof(err));
         store_destroy(st);
         if (rc != STORE_OK) {
                 fprintf(stderr, "chargeonce %s: %s\n", CONTRA_CMD, err);
@@ -156,41 +125,16 @@ static const char *ack_name(enum store_webhook_ack a)
         return "acknowledged before";
 }
 
-int cmd_review_acknowledge(struct config *cfg, int argc, char **argv)
+int ops_review_acknowledge(const struct ops_review_opts *o, const char *id,
+                           const char *evidence, bool json)
 {
-        const char *id = NULL, *evidence = NULL;
+        const char *actor = o->actor;
         enum store_webhook_ack ack;
         struct store *st;
-        bool json = false;
-        char actor[200], err[512], idp[ACK_ID_MAX + 1];
+        char err[512], idp[ACK_ID_MAX + 1];
         int rc;
 
-        for (int i = 1; i < argc; i++) {
-                if (!strcmp(argv[i], "--json"))
-                        json = true;
-                else if (!strcmp(argv[i], "--evidence")) {
-                        if (++i == argc)
-                                return cmd_usage_error(ACK_CMD,
-                                                       "--evidence "
-                                                       "needs a value");
-                        evidence = argv[i];
-                } else if (argv[i][0] == '-' || id)
-                        return cmd_usage_error(
-                            ACK_CMD, "unexpected argument %s", argv[i]);
-                else
-                        id = argv[i];
-        }
-        if (!id)
-                return cmd_usage_error(ACK_CMD, "WEBHOOK_ID is missing");
-        if (strlen(id) > ACK_ID_MAX || !utf8_valid(id, strlen(id)))
-                return cmd_usage_error(ACK_CMD,
-                                       "WEBHOOK_ID: not a webhook id (1..%d "
-                                       "bytes of UTF-8)",
-                                       ACK_ID_MAX);
-        if (cmd_review_evidence_check(ACK_CMD, evidence) != 0)
-                return 2;
-        cmd_review_actor(cfg, actor, sizeof(actor));
-        if ((st = cmd_review_store(cfg)) == NULL)
+        if ((st = ops_review_store(o)) == NULL)
                 return 1;
         rc = store_webhook_acknowledge(st, id, actor, evidence, &ack, err,
                                        sizeof(err));
@@ -199,7 +143,7 @@ int cmd_review_acknowledge(struct config *cfg, int argc, char **argv)
                 fprintf(stderr, "chargeonce %s: %s\n", ACK_CMD, err);
                 return 1;
         }
-        cmd_review_printable(id, idp, sizeof(idp));
+        ops_review_printable(id, idp, sizeof(idp));
         if (json) {
                 json_t *doc = json_object();
 
@@ -219,7 +163,8 @@ int cmd_review_acknowledge(struct config *cfg, int argc, char **argv)
                 return 1;
         }
         if (!json)
-                printf("webhook %s: contradiction acknowledged by %s\n", idp,
-                       actor);
+                printf("changed: webhook %s: contradiction acknowledged by "
+                       "%s\n",
+                       idp, actor);
         return 0;
 }
