@@ -6,7 +6,7 @@
  * Configuration, later sources winning: defaults, --config FILE,
  * CHARGEONCE_* environment, -X. Exit status: 0 done, 1 runtime failure,
  * 2 usage or configuration error naming the offending key or argument
- * (also a setting security.mode = production refuses, cmd/security.h).
+ * (also a setting security.mode = production refuses, ops/security.h).
  *
  * Before anything else the process makes itself non-dumpable with no
  * core files (it is about to hold every secret), unless
@@ -14,6 +14,7 @@
  */
 #include "cmd/cmd.h"
 #include "cmd/security.h"
+#include "ops/security.h"
 #include "util/config.h"
 #include "util/crypto.h"
 #include "util/log.h"
@@ -110,7 +111,7 @@ int main(int argc, char **argv)
         enum log_level lvl;
 
         /* before any secret is read (config_new() holds defaults only) */
-        (void)cmd_security_no_core();
+        (void)ops_security_no_core();
         for (i = 1; i < argc; i++) {
                 const char *a = argv[i];
                 if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -175,8 +176,8 @@ int main(int argc, char **argv)
         cmd_apply_db_net(cfg);
         cmd = find_command(i, argc, argv);
         if ((dump || cmd) &&
-            cmd_security_apply(cfg, cmd_security_scope(dump ? NULL : cmd->name),
-                               argv_secret, err, sizeof(err)) < 0)
+            cmd_security_apply(cfg, dump ? NULL : cmd->name, argv_secret, err,
+                               sizeof(err)) < 0)
                 goto config_error;
 
         if (dump) {

@@ -1,90 +1,30 @@
 /*
- * cmd/security: security.mode (issue 16). In production the process
- * refuses to start (exit 2, naming the key) with a setting below
- * production level; in development it starts and says, in one warning
- * line, which keys production would refuse.
- *
- * security_judge() is the decision, pure (no I/O, no environment): what
- * the caller read (the settings, the kafka.* properties, the sslmode of
- * db.conninfo, PGSSLMODE, the webhook secrets' decoded lengths, which -X
- * key held a secret) in, every finding out, in a fixed order: the first
- * is the refusal. cmd_security_apply() gathers those facts and acts.
+ * cmd/security: security.mode applied to the configuration: the settings
+ * the policy reads (struct ops_security_opts, from struct settings and the
+ * kafka.* properties) handed to ops/security.c, which decides.
  */
 #ifndef CO_CMD_SECURITY_H
 #define CO_CMD_SECURITY_H
 
-#include "kafka/kconf.h"
+#include "ops/security.h"
 #include "util/compiler.h"
-#include "util/config.h"
 
-#include <stdbool.h>
 #include <stddef.h>
 
-/* What a subcommand talks to: only those transports are judged. Secrets
- * (their length, the command line, the log mask key) are judged always. */
-enum security_scope {
-        SECURITY_GATEWAY = 1 << 0,
-        SECURITY_DB      = 1 << 1,
-        SECURITY_KAFKA   = 1 << 2,
-        /* serves HTTP (http.listen): webhooks and /metrics */
-        SECURITY_HTTP = 1 << 3,
-        SECURITY_ALL =
-            SECURITY_GATEWAY | SECURITY_DB | SECURITY_KAFKA | SECURITY_HTTP,
-};
+struct config;
 
-/* Secrets shorter than this are refused in production (bytes; webhook
- * secrets: decoded bytes). */
-#define SECURITY_SECRET_MIN 32
-
-struct security_facts {
-        const struct settings *st;
-        const struct kafka_prop *kprops; /* the kafka.* properties, in order */
-        size_t n_kprops;
-        unsigned scope;               /* enum security_scope bits */
-        const char *conninfo_sslmode; /* sslmode in db.conninfo; NULL: none */
-        bool conninfo_bad;            /* db.conninfo does not parse */
-        const char *pgsslmode;        /* PGSSLMODE; NULL: unset */
-        const char *argv_secret;      /* first -X key holding a secret; NULL */
-        size_t webhook_n;       /* webhook secrets that parsed (0: none) */
-        size_t webhook_short;   /* 1-based index of the shortest, if n */
-        size_t webhook_min_len; /* its decoded length */
-        bool allow_core;        /* CHARGEONCE_ALLOW_CORE=1 */
-};
-
-struct security_finding {
-        char key[128]; /* the key (or environment variable) to change */
-        char why[256]; /* never a secret's value */
-};
-
-#define SECURITY_FINDINGS_MAX 16
-
-/* Every finding of f, at most max, into out, in this order: a secret on
- * the command line, CHARGEONCE_ALLOW_CORE, gateway.url, gateway.tls_verify,
- * the libpq sslmode, Kafka (security.protocol, certificate checks),
- * http.listen (plain HTTP on an address that is not loopback),
- * provider_key.secret, webhook.secret, log.mask_secret. Returns how many. */
-size_t security_judge(const struct security_facts *f,
-                      struct security_finding *out, size_t max);
-
-/* The scope of a subcommand by name (docs/configuration.md has the
- * table); NULL or an unknown name: SECURITY_ALL (--dump-config). */
-unsigned cmd_security_scope(const char *subcommand);
+/* Fills o from cfg; kprops[0..n) must hold the configuration's kafka.*
+ * properties (config_kafka_count()), pointing into cfg. */
+void cmd_security_opts(const struct config *cfg, struct ops_security_opts *o,
+                       struct kafka_prop *kprops, size_t n);
 
 /*
- * Judges cfg for a process of that scope. Production: the first finding
- * into errstr ("security.mode = production refuses KEY: why"), -1 (exit
- * 2). Development: one warning line naming the keys, 0. On success, sets
- * the log mask key (log.mask_secret, else derived from provider_key.secret,
- * else random per process). argv_secret: the first -X key holding a
- * secret, or NULL. Main thread, before any other thread starts.
+ * Judges cfg for the subcommand (NULL: --dump-config, every transport):
+ * ops_security_apply() of its settings. 0, or -1 with the refusal in
+ * errstr (exit 2). Main thread, before any other thread starts.
  */
-int cmd_security_apply(const struct config *cfg, unsigned scope,
+int cmd_security_apply(const struct config *cfg, const char *subcommand,
                        const char *argv_secret, char *errstr,
                        size_t errstr_size) CO_MUST_CHECK;
-
-/* Makes the process non-dumpable (PR_SET_DUMPABLE 0) and its core files
- * empty (RLIMIT_CORE 0), unless CHARGEONCE_ALLOW_CORE=1 (then false, and
- * cmd_security_apply() refuses it in production). Start of main. */
-bool cmd_security_no_core(void);
 
 #endif

@@ -205,7 +205,7 @@ static void log_opts(const struct gateway_opts *o)
 
         ctx.component = "gateway";
         /* plain http and gateway.tls_verify = false: judged by
-         * security.mode at start (cmd/security.c), refused in production,
+         * security.mode at start (ops/security.c), refused in production,
          * one warning line in development */
         if (!o->idempotency_keys)
                 log_info(&ctx, "gateway ignores Idempotency-Key: querying "

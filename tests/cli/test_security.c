@@ -1,6 +1,7 @@
-/* tests/cli: security_judge (cmd/security.c), the decision of
+/* tests/cli: ops_security_judge (ops/security.c), the decision of
  * security.mode, by a table: each case one setting below production level
- * (or none) and the key the first finding must name. */
+ * (or none) and the key the first finding must name; the settings as
+ * cmd/security.c reads them from a configuration. */
 #include "cmd/security.h"
 #include "util/config.h"
 
@@ -165,6 +166,7 @@ static void judge_case(const struct tcase *c)
         struct config *cfg = config_new();
         struct security_finding fd[SECURITY_FINDINGS_MAX];
         struct security_facts f;
+        struct ops_security_opts so;
         struct kafka_prop kp[8];
         char err[256];
         size_t n, nk;
@@ -177,12 +179,9 @@ static void judge_case(const struct tcase *c)
                     config_set_arg(cfg, c->set[i], err, sizeof(err)), 0);
         nk = config_kafka_count(cfg);
         assert_true(nk <= 8);
-        for (size_t i = 0; i < nk; i++)
-                config_kafka_get(cfg, i, &kp[i].name, &kp[i].value);
+        cmd_security_opts(cfg, &so, kp, nk);
         memset(&f, 0, sizeof(f));
-        f.st               = config_settings(cfg);
-        f.kprops           = kp;
-        f.n_kprops         = nk;
+        f.o                = &so;
         f.scope            = c->scope ? c->scope : SECURITY_ALL;
         f.conninfo_sslmode = !c->sslmode                ? "verify-full"
                              : !strcmp(c->sslmode, "-") ? NULL
@@ -195,7 +194,7 @@ static void judge_case(const struct tcase *c)
                 f.webhook_short   = 2;
                 f.webhook_min_len = c->webhook_min_len;
         }
-        n = security_judge(&f, fd, SECURITY_FINDINGS_MAX);
+        n = ops_security_judge(&f, fd, SECURITY_FINDINGS_MAX);
         if (!c->want) {
                 if (n)
                         fail_msg("%s: unexpected finding %s: %s", c->name,
@@ -225,20 +224,22 @@ static void test_defaults_all(void **state)
         struct config *cfg = config_new();
         struct security_finding fd[SECURITY_FINDINGS_MAX];
         struct security_facts f;
+        struct ops_security_opts so;
         size_t n;
 
         (void)state;
+        cmd_security_opts(cfg, &so, NULL, 0);
         memset(&f, 0, sizeof(f));
-        f.st    = config_settings(cfg);
+        f.o     = &so;
         f.scope = SECURITY_ALL;
-        n       = security_judge(&f, fd, SECURITY_FINDINGS_MAX);
+        n       = ops_security_judge(&f, fd, SECURITY_FINDINGS_MAX);
         assert_int_equal(n, 4);
         assert_string_equal(fd[0].key, "gateway.url");
         assert_string_equal(fd[1].key, "db.conninfo");
         assert_string_equal(fd[2].key, "kafka.security.protocol");
         assert_string_equal(fd[3].key, "log.mask_secret");
         /* room for one only: the first */
-        assert_int_equal(security_judge(&f, fd, 1), 1);
+        assert_int_equal(ops_security_judge(&f, fd, 1), 1);
         assert_string_equal(fd[0].key, "gateway.url");
         config_destroy(cfg);
 }
@@ -246,12 +247,12 @@ static void test_defaults_all(void **state)
 static void test_scope(void **state)
 {
         (void)state;
-        assert_int_equal(cmd_security_scope("migrate"), SECURITY_DB);
-        assert_int_equal(cmd_security_scope("consume"), SECURITY_ALL);
-        assert_int_equal(cmd_security_scope(NULL), SECURITY_ALL);
-        assert_int_equal(cmd_security_scope("webhook") & SECURITY_GATEWAY, 0);
-        assert_true(cmd_security_scope("review") & SECURITY_GATEWAY);
-        assert_true(cmd_security_scope("relay") & SECURITY_KAFKA);
+        assert_int_equal(ops_security_scope("migrate"), SECURITY_DB);
+        assert_int_equal(ops_security_scope("consume"), SECURITY_ALL);
+        assert_int_equal(ops_security_scope(NULL), SECURITY_ALL);
+        assert_int_equal(ops_security_scope("webhook") & SECURITY_GATEWAY, 0);
+        assert_true(ops_security_scope("review") & SECURITY_GATEWAY);
+        assert_true(ops_security_scope("relay") & SECURITY_KAFKA);
         /* the subcommands that serve HTTP, and only those */
         {
                 static const char *const serve[]  = { "consume", "relay",
@@ -260,11 +261,11 @@ static void test_scope(void **state)
                                                       "inspect", "audit",
                                                       "review",  "gc" };
                 for (size_t i = 0; i < 4; i++)
-                        assert_true(cmd_security_scope(serve[i]) &
+                        assert_true(ops_security_scope(serve[i]) &
                                     SECURITY_HTTP);
                 for (size_t i = 0; i < 6; i++)
                         assert_int_equal(
-                            cmd_security_scope(others[i]) & SECURITY_HTTP, 0);
+                            ops_security_scope(others[i]) & SECURITY_HTTP, 0);
         }
 }
 
