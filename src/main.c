@@ -170,7 +170,7 @@ int main(int argc, char **argv)
         }
         if (cmd_opts_check_kafka(cfg, err, sizeof(err)) < 0)
                 goto config_error;
-        if (!log_level_parse(config_str(cfg, "log.level"), &lvl))
+        if (!log_level_parse(config_settings(cfg)->log_level, &lvl))
                 abort(); /* the table checked it */
         log_set_level(lvl);
         cmd_apply_db_net(cfg);

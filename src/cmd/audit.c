@@ -84,7 +84,7 @@ int cmd_audit(struct config *cfg, int argc, char **argv)
                 return cmd_usage_error("audit", "unexpected argument %s",
                                        argv[1]);
         }
-        if (!(st = store_connect_admin(config_str(cfg, "db.conninfo"), err,
+        if (!(st = store_connect_admin(config_settings(cfg)->db_conninfo, err,
                                        sizeof(err)))) {
                 log_error(&lc, "%s", err);
                 return 1;
@@ -94,7 +94,7 @@ int cmd_audit(struct config *cfg, int argc, char **argv)
                 store_destroy(st);
                 return 1;
         }
-        if (store_relay_parked_list(config_str(cfg, "db.conninfo"), &p, &np,
+        if (store_relay_parked_list(config_settings(cfg)->db_conninfo, &p, &np,
                                     err, sizeof(err)) != STORE_OK) {
                 log_error(&lc, "%s", err);
                 store_violations_free(v, n);

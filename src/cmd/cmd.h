@@ -1,8 +1,14 @@
 /*
- * cmd: one function per subcommand. Each gets the loaded configuration and
- * its own arguments (argv[0] is the subcommand's name) and returns the
- * process exit status: 0 done, 1 runtime failure, 2 usage or configuration
- * error. Only main and cmd/ may end the process.
+ * cmd: one function per subcommand, and nothing but arguments and wiring.
+ * Each gets the loaded configuration and its own arguments (argv[0] is the
+ * subcommand's name), checks the arguments (a usage error: exit 2 naming
+ * the argument), fills the typed options of the code it runs from
+ * struct settings (cmd/opts.c; no key is read by its name), and runs it:
+ * the engines (pipeline/, relay/, reconcile/, http/) through cmd/engine.c,
+ * the operator commands' logic in ops/ (replay, review, gc, the security
+ * policy), or an adapter's single call (migrate, audit, inspect). It
+ * returns the process exit status: 0 done, 1 runtime failure, 2 usage or
+ * configuration error. Only main and cmd/ may end the process.
  */
 #ifndef CO_CMD_H
 #define CO_CMD_H

@@ -1,14 +1,18 @@
 /*
- * cmd/consume: `chargeonce consume`. Wiring only: the pipeline on the
- * main thread, the outbox relay and the reconciler each on a thread of
- * their own (relay.enabled, reconcile.enabled), all three with the same
- * lifecycle (cmd/engine.h).
+ * cmd/consume: `chargeonce consume`. Wiring only: the engines of one
+ * table (below), all with the same lifecycle (cmd/engine.h): the
+ * pipeline on the main thread; the http server (http.listen, so that
+ * /metrics and the probes answer from the start to the end), the outbox
+ * relay (relay.enabled) and the reconciler (reconcile.enabled) each on a
+ * thread of its own.
  *
- * Stop order: the pipeline drains first (its last results reach the
- * outbox), then the reconciler, then the relay, which finishes the round
- * in flight; results settled during the drain are published by the next
- * relay to run; last the http server (http.listen, cmd/serve.h), so that
- * /metrics and the probes answer until the end. A second signal ends the
+ * Start: every enabled engine's options are judged first (a
+ * configuration error exits 2 before anything listens or connects), then
+ * the engines are made in the table's order, then the threads started.
+ * Stop, the reverse: the pipeline drains first (its last results reach
+ * the outbox), then the reconciler, then the relay, which finishes the
+ * round in flight (results settled during the drain are published by the
+ * next relay to run), last the http server. A second signal ends the
  * process at once at any point.
  */
 #include "cmd/cmd.h"
@@ -20,79 +24,92 @@
 #include "util/log.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
-static int run_pipeline(void *e, const atomic_int *stop)
-{
-        return pipeline_run(e, stop);
-}
-
-static int run_relay(void *e, const atomic_int *stop)
-{
-        return relay_run(e, stop);
-}
-
-static int run_reconcile(void *e, const atomic_int *stop)
-{
-        return reconcile_run(e, stop);
-}
+/* One engine of consume: its kind, where its options and its switch are
+ * in struct cmd_opts (ALWAYS: no switch). The first runs on the main
+ * thread. */
+#define ALWAYS SIZE_MAX
+static const struct {
+        const struct cmd_engine_kind *kind;
+        const char *thread; /* the name of its thread, for errors */
+        size_t opts, enabled;
+} engines[] = {
+        { &cmd_pipeline_kind, "pipeline", offsetof(struct cmd_opts, pipeline),
+          ALWAYS },
+        { &cmd_serve_kind, "http", offsetof(struct cmd_opts, http),
+          offsetof(struct cmd_opts, http_enabled) },
+        { &cmd_relay_kind, "relay", offsetof(struct cmd_opts, relay),
+          offsetof(struct cmd_opts, relay_enabled) },
+        { &cmd_reconcile_kind, "reconciler",
+          offsetof(struct cmd_opts, reconcile),
+          offsetof(struct cmd_opts, reconcile_enabled) },
+};
+#define N_ENGINES (sizeof(engines) / sizeof(*engines))
 
 struct consume {
-        struct pipeline *pl;
-        struct relay *relay;
-        struct reconciler *rec;
-        struct cmd_engine_thread *relay_t, *rec_t;
-        struct cmd_serve http;
+        const struct cmd_opts *o;
+        void *e[N_ENGINES];                     /* made; NULL: not */
+        struct cmd_engine_thread *t[N_ENGINES]; /* started; [0] unused */
 };
 
-/* Makes the pipeline (its options are checked first: a configuration
- * error exits 2), then makes and starts the relay and the reconciler. */
-static int consume_start(struct consume *c, const struct cmd_opts *o,
-                         struct log_ctx *lc)
+static bool enabled(const struct consume *c, size_t i)
+{
+        return engines[i].enabled == ALWAYS ||
+               *(const bool *)((const char *)c->o + engines[i].enabled);
+}
+
+static const void *opts_of(const struct consume *c, size_t i)
+{
+        return (const char *)c->o + engines[i].opts;
+}
+
+/* Judges, makes and starts the engines: 0, 2 (configuration) or 1. */
+static int consume_start(struct consume *c, struct log_ctx *lc)
 {
         char err[1024];
-        int rc;
 
-        if (o->http_enabled && http_opts_check(&o->http, err, sizeof(err))) {
-                log_error(lc, "%s", err);
-                return 2;
+        for (size_t i = 0; i < N_ENGINES; i++) {
+                if (enabled(c, i) && engines[i].kind->check &&
+                    engines[i].kind->check(opts_of(c, i), err, sizeof(err))) {
+                        log_error(lc, "%s", err);
+                        return 2;
+                }
         }
-        if (!(c->pl = pipeline_new(&o->pipeline, err, sizeof(err)))) {
-                int why = errno;
+        for (size_t i = 0; i < N_ENGINES; i++) {
+                if (!enabled(c, i))
+                        continue;
+                if (!(c->e[i] = engines[i].kind->make(opts_of(c, i), err,
+                                                      sizeof(err)))) {
+                        int why = errno;
 
-                log_error(lc, "%s", err);
-                return why == EINVAL ? 2 : 1; /* configuration: 2 */
-        }
-        if (o->http_enabled && (rc = cmd_serve_start(&c->http, &o->http)))
-                return rc;
-        if (o->relay_enabled &&
-            (!(c->relay = relay_new(&o->relay, err, sizeof(err))) ||
-             !(c->relay_t = cmd_engine_start("relay", run_relay, c->relay, err,
-                                             sizeof(err))))) {
-                log_error(lc, "relay: %s", err);
-                return 1;
-        }
-        if (o->reconcile_enabled &&
-            (!(c->rec = reconcile_new(&o->reconcile, err, sizeof(err))) ||
-             !(c->rec_t = cmd_engine_start("reconciler", run_reconcile, c->rec,
-                                           err, sizeof(err))))) {
-                log_error(lc, "reconciler: %s", err);
-                return 1;
+                        log_error(lc, "%s: %s", engines[i].thread, err);
+                        return why == EINVAL ? 2 : 1; /* configuration: 2 */
+                }
+                if (i > 0 && !(c->t[i] = cmd_engine_start(
+                                   engines[i].thread, engines[i].kind->run,
+                                   c->e[i], err, sizeof(err)))) {
+                        log_error(lc, "%s: %s", engines[i].thread, err);
+                        return 1;
+                }
         }
         return 0;
 }
 
+/* The main thread's engine first, then the threads in reverse order. */
 static void consume_stop(struct consume *c, const atomic_int *sig)
 {
-        /* the exit status is the pipeline's; the relay and the
-         * reconciler log their own fatal errors */
-        pipeline_destroy(c->pl);
-        CO_IGNORE(cmd_engine_stop(c->rec_t, sig));
-        reconcile_destroy(c->rec);
-        CO_IGNORE(cmd_engine_stop(c->relay_t, sig));
-        relay_destroy(c->relay);
-        cmd_serve_stop(&c->http, sig);
+        for (size_t k = 0; k < N_ENGINES; k++) {
+                size_t i = k == 0 ? 0 : N_ENGINES - k;
+
+                /* the exit status is the pipeline's; the others log their
+                 * own fatal errors */
+                CO_IGNORE(cmd_engine_stop(c->t[i], sig));
+                if (c->e[i])
+                        engines[i].kind->destroy(c->e[i]);
+        }
 }
 
 int cmd_consume(struct config *cfg, int argc, char **argv)
@@ -109,7 +126,7 @@ int cmd_consume(struct config *cfg, int argc, char **argv)
                                "Consumes %s and charges each intent once. "
                                "SIGTERM drains and exits 0; a second "
                                "SIGTERM exits at once.\n",
-                               config_str(cfg, "topic.intents"));
+                               config_settings(cfg)->topic_intents);
                         return 0;
                 }
                 return cmd_usage_error("consume", "unexpected argument %s",
@@ -123,9 +140,10 @@ int cmd_consume(struct config *cfg, int argc, char **argv)
         o.http.ready_needs_consumer = true;
         sig                         = cmd_signals_install();
         memset(&c, 0, sizeof(c));
-        rc = consume_start(&c, &o, &lc);
+        c.o = &o;
+        rc  = consume_start(&c, &lc);
         if (rc == 0)
-                rc = cmd_engine_run(run_pipeline, c.pl, sig);
+                rc = cmd_engine_run(engines[0].kind->run, c.e[0], sig);
         consume_stop(&c, sig);
         cmd_opts_free(&o);
         return rc;

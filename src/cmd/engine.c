@@ -152,6 +152,10 @@ int cmd_engine_main(const struct cmd_engine_kind *k, const void *opts)
         lc.component = k->component;
         if (failpoint_init() < 0)
                 return 2;
+        if (k->check && k->check(opts, err, sizeof(err)) < 0) {
+                log_error(&lc, "cannot start: %s", err);
+                return 2;
+        }
         sig = cmd_signals_install();
         if (!(e = k->make(opts, err, sizeof(err)))) {
                 rc = errno == EINVAL ? 2 : 1;

@@ -39,14 +39,23 @@ atomic_int *cmd_signals_install(void);
 int cmd_engine_run(cmd_engine_fn run, void *engine,
                    const atomic_int *signals) CO_MUST_CHECK;
 
-/* An engine, as a command runs it on its own (`chargeonce relay`,
- * `chargeonce reconcile`): its adapters around x_new/x_run/x_destroy. */
+/* An engine, as a command runs it (alone: `chargeonce relay`; or in
+ * the table of `chargeonce consume`): its adapters around x_new, x_run
+ * and x_destroy. */
 struct cmd_engine_kind {
         const char *component; /* for the log */
+        /* the options judged before any engine is made (a configuration
+         * error, exit 2), or NULL when make() judges them */
+        int (*check)(const void *opts, char *errstr, size_t errstr_size);
         void *(*make)(const void *opts, char *errstr, size_t errstr_size);
         cmd_engine_fn run;
         void (*destroy)(void *engine);
 };
+
+/* The engines of src/ (cmd/kinds.c; the http server: cmd/serve.c). */
+extern const struct cmd_engine_kind cmd_pipeline_kind;
+extern const struct cmd_engine_kind cmd_relay_kind;
+extern const struct cmd_engine_kind cmd_reconcile_kind;
 
 /*
  * A command's whole life with one engine: failpoints, signals, make (a

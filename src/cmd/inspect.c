@@ -56,7 +56,7 @@ int cmd_inspect(struct config *cfg, int argc, char **argv)
         if (by == INSPECT_BY_KEY && !strchr(value, '/'))
                 return cmd_usage_error("inspect",
                                        "--key takes TENANT/IDEMPOTENCY_KEY");
-        if (!(st = store_connect(config_str(cfg, "db.conninfo"), err,
+        if (!(st = store_connect(config_settings(cfg)->db_conninfo, err,
                                  sizeof(err)))) {
                 log_error(&lc, "%s", err);
                 return 1;

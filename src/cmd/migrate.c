@@ -26,7 +26,7 @@ int cmd_migrate(struct config *cfg, int argc, char **argv)
                 return cmd_usage_error("migrate", "unexpected argument %s",
                                        argv[1]);
         }
-        if (store_migrate_run(config_str(cfg, "db.conninfo"), &rep, err,
+        if (store_migrate_run(config_settings(cfg)->db_conninfo, &rep, err,
                               sizeof(err)) < 0) {
                 log_error(&lc, "migrate failed: %s", err);
                 return 1;

@@ -33,8 +33,8 @@ struct cmd_opts {
         struct relay_opts relay;
         struct reconcile_opts reconcile;
         bool relay_enabled, reconcile_enabled;
-        /* issue 13 (http): the server's options; http.listen empty: off.
-         * Each command sets http.webhooks and http.ready_needs_consumer. */
+        /* the http server's options; http.listen empty: off. Each
+         * command sets http.webhooks and http.ready_needs_consumer. */
         struct http_opts http;
         bool http_enabled;
 };

@@ -18,25 +18,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* cmd/engine's view of the reconciler's lifecycle. */
-static void *make(const void *o, char *errstr, size_t errstr_size)
-{
-        return reconcile_new(o, errstr, errstr_size);
-}
-
-static int run(void *engine, const atomic_int *stop)
-{
-        return reconcile_run(engine, stop);
-}
-
-static void destroy(void *engine)
-{
-        reconcile_destroy(engine);
-}
-
-static const struct cmd_engine_kind reconciler = { "reconcile", make, run,
-                                                   destroy };
-
 int cmd_reconcile(struct config *cfg, int argc, char **argv)
 {
         struct cmd_opts o;
@@ -59,8 +40,8 @@ int cmd_reconcile(struct config *cfg, int argc, char **argv)
         }
         cmd_opts_fill(&o, cfg);
         o.http.webhooks = HTTP_WEBHOOKS_OFF;
-        rc              = cmd_serve_beside(&reconciler, &o.reconcile, &o.http,
-                                           o.http_enabled);
+        rc = cmd_serve_beside(&cmd_reconcile_kind, &o.reconcile, &o.http,
+                              o.http_enabled);
         cmd_opts_free(&o);
         return rc;
 }

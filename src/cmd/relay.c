@@ -95,24 +95,6 @@ static int unpark(const struct relay_opts *o, const char *arg)
         return 0;
 }
 
-/* cmd/engine's view of the relay's lifecycle. */
-static void *make(const void *o, char *errstr, size_t errstr_size)
-{
-        return relay_new(o, errstr, errstr_size);
-}
-
-static int run(void *engine, const atomic_int *stop)
-{
-        return relay_run(engine, stop);
-}
-
-static void destroy(void *engine)
-{
-        relay_destroy(engine);
-}
-
-static const struct cmd_engine_kind relay = { "relay", make, run, destroy };
-
 /* The arguments: --help, --unpark, --republish-* or nothing. */
 static int relay_args(const struct cmd_opts *co, int argc, char **argv)
 {
@@ -188,7 +170,8 @@ static int relay_args(const struct cmd_opts *co, int argc, char **argv)
                        n);
                 return 0;
         }
-        return cmd_serve_beside(&relay, o, &co->http, co->http_enabled);
+        return cmd_serve_beside(&cmd_relay_kind, o, &co->http,
+                                co->http_enabled);
 }
 
 int cmd_relay(struct config *cfg, int argc, char **argv)

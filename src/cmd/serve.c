@@ -6,6 +6,11 @@
 #include <errno.h>
 #include <string.h>
 
+static int check(const void *o, char *errstr, size_t errstr_size)
+{
+        return http_opts_check(o, errstr, errstr_size);
+}
+
 static void *make(const void *o, char *errstr, size_t errstr_size)
 {
         return http_new(o, errstr, errstr_size);
@@ -21,7 +26,8 @@ static void destroy(void *engine)
         http_destroy(engine);
 }
 
-const struct cmd_engine_kind cmd_serve_kind = { "webhook", make, run, destroy };
+const struct cmd_engine_kind cmd_serve_kind = { "webhook", check, make, run,
+                                                destroy };
 
 int cmd_serve_start(struct cmd_serve *s, const struct http_opts *o)
 {

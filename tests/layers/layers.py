@@ -2,7 +2,9 @@
 """The house of src/ (docs/architecture.md, "Modules"), checked on every
 #include "module/file.h" of src/: an include goes to the same module or to a
 module on a lower floor, never sideways between two engines or two
-adapters, never up; and only main.c and cmd/ include util/config.h.
+adapters, never up; only main.c and cmd/ include util/config.h; and no
+file reads a key by its name (config_str(cfg, "key") and the like): the
+typed struct settings of config_settings() is the one way in.
 
 usage: layers.py SRC_DIR      exit 0 when the house holds, 1 with the
                               offending lines otherwise
@@ -20,6 +22,7 @@ FLOORS = {
     "util": 0,
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/[^"]+"')
+BY_NAME = re.compile(r'\bconfig_(str|int|bool|ms)\s*\(')
 
 
 def module_of(src, path):
@@ -41,6 +44,12 @@ def main():
                 continue
             with open(path, encoding="utf-8") as fh:
                 for n, line in enumerate(fh, 1):
+                    if (BY_NAME.search(line) and not
+                            path.endswith(os.path.join("util", "config.c")) and
+                            not path.endswith(os.path.join("util", "config.h"))):
+                        bad.append(f"{os.path.relpath(path, src)}:{n}: reads "
+                                   "a configuration key by name: use "
+                                   "config_settings()")
                     m = INCLUDE.match(line)
                     if not m:
                         continue
