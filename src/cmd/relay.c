@@ -5,21 +5,24 @@
  * which is safe: unmarked rows are published again by the next relay.
  *
  *   chargeonce relay                                  relay until stopped
- *   chargeonce relay --republish-since TIME [--until TIME]
- *   chargeonce relay --republish-intent EVENT_ID
- *   chargeonce relay --republish-key TENANT/KEY
- *   chargeonce relay --unpark OUTBOX_ID|all
+ *   chargeonce relay --republish-since TIME [--until TIME] [--dry-run]
+ *   chargeonce relay --republish-intent EVENT_ID [--dry-run]
+ *   chargeonce relay --republish-key TENANT/KEY [--dry-run]
+ *   chargeonce relay --unpark OUTBOX_ID|all [--dry-run]
  *
  * The --republish-* forms reset published_at of the matching retained
  * rows (running relays publish them again, same event ids) and exit. TIME
  * is RFC 3339 or a duration meaning that long ago ("2h"). --unpark clears
  * the park of one parked row (or of all) once its cause is fixed: the
- * running relays publish it at their next poll, then exit.
+ * running relays publish it at their next poll, then exit. With
+ * --dry-run both count what they would change and change nothing
+ * (ops/relay_admin.h).
  */
 #include "cmd/cmd.h"
 #include "cmd/engine.h"
 #include "cmd/opts.h"
 #include "cmd/serve.h"
+#include "ops/relay_admin.h"
 #include "relay/relay.h"
 #include "util/failpoint.h"
 #include "util/log.h"
@@ -35,10 +38,12 @@ static void usage(const struct relay_opts *o)
 {
         printf("usage: chargeonce relay\n"
                "       chargeonce relay --republish-since TIME "
-               "[--until TIME]\n"
-               "       chargeonce relay --republish-intent EVENT_ID\n"
-               "       chargeonce relay --republish-key TENANT/KEY\n"
-               "       chargeonce relay --unpark OUTBOX_ID|all\n"
+               "[--until TIME] [--dry-run]\n"
+               "       chargeonce relay --republish-intent EVENT_ID "
+               "[--dry-run]\n"
+               "       chargeonce relay --republish-key TENANT/KEY "
+               "[--dry-run]\n"
+               "       chargeonce relay --unpark OUTBOX_ID|all [--dry-run]\n"
                "Publishes the outbox to %s. SIGTERM drains and exits 0; a "
                "second SIGTERM exits at once.\n"
                "--republish-*: mark the matching published rows that are "
@@ -51,7 +56,9 @@ static void usage(const struct relay_opts *o)
                "listed by\n`chargeonce audit` as outbox_parked) is "
                "published again by the running relays,\nafter the later "
                "rows of its key; fix the cause first (e.g. the topic's\n"
-               "max.message.bytes). Then exit.\n",
+               "max.message.bytes). Then exit.\n"
+               "--dry-run: count the rows --republish-* or --unpark would "
+               "change, change\nnothing.\n",
                o->topic);
 }
 
@@ -69,29 +76,21 @@ static const char *parse_time(const char *arg, char *buf, size_t bufsz)
         return NULL;
 }
 
-/* `--unpark ID|all`: 0 done, 1 database error, 2 usage. */
-static int unpark(const struct relay_opts *o, const char *arg)
+/* The id of `--unpark ID|all` (0: all) into *id: 0, or 2 (usage). */
+static int unpark_id(const char *arg, int64_t *id)
 {
-        char err[1024], *end = NULL;
-        int64_t id = 0, n = 0;
+        char *end = NULL;
+        long long v;
 
-        if (strcmp(arg, "all")) {
-                long long v;
-                errno = 0;
-                v     = strtoll(arg, &end, 10);
-                if (errno || !end || *end || v <= 0)
-                        return cmd_usage_error("relay",
-                                               "--unpark needs an outbox id "
-                                               "or \"all\"");
-                id = (int64_t)v;
-        }
-        if (relay_unpark(o->conninfo, id, &n, err, sizeof(err)) < 0) {
-                fprintf(stderr, "chargeonce relay: %s\n", err);
-                return 1;
-        }
-        printf("unpark: %" PRId64 " row(s) unparked; running relays publish "
-               "them\n",
-               n);
+        *id = 0;
+        if (!strcmp(arg, "all"))
+                return 0;
+        errno = 0;
+        v     = strtoll(arg, &end, 10);
+        if (errno || !end || *end || v <= 0)
+                return cmd_usage_error("relay", "--unpark needs an outbox id "
+                                                "or \"all\"");
+        *id = (int64_t)v;
         return 0;
 }
 
@@ -99,10 +98,10 @@ static int unpark(const struct relay_opts *o, const char *arg)
 static int relay_args(const struct cmd_opts *co, int argc, char **argv)
 {
         const struct relay_opts *o = &co->relay;
-        struct relay_republish sel = { NULL, NULL, NULL, NULL };
-        char since[40], until[40], err[1024];
-        bool republish = false;
-        int64_t n      = 0;
+        struct ops_republish sel   = { NULL, NULL, NULL, NULL };
+        const char *unpark         = NULL;
+        char since[40], until[40];
+        bool republish = false, dry_run = false;
 
         for (int i = 1; i < argc; i++) {
                 const char *a = argv[i];
@@ -112,16 +111,18 @@ static int relay_args(const struct cmd_opts *co, int argc, char **argv)
                         usage(o);
                         return 0;
                 }
+                if (!strcmp(a, "--dry-run")) {
+                        dry_run = true;
+                        continue;
+                }
                 if (!strcmp(a, "--unpark")) {
                         if (!v || !*v)
                                 return cmd_usage_error("relay",
                                                        "--unpark needs a "
                                                        "value");
-                        if (argc != 3)
-                                return cmd_usage_error("relay",
-                                                       "--unpark takes no "
-                                                       "other argument");
-                        return unpark(o, v);
+                        unpark = v;
+                        i++;
+                        continue;
                 }
                 if (strcmp(a, "--republish-since") && strcmp(a, "--until") &&
                     strcmp(a, "--republish-intent") &&
@@ -156,20 +157,26 @@ static int relay_args(const struct cmd_opts *co, int argc, char **argv)
                         sel.message_key = v;
                 }
         }
+        if (unpark) {
+                int64_t id;
+
+                if (republish)
+                        return cmd_usage_error("relay",
+                                               "--unpark takes no "
+                                               "other argument but --dry-run");
+                if (unpark_id(unpark, &id) != 0)
+                        return 2;
+                return ops_relay_unpark(o->conninfo, id, dry_run);
+        }
         if (republish) {
                 if (!sel.since && !sel.event_id && !sel.message_key)
                         return cmd_usage_error(
                             "relay", "--until needs --republish-since");
-                if (relay_republish(o->conninfo, &sel, &n, err, sizeof(err)) <
-                    0) {
-                        fprintf(stderr, "chargeonce relay: %s\n", err);
-                        return 1;
-                }
-                printf("republish: %" PRId64 " row(s) marked unpublished; "
-                       "running relays publish them again\n",
-                       n);
-                return 0;
+                return ops_relay_republish(o->conninfo, &sel, dry_run);
         }
+        if (dry_run)
+                return cmd_usage_error("relay", "--dry-run goes with "
+                                                "--republish-* or --unpark");
         return cmd_serve_beside(&cmd_relay_kind, o, &co->http,
                                 co->http_enabled);
 }

@@ -470,6 +470,10 @@ static int run_republish(struct scenario *sc, const char *args, long *reset)
                 printf("  %s", line);
                 if (!strncmp(line, "republish: ", 11))
                         *reset = atol(line + 11);
+                else if (!strncmp(line, "republish --dry-run: ", 21))
+                        *reset = atol(line + 21);
+                else if (!strncmp(line, "unpark --dry-run: ", 18))
+                        *reset = atol(line + 18);
         }
         st = pclose(p);
         return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
@@ -516,7 +520,16 @@ static void retention(void)
                  "%ld rows left, want 220 (200 recent + 20 late)",
                  sc_sql_long(&sc, "SELECT count(*) FROM outbox"));
 
-        /* a time range: the 50 rows published 30 min ago */
+        /* a time range: the 50 rows published 30 min ago; the dry run
+         * counts them and changes nothing */
+        SC_CHECK(run_republish(&sc,
+                               "--republish-since 40m --until 20m --dry-run",
+                               &reset) == 0 &&
+                     reset == 50,
+                 "republish range --dry-run: %ld", reset);
+        SC_CHECK(sc_sql_long(&sc, "SELECT count(*) FROM outbox WHERE"
+                                  " published_at IS NULL") == 0,
+                 "republish --dry-run changed rows");
         SC_CHECK(run_republish(&sc, "--republish-since 40m --until 20m",
                                &reset) == 0 &&
                      reset == 50,
@@ -538,6 +551,9 @@ static void retention(void)
                              "SELECT count(*) FROM outbox WHERE"
                              " message_key = '%s'",
                              key);
+        snprintf(args, sizeof(args), "--republish-key %s --dry-run", key);
+        SC_CHECK(run_republish(&sc, args, &reset) == 0 && reset == expect,
+                 "republish key --dry-run: %ld of %ld", reset, expect);
         snprintf(args, sizeof(args), "--republish-key %s", key);
         SC_CHECK(run_republish(&sc, args, &reset) == 0 && reset == expect,
                  "republish key: %ld of %ld", reset, expect);
@@ -939,6 +955,12 @@ static void park(void)
         s = sc_sql(&sc, "SELECT event_id FROM outbox WHERE id = 100");
         SC_CHECK(s, "event id");
         snprintf(eid100, sizeof(eid100), "%s", s);
+        /* the dry run counts both parked rows, and unparks none */
+        SC_CHECK(run_republish(&sc, "--unpark all --dry-run", &reset) == 0 &&
+                     reset == 2 &&
+                     sc_sql_long(&sc, "SELECT count(*) FROM outbox WHERE"
+                                      " parked_at IS NOT NULL") == 2,
+                 "--unpark all --dry-run: %ld", reset);
         for (tries = 1; tries <= 5; tries++) {
                 SC_CHECK(run_republish(&sc, "--unpark 100", &reset) == 0,
                          "--unpark 100");
