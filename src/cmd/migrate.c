@@ -33,5 +33,9 @@ int cmd_migrate(struct config *cfg, int argc, char **argv)
         }
         log_info(&lc, "schema up to date: %d applied now, %d already present",
                  rep.applied, rep.present);
+        /* what changed, for the operator (stdout; the log line is stderr) */
+        printf("migrate: %d migration(s) applied now, %d already present; "
+               "every migration of this binary (up to %04d) is in\n",
+               rep.applied, rep.present, store_migrate_known_version());
         return 0;
 }
