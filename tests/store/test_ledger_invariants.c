@@ -1,8 +1,9 @@
 /*
- * store_ledger_invariants: the database refuses an unbalanced ledger
- * posting at commit, whoever writes it, and any change to a committed
- * posting; invariant_violations is empty
- * after a normal flow and shows a planted violation of every kind.
+ * store_ledger_invariants: a ledger posting is one row with one amount
+ * between its kind's two accounts (0016), so it cannot be unbalanced; the
+ * database refuses other legs, a second posting of a kind, and any change
+ * to a committed posting, whoever writes it; invariant_violations is
+ * empty after a normal flow and shows a planted violation of every kind.
  *
  * A chained suite (tests/common/cases.h): the cases run in order on one
  * database; store_ledger_invariants_<case> runs the ones before it first.
@@ -61,71 +62,83 @@ static bool txn(const char *sql)
         return ok;
 }
 
-static void test_balance_trigger(void)
+/*
+ * A posting is one row with one amount (0016): it cannot be unbalanced.
+ * What the database still refuses, whoever writes: legs that are not the
+ * kind's accounts, a second posting of a kind for a payment, an amount
+ * that is not positive, any change or removal of a posting.
+ */
+static void test_posting_constraints(void)
 {
         const char *pid = c[1].payment_id; /* failed: has no posting */
         char sql[2048];
-        long long before = st_count(pg, "SELECT count(*) FROM ledger_entries");
+        long long before = st_count(pg, "SELECT count(*) FROM ledger_postings");
 
-        /* a debit without its credit */
-        snprintf(sql, sizeof(sql),
-                 "WITH t AS (INSERT INTO ledger_transactions (payment_id, "
-                 "tenant_id, amount, currency) VALUES ('%s', 'tenant-i', "
-                 "100, 'VND') RETURNING id) "
-                 "INSERT INTO ledger_entries (txn_id, account, direction, "
-                 "amount) SELECT id, 'customer_funds:tenant-i', 'debit', 100 "
-                 "FROM t",
-                 pid);
+#define POSTING(kind, debit, credit, amount)                                   \
+        snprintf(sql, sizeof(sql),                                             \
+                 "INSERT INTO ledger_postings (payment_id, kind, tenant_id, "  \
+                 "amount, currency, debit_account, credit_account) VALUES "    \
+                 "('%s', '%s', 'tenant-i', %d, 'VND', '%s', '%s')",            \
+                 pid, kind, amount, debit, credit)
+        /* money moved to another account */
+        POSTING("charge", "customer_funds:tenant-i", "elsewhere", 100);
         CHECK(!txn(sql));
-        /* unequal sums, in two statements */
-        snprintf(sql, sizeof(sql),
-                 "INSERT INTO ledger_transactions (payment_id, tenant_id, "
-                 "amount, currency) VALUES ('%s', 'tenant-i', 100, 'VND'); "
-                 "INSERT INTO ledger_entries (txn_id, account, direction, "
-                 "amount) SELECT id, 'customer_funds:tenant-i', 'debit', 100 "
-                 "FROM ledger_transactions WHERE payment_id = '%s'; "
-                 "INSERT INTO ledger_entries (txn_id, account, direction, "
-                 "amount) SELECT id, 'merchant_payable:tenant-i', 'credit', "
-                 "99 FROM ledger_transactions WHERE payment_id = '%s'",
-                 pid, pid, pid);
+        /* a charge's legs on another tenant's accounts */
+        POSTING("charge", "customer_funds:tenant-x",
+                "merchant_payable:tenant-x", 100);
         CHECK(!txn(sql));
-        /* a posting with no entries at all */
-        snprintf(sql, sizeof(sql),
-                 "INSERT INTO ledger_transactions (payment_id, tenant_id, "
-                 "amount, currency) VALUES ('%s', 'tenant-i', 100, 'VND')",
-                 pid);
+        /* a refund written with a charge's legs */
+        POSTING("refund", "customer_funds:tenant-i",
+                "merchant_payable:tenant-i", 100);
         CHECK(!txn(sql));
-        /* breaking a committed posting afterwards */
+        /* no amount */
+        POSTING("charge", "customer_funds:tenant-i",
+                "merchant_payable:tenant-i", 0);
+        CHECK(!txn(sql));
+        /* a second charge of a payment that has one */
         snprintf(sql, sizeof(sql),
-                 "UPDATE ledger_entries SET amount = amount + 1 WHERE "
-                 "direction = 'debit' AND txn_id = (SELECT id FROM "
-                 "ledger_transactions WHERE payment_id = '%s')",
+                 "INSERT INTO ledger_postings (payment_id, kind, tenant_id, "
+                 "amount, currency, debit_account, credit_account) SELECT "
+                 "payment_id, kind, tenant_id, amount, currency, "
+                 "debit_account, credit_account FROM ledger_postings WHERE "
+                 "payment_id = '%s'",
+                 c[0].payment_id);
+        CHECK(!txn(sql));
+        /* changing or removing a committed posting, also through the
+         * views of the old tables */
+        snprintf(sql, sizeof(sql),
+                 "UPDATE ledger_postings SET amount = amount + 1 WHERE "
+                 "payment_id = '%s'",
                  c[0].payment_id);
         CHECK(!txn(sql));
         snprintf(sql, sizeof(sql),
-                 "DELETE FROM ledger_entries WHERE direction = 'credit' AND "
-                 "txn_id = (SELECT id FROM ledger_transactions WHERE "
-                 "payment_id = '%s')",
+                 "UPDATE ledger_transactions SET amount = amount + 1 WHERE "
+                 "payment_id = '%s'",
                  c[0].payment_id);
         CHECK(!txn(sql));
-        CHECK_EQ_I(st_count(pg, "SELECT count(*) FROM ledger_entries"), before);
+        snprintf(sql, sizeof(sql),
+                 "DELETE FROM ledger_postings WHERE payment_id = '%s'",
+                 c[0].payment_id);
+        CHECK(!txn(sql));
+        snprintf(sql, sizeof(sql),
+                 "DELETE FROM ledger_entries WHERE direction = 'credit'");
+        CHECK(!txn(sql));
+        CHECK_EQ_I(st_count(pg, "SELECT count(*) FROM ledger_postings"),
+                   before);
+        /* the old tables read as before: a posting, two balanced legs */
         CHECK_EQ_I(st_count(pg,
-                            "SELECT count(*) FROM ledger_transactions "
-                            "WHERE payment_id = '%s'",
-                            pid),
-                   0);
-        /* a balanced posting does commit (the trigger is not a blanket
-         * refusal); it is planted below as posting_not_succeeded */
-        snprintf(sql, sizeof(sql),
-                 "WITH t AS (INSERT INTO ledger_transactions (payment_id, "
-                 "tenant_id, amount, currency) VALUES ('%s', 'tenant-i', "
-                 "1001, 'VND') RETURNING id) "
-                 "INSERT INTO ledger_entries (txn_id, account, direction, "
-                 "amount) SELECT id, 'customer_funds:tenant-i', 'debit', "
-                 "1001 FROM t UNION ALL SELECT id, "
-                 "'merchant_payable:tenant-i', 'credit', 1001 FROM t",
-                 pid);
+                            "SELECT count(*) FROM ledger_entries e JOIN "
+                            "ledger_transactions t ON t.id = e.txn_id WHERE "
+                            "t.payment_id = '%s' AND e.amount = t.amount",
+                            c[0].payment_id),
+                   2);
+        /* a posting of the right shape does commit (the constraints are
+         * not a blanket refusal); it is planted below as
+         * posting_not_succeeded */
+        POSTING("charge", "customer_funds:tenant-i",
+                "merchant_payable:tenant-i", 1001);
         CHECK(txn(sql));
+#undef POSTING
 }
 
 static bool has(const struct store_violation *v, size_t n, const char *kind,
@@ -183,11 +196,9 @@ static void planted_violations(void)
               "= 'ch_x' WHERE payment_id = '%s'",
               c[2].payment_id);
         PLANT("SET session_replication_role = replica");
-        PLANT("DELETE FROM ledger_entries WHERE direction = 'credit' AND "
-              "txn_id = (SELECT id FROM ledger_transactions WHERE "
-              "payment_id = '%s')",
-              c[3].payment_id);
-        PLANT("UPDATE ledger_transactions SET amount = amount + 5 WHERE "
+        /* unbalanced_posting (c[3]) cannot be planted any more: a
+         * posting has one amount (0016) */
+        PLANT("UPDATE ledger_postings SET amount = amount + 5 WHERE "
               "payment_id = '%s'",
               c[4].payment_id);
         PLANT("SET session_replication_role = origin");
@@ -238,7 +249,6 @@ static void planted_violations(void)
                        v[i].detail ? v[i].detail : "");
         CHECK(has(v, nv, "succeeded_without_posting", c[2].payment_id));
         CHECK(has(v, nv, "posting_not_succeeded", c[1].payment_id));
-        CHECK(has(v, nv, "unbalanced_posting", c[3].payment_id));
         CHECK(has(v, nv, "posting_amount_mismatch", c[4].payment_id));
         CHECK(has(v, nv, "key_final_payment_open", c[5].payment_id));
         CHECK(has(v, nv, "payment_final_key_open", c[6].payment_id));
@@ -286,7 +296,7 @@ int main(int argc, char **argv)
 {
         static const struct test_case cases[] = {
                 { "normal_flow_clean", normal_flow_clean, NULL, NULL },
-                { "balance_trigger", test_balance_trigger, NULL, NULL },
+                { "posting_constraints", test_posting_constraints, NULL, NULL },
                 { "planted_violations", planted_violations, NULL, NULL },
         };
         return st_suite_main("store_ledger_invariants", cases,
