@@ -77,6 +77,52 @@ static void usage(FILE *out)
         config_describe(out);
 }
 
+/*
+ * The CHARGEONCE_* variables that name no key, said once the logger is
+ * set up: a misspelling as a warning naming the key it resembles, an
+ * unknown one as a note; a platform's service links (Kubernetes sets
+ * CHARGEONCE_SERVICE_HOST, ... for a Service named chargeonce) and the
+ * project's own tool variables only at debug. None stops the process.
+ */
+static void log_env_notes(const struct config *cfg)
+{
+        const struct config_env_note *n;
+        size_t cnt        = config_env_notes(cfg, &n);
+        struct log_ctx lc = LOG_CTX_INIT;
+
+        lc.component = "config";
+        for (size_t i = 0; i < cnt; i++) {
+                switch (n[i].kind) {
+                case CONFIG_ENV_MISSPELT:
+                        log_warn(&lc,
+                                 "environment variable %s names no "
+                                 "configuration key: ignored. Did you mean "
+                                 "%s (%s%s)?",
+                                 n[i].name, n[i].like_env, n[i].like_key,
+                                 n[i].like_file ? "_file" : "");
+                        break;
+                case CONFIG_ENV_UNKNOWN:
+                        log_info(&lc,
+                                 "environment variable %s names no "
+                                 "configuration key: ignored",
+                                 n[i].name);
+                        break;
+                case CONFIG_ENV_PLATFORM:
+                        log_debug(&lc,
+                                  "environment variable %s: a service link "
+                                  "of the platform, ignored",
+                                  n[i].name);
+                        break;
+                case CONFIG_ENV_TOOL:
+                        log_debug(&lc,
+                                  "environment variable %s: a chargeonce "
+                                  "tool's, not configuration",
+                                  n[i].name);
+                        break;
+                }
+        }
+}
+
 /* The subcommand of argv[i..argc) (NULL for none: --dump-config) */
 static const struct cmd *find_command(int i, int argc, char **argv)
 {
@@ -168,11 +214,12 @@ int main(int argc, char **argv)
                         argv_secret = argv_key;
                 }
         }
-        if (cmd_opts_check_kafka(cfg, err, sizeof(err)) < 0)
+        if (cmd_opts_check(cfg, err, sizeof(err)) < 0)
                 goto config_error;
         if (!log_level_parse(config_settings(cfg)->log_level, &lvl))
                 abort(); /* the table checked it */
         log_set_level(lvl);
+        log_env_notes(cfg);
         cmd_apply_db_net(cfg);
         cmd = find_command(i, argc, argv);
         if ((dump || cmd) &&

@@ -37,10 +37,16 @@ int cmd_replay(struct config *cfg, int argc, char **argv) CO_MUST_CHECK;
 int cmd_review(struct config *cfg, int argc, char **argv) CO_MUST_CHECK;
 int cmd_gc(struct config *cfg, int argc, char **argv) CO_MUST_CHECK;
 
-/* Checks every kafka.* property of cfg with librdkafka: 0, or -1 naming
- * the bad one (main, before any subcommand). */
-int cmd_opts_check_kafka(const struct config *cfg, char *errstr,
-                         size_t errstr_size) CO_MUST_CHECK;
+/*
+ * What the configuration's own table cannot judge key by key, once every
+ * source is loaded (main, before any subcommand, --dump-config too): the
+ * rules between keys (config_check), db.conninfo parsed by libpq,
+ * gateway.ca_file readable, the webhook secrets parsed, every kafka.*
+ * property judged by librdkafka and the static group identity. 0, or -1
+ * naming the key (a configuration error: exit 2).
+ */
+int cmd_opts_check(const struct config *cfg, char *errstr,
+                   size_t errstr_size) CO_MUST_CHECK;
 
 /* "chargeonce VERSION (librdkafka VERSION)" and a new line, to out. */
 void cmd_print_version(FILE *out);

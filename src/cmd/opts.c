@@ -1,10 +1,16 @@
 /* cmd/opts: configuration -> typed options (see opts.h). */
 #include "cmd/opts.h"
 #include "cmd/cmd.h"
+#include "gateway/webhook.h"
+#include "ops/security.h"
 #include "store/store.h"
 #include "util/config.h"
+#include "util/crypto.h"
+#include "util/file.h"
 #include "util/metrics.h"
 #include "util/xalloc.h"
+
+#include <errno.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -170,7 +176,7 @@ void cmd_opts_fill(struct cmd_opts *o, const struct config *cfg)
 
         memset(o, 0, sizeof(*o));
         o->metrics = metrics_new();
-        /* main checked the identity (cmd_opts_check_kafka): no error */
+        /* main checked the identity (cmd_opts_check): no error */
         CO_IGNORE(fill_kafka(o, cfg, err, sizeof(err)));
         fill_owner(o, st);
         fill_gateway(&o->gateway, st);
@@ -194,12 +200,66 @@ void cmd_opts_free(struct cmd_opts *o)
         o->metrics = NULL;
 }
 
-int cmd_opts_check_kafka(const struct config *cfg, char *errstr,
+/* The webhook secrets (webhook.secret, else the file of
+ * webhook.secret_file) parse as whsec_<base64>, space-separated: 0, or -1
+ * naming the key (never a secret's bytes). */
+static int check_webhook(const struct settings *st, char *errstr,
                          size_t errstr_size)
 {
-        struct cmd_opts o;
+        const char *key =
+            *st->webhook_secret_file ? "webhook.secret_file" : "webhook.secret";
+        struct gateway_webhook_secrets ws;
+        char sub[256], *buf = NULL;
+        const char *spec = st->webhook_secret;
+        size_t n         = 0;
         int rc;
 
+        if (!*st->webhook_secret && *st->webhook_secret_file) {
+                if (!(buf = file_read_secret(st->webhook_secret_file, 8191, &n,
+                                             sub, sizeof(sub)))) {
+                        snprintf(errstr, errstr_size, "%s: %s", key, sub);
+                        return -1;
+                }
+                spec = buf;
+        }
+        rc = *spec ? gateway_webhook_secrets_parse(spec, &ws, sub, sizeof(sub))
+                   : 0;
+        if (rc < 0)
+                snprintf(errstr, errstr_size, "%s: %s", key, sub);
+        else if (*spec)
+                gateway_webhook_secrets_clear(&ws);
+        if (buf) {
+                crypto_wipe(buf, n);
+                free(buf);
+        }
+        return rc < 0 ? -1 : 0;
+}
+
+int cmd_opts_check(const struct config *cfg, char *errstr, size_t errstr_size)
+{
+        const struct settings *st = config_settings(cfg);
+        struct cmd_opts o;
+        char sslmode[64];
+        int rc;
+
+        if (config_check(cfg, errstr, errstr_size) < 0)
+                return -1;
+        /* libpq's own parser: a conninfo that would fail at the first
+         * connection fails here (its text may hold a password: not shown) */
+        if (ops_security_conninfo_sslmode(st->db_conninfo, sslmode,
+                                          sizeof(sslmode)) < 0) {
+                snprintf(errstr, errstr_size,
+                         "db.conninfo: does not parse as a libpq connection "
+                         "string (key=value pairs or a postgresql:// URI)");
+                return -1;
+        }
+        if (*st->gateway_ca_file && access(st->gateway_ca_file, R_OK) != 0) {
+                snprintf(errstr, errstr_size, "gateway.ca_file: %s: %s",
+                         st->gateway_ca_file, strerror(errno));
+                return -1;
+        }
+        if (check_webhook(st, errstr, errstr_size) < 0)
+                return -1;
         memset(&o, 0, sizeof(o));
         rc = fill_kafka(&o, cfg, errstr, errstr_size);
         if (rc == 0)

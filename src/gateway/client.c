@@ -32,39 +32,42 @@
 /* ---- options ---- */
 
 /* Why o cannot make a client (the first field unset or out of range), or
- * NULL. Never repeats the API key. */
+ * NULL, naming the configuration key the field comes from (cmd/opts.c
+ * fills gateway_opts from them; the configuration checked each value when
+ * it was read, so what is left here is mostly "required by this command").
+ * Never repeats the API key. */
 static const char *opts_problem(const struct gateway_opts *o)
 {
         const struct retry_policy *r = &o->retry;
 
         if (!o->base_url || !*o->base_url)
-                return "gateway_opts.base_url is unset";
+                return "gateway.url is unset";
         if (strncasecmp(o->base_url, "https://", 8) != 0 &&
             strncasecmp(o->base_url, "http://", 7) != 0)
-                return "gateway_opts.base_url must start with https:// or "
-                       "http://";
+                return "gateway.url must start with https:// or http://";
         if (!o->api_key || !*o->api_key)
-                return "gateway_opts.api_key is unset";
+                return "gateway.api_key is unset (or gateway.api_key_file): "
+                       "this command calls the gateway";
         if (strpbrk(o->api_key, "\r\n"))
-                return "gateway_opts.api_key has a line break";
+                return "gateway.api_key holds a line break";
         if (o->connect_timeout_ms <= 0)
-                return "gateway_opts.connect_timeout_ms is unset (must be > 0)";
+                return "gateway.connect_timeout must be > 0";
         if (o->timeout_ms <= 0)
-                return "gateway_opts.timeout_ms is unset (must be > 0)";
+                return "gateway.timeout must be > 0";
         if (o->max_connections <= 0)
-                return "gateway_opts.max_connections is unset (must be > 0)";
+                return "gateway.max_connections must be > 0";
         if (o->query_settle_ms <= 0)
-                return "gateway_opts.query_settle_ms is unset (must be > 0)";
+                return "the gateway client's query settle time must be > 0";
         if (o->lease_margin_ms < 0)
-                return "gateway_opts.lease_margin_ms must be >= 0";
+                return "gateway.lease_margin must be >= 0";
         if (r->base_ms <= 0)
-                return "gateway_opts.retry.base_ms is unset (must be > 0)";
+                return "gateway.backoff_base must be > 0";
         if (r->cap_ms <= 0)
-                return "gateway_opts.retry.cap_ms is unset (must be > 0)";
+                return "gateway.backoff_max must be > 0";
         if (r->max_attempts <= 0)
-                return "gateway_opts.retry.max_attempts is unset (must be > 0)";
+                return "gateway.max_attempts must be > 0";
         if (r->deadline_ms <= 0)
-                return "gateway_opts.retry.deadline_ms is unset (must be > 0)";
+                return "gateway.deadline must be > 0";
         return NULL;
 }
 

@@ -14,8 +14,10 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <regex.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* visibility in config_keys.def */
 #define CFG_VIS_PUBLIC false
@@ -44,11 +46,16 @@ struct kv {
         char *value;
 };
 
+#define CFG_ENV_NOTES_MAX 64
+
 struct config {
         char *values[CFG_N];      /* as set, for config_str() and the dump */
         struct settings settings; /* the same, parsed */
         struct kv *kafka;
         size_t kafka_n, kafka_cap;
+        /* environment variables left alone (config_env_notes) */
+        struct config_env_note notes[CFG_ENV_NOTES_MAX];
+        size_t n_notes;
 };
 
 static const struct config_key *cfg_find(const char *key, size_t *idx)
@@ -84,6 +91,10 @@ void config_destroy(struct config *cfg)
                 free_wiped(cfg->kafka[i].value);
         }
         free(cfg->kafka);
+        for (size_t i = 0; i < cfg->n_notes; i++) {
+                free(cfg->notes[i].name);
+                free(cfg->notes[i].like_env);
+        }
         crypto_wipe(cfg, sizeof(*cfg));
         free(cfg);
 }
@@ -179,6 +190,182 @@ static bool enum_has(const char *choices, const char *v)
         return false;
 }
 
+/* ---- the syntax of string values (checked when set, as any value) ---- */
+
+/* Printable ASCII without spaces: the characters of a URL or an address. */
+static bool url_chars(const char *v)
+{
+        for (; *v; v++)
+                if ((unsigned char)*v <= 0x20 || (unsigned char)*v >= 0x7f)
+                        return false;
+        return true;
+}
+
+/* A decimal port in lo..65535, all of s (len bytes). */
+static bool port_ok(const char *s, size_t len, long lo)
+{
+        long p = 0;
+
+        if (len == 0 || len > 5)
+                return false;
+        for (size_t i = 0; i < len; i++) {
+                if (s[i] < '0' || s[i] > '9')
+                        return false;
+                p = p * 10 + (s[i] - '0');
+        }
+        return p >= lo && p <= 65535;
+}
+
+/* A host of a URL or an address: a name or IPv4 ([A-Za-z0-9._~-], not
+ * empty), or an IPv6 literal in brackets. */
+static bool host_ok(const char *h, size_t len)
+{
+        if (len >= 2 && h[0] == '[' && h[len - 1] == ']') {
+                if (len == 2)
+                        return false;
+                for (size_t i = 1; i + 1 < len; i++)
+                        if (!isxdigit((unsigned char)h[i]) && h[i] != ':' &&
+                            h[i] != '.' && h[i] != '%')
+                                return false;
+                return true;
+        }
+        if (len == 0)
+                return false;
+        for (size_t i = 0; i < len; i++)
+                if (!isalnum((unsigned char)h[i]) && !strchr(".-_~", h[i]))
+                        return false;
+        return true;
+}
+
+/* gateway.url: http:// or https://, a host, an optional port, no user
+ * information (a credential in a URL would be shown by --dump-config). */
+static const char *check_url(const char *v)
+{
+        const char *auth, *end, *hend, *port = NULL;
+
+        if (!strncasecmp(v, "https://", 8))
+                auth = v + 8;
+        else if (!strncasecmp(v, "http://", 7))
+                auth = v + 7;
+        else
+                return "is not an http:// or https:// URL";
+        if (!url_chars(v))
+                return "holds a space or a control character";
+        end = auth + strcspn(auth, "/?#");
+        if (memchr(auth, '@', (size_t)(end - auth)))
+                return "holds user information (user@): give the API key as "
+                       "gateway.api_key";
+        if (auth < end && auth[0] == '[') {
+                const char *rb = memchr(auth, ']', (size_t)(end - auth));
+
+                hend = rb ? rb + 1 : end;
+        } else {
+                hend = memchr(auth, ':', (size_t)(end - auth));
+                if (!hend)
+                        hend = end;
+        }
+        if (hend < end) {
+                if (*hend != ':')
+                        return "has no host (http://HOST[:PORT][/PATH])";
+                port = hend + 1;
+        }
+        if (!host_ok(auth, (size_t)(hend - auth)))
+                return "has no host (http://HOST[:PORT][/PATH])";
+        if (port && !port_ok(port, (size_t)(end - port), 1))
+                return "has a port that is not 1..65535";
+        return NULL;
+}
+
+/* http.listen: empty (off), or HOST:PORT with a port 0..65535 (0: any);
+ * an IPv6 host in brackets. The name is resolved at start. */
+static const char *check_listen(const char *v)
+{
+        const char *colon = strrchr(v, ':');
+
+        if (!*v)
+                return NULL;
+        if (!url_chars(v) || !colon || colon == v ||
+            !port_ok(colon + 1, strlen(colon + 1), 0) ||
+            !host_ok(v, (size_t)(colon - v)) ||
+            (memchr(v, ':', (size_t)(colon - v)) && v[0] != '['))
+                return "is not HOST:PORT (port 0..65535; empty: off)";
+        return NULL;
+}
+
+/* topic.*: a Kafka topic name: 1..249 of [A-Za-z0-9._-], not . or .. */
+static const char *check_topic(const char *v)
+{
+        size_t n = strlen(v);
+
+        if (n == 0 || n > 249 || !strcmp(v, ".") || !strcmp(v, ".."))
+                return "is not a Kafka topic name (1..249 characters)";
+        for (size_t i = 0; i < n; i++)
+                if (!isalnum((unsigned char)v[i]) && !strchr("._-", v[i]))
+                        return "is not a Kafka topic name (letters, digits, "
+                               "'.', '_', '-')";
+        return NULL;
+}
+
+/* Printable text: no control character, at most max bytes; empty only if
+ * empty_ok. */
+static const char *check_text(const char *v, size_t max, bool empty_ok)
+{
+        size_t n = strlen(v);
+
+        if (n == 0 && !empty_ok)
+                return "is empty";
+        if (n > max)
+                return "is too long";
+        for (size_t i = 0; i < n; i++)
+                if ((unsigned char)v[i] < 0x20 || v[i] == 0x7f)
+                        return "holds a control character";
+        return NULL;
+}
+
+static const char *check_group(const char *v)
+{
+        return check_text(v, 255, false);
+}
+
+/* worker.id: the lease owner's name and the static member's identity. */
+static const char *check_worker(const char *v)
+{
+        return check_text(v, 100, true);
+}
+
+/* A value that goes into an HTTP header (Authorization: Bearer ...). */
+static const char *check_header(const char *v)
+{
+        return check_text(v, 4096, true);
+}
+
+/* The keys whose text has a syntax of its own (a unit test checks that
+ * each names a key of the table). */
+static const struct {
+        const char *key;
+        const char *(*check)(const char *v); /* why it is wrong, or NULL */
+} cfg_syntax[] = {
+        { "gateway.url", check_url },     { "gateway.api_key", check_header },
+        { "http.listen", check_listen },  { "topic.intents", check_topic },
+        { "topic.results", check_topic }, { "topic.dlq", check_topic },
+        { "group.id", check_group },      { "worker.id", check_worker },
+};
+
+const char *config_syntax_key(size_t i)
+{
+        return i < sizeof(cfg_syntax) / sizeof(*cfg_syntax) ? cfg_syntax[i].key
+                                                            : NULL;
+}
+
+/* Why v is wrong for d's syntax, or NULL. */
+static const char *syntax_problem(const struct config_key *d, const char *v)
+{
+        for (size_t i = 0; i < sizeof(cfg_syntax) / sizeof(*cfg_syntax); i++)
+                if (!strcmp(cfg_syntax[i].key, d->name))
+                        return cfg_syntax[i].check(v);
+        return NULL;
+}
+
 /* A value parsed by cfg_check(). */
 struct cfg_val {
         int64_t n; /* CONFIG_INT, CONFIG_DURATION (ms) */
@@ -196,8 +383,19 @@ static int cfg_check(const struct config_key *d, const char *v,
         out->n = 0;
         out->b = false;
         switch (d->type) {
-        case CONFIG_STR:
-                return 0;
+        case CONFIG_STR: {
+                const char *why = syntax_problem(d, v);
+
+                if (!why)
+                        return 0;
+                if (d->secret)
+                        snprintf(errstr, errstr_size, "%s: the value %s",
+                                 d->name, why);
+                else
+                        snprintf(errstr, errstr_size, "%s: \"%s\" %s", d->name,
+                                 v, why);
+                return -1;
+        }
         case CONFIG_BOOL:
                 if (parse_bool(v, &out->b))
                         return 0;
@@ -504,8 +702,8 @@ done:
         return r;
 }
 
-/* CHARGEONCE_GATEWAY_API_KEY -> gateway.api_key: the table's names are
- * matched first (they may hold '_'); kafka.* properties have none. */
+/* CHARGEONCE_GATEWAY_API_KEY -> gateway.api_key (and <KEY>_FILE ->
+ * <key>_file): the table's names. */
 static int env_to_key(const char *env, char *out, size_t outsz)
 {
         for (size_t i = 0; i < CFG_N; i++) {
@@ -522,6 +720,13 @@ static int env_to_key(const char *env, char *out, size_t outsz)
                         return 0;
                 }
         }
+        return -1;
+}
+
+/* CHARGEONCE_KAFKA_SASL_PASSWORD -> kafka.sasl.password (after a key of
+ * the table, a tool's and a platform's variables). */
+static int env_to_kafka(const char *env, char *out, size_t outsz)
+{
         if (strncmp(env, "KAFKA_", 6) == 0 && env[6]) {
                 /* KAFKA_SASL_PASSWORD_FILE -> kafka.sasl.password_file */
                 size_t n = strlen(env), o = 0;
@@ -538,14 +743,191 @@ static int env_to_key(const char *env, char *out, size_t outsz)
         return -1;
 }
 
+/* ---- environment variables that name no key ---- */
+
+/*
+ * The project's own variables that are not configuration (after
+ * CHARGEONCE_): the test harness (TEST_*), failpoints, the build's CMake
+ * options, the scripts' knobs. Left alone, silently.
+ */
+static const char *const env_tools[] = {
+        "ALLOW_CORE",      "BIN",        "CACHE",        "FAILPOINTS",
+        "FAILPOINTS_LOG",  "FUZZ",       "FUZZ_SECONDS", "KEEP_SERVICES_DIR",
+        "SANITIZE",        "SCALE_SEED", "SIM_BIN",      "SOAK",
+        "SOAK_SECONDS",    "SOAK_SEED",  "SOURCE_DIR",   "SVC_ADDR",
+        "SYSTEMD_UNITDIR", "VERSION",    "WERROR",
+};
+
+static bool env_is_tool(const char *rest)
+{
+        if (!strncmp(rest, "TEST_", 5))
+                return true;
+        for (size_t i = 0; i < sizeof(env_tools) / sizeof(*env_tools); i++)
+                if (!strcmp(rest, env_tools[i]))
+                        return true;
+        return false;
+}
+
+/*
+ * A service link a platform sets for a service whose name starts with
+ * "chargeonce" (Kubernetes: a Service `chargeonce` or `chargeonce-x` gives
+ * every pod of its namespace CHARGEONCE[_X]_SERVICE_HOST, _SERVICE_PORT,
+ * _SERVICE_PORT_<NAME>, _PORT, _PORT_<N>_<PROTO>, ..._PROTO, _PORT, _ADDR;
+ * Docker's legacy links: _PORT..., _NAME, _ENV_<VAR>). Not ours.
+ */
+static bool env_is_platform(const char *name)
+{
+        static const char re[] =
+            "^CHARGEONCE(_[A-Z0-9_]+)?_(SERVICE_HOST|SERVICE_PORT(_[A-Z0-9_]+)?"
+            "|PORT|PORT_[0-9]+_(TCP|UDP|SCTP)(_(PROTO|PORT|ADDR))?|NAME"
+            "|ENV_[A-Za-z0-9_]+)$";
+        regex_t rx;
+        bool m;
+
+        if (regcomp(&rx, re, REG_EXTENDED | REG_NOSUB) != 0)
+                abort(); /* the pattern is a constant: a bug */
+        m = regexec(&rx, name, 0, NULL, 0) == 0;
+        regfree(&rx);
+        return m;
+}
+
+/* The environment form of a key: gateway.api_key -> GATEWAY_API_KEY. */
+static void key_env(const char *key, char *out, size_t outsz)
+{
+        size_t i = 0;
+
+        for (; key[i] && i + 1 < outsz; i++)
+                out[i] =
+                    key[i] == '.' ? '_' : (char)toupper((unsigned char)key[i]);
+        out[i] = '\0';
+}
+
+/* Optimal string alignment distance (edits: insert, delete, replace, swap
+ * two neighbours), at most 64 bytes of each (else a large number). */
+static size_t edit_distance(const char *a, const char *b)
+{
+        size_t la = strlen(a), lb = strlen(b), d[65][65];
+
+        if (la > 64 || lb > 64)
+                return 1000;
+        for (size_t i = 0; i <= la; i++)
+                d[i][0] = i;
+        for (size_t j = 0; j <= lb; j++)
+                d[0][j] = j;
+        for (size_t i = 1; i <= la; i++) {
+                for (size_t j = 1; j <= lb; j++) {
+                        size_t cost = a[i - 1] == b[j - 1] ? 0 : 1, v;
+
+                        v = d[i - 1][j] + 1;
+                        if (d[i][j - 1] + 1 < v)
+                                v = d[i][j - 1] + 1;
+                        if (d[i - 1][j - 1] + cost < v)
+                                v = d[i - 1][j - 1] + cost;
+                        if (i > 1 && j > 1 && a[i - 1] == b[j - 2] &&
+                            a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < v)
+                                v = d[i - 2][j - 2] + 1;
+                        d[i][j] = v;
+                }
+        }
+        return d[la][lb];
+}
+
+/*
+ * The key rest (CHARGEONCE_ less) most likely meant, or -1: a key whose
+ * environment form (or <key>_FILE for a secret) is at most 2 edits away
+ * (1 for names under 6 characters), or, for a name that starts with a
+ * key's section (GATEWAY_, DB_, RELAY_, ...), the nearest key of that
+ * section. *file: it resembles the _FILE form.
+ */
+static int env_resembles(const char *rest, bool *file)
+{
+        size_t best = (size_t)-1, best_d = 1000, sect_best = (size_t)-1,
+               sect_d = 1000, n = strlen(rest);
+        size_t limit = n < 6 ? 1 : 2;
+        char env[160], sect[96];
+
+        *file = false;
+        for (size_t i = 0; i < CFG_N; i++) {
+                const char *dot = strchr(cfg_defs[i].name, '.');
+                size_t d;
+
+                key_env(cfg_defs[i].name, env, sizeof(env));
+                d = edit_distance(rest, env);
+                if (d < best_d) {
+                        best_d = d;
+                        best   = i;
+                        *file  = false;
+                }
+                if (cfg_defs[i].secret) {
+                        char f[170];
+                        size_t df;
+
+                        snprintf(f, sizeof(f), "%s_FILE", env);
+                        df = edit_distance(rest, f);
+                        if (df < best_d) {
+                                best_d = df;
+                                best   = i;
+                                *file  = true;
+                        }
+                }
+                /* the section: the key up to its first '.', and '_' */
+                snprintf(sect, sizeof(sect), "%.*s_",
+                         (int)(dot ? (size_t)(dot - cfg_defs[i].name)
+                                   : strlen(cfg_defs[i].name)),
+                         env);
+                if (!strncmp(rest, sect, strlen(sect)) && d < sect_d) {
+                        sect_d    = d;
+                        sect_best = i;
+                }
+        }
+        if (best_d <= limit)
+                return (int)best;
+        if (sect_best != (size_t)-1) {
+                *file = false;
+                return (int)sect_best;
+        }
+        return -1;
+}
+
+static void env_note(struct config *cfg, const char *name,
+                     enum config_env_kind kind, int like, bool file)
+{
+        struct config_env_note *n;
+        char env[200];
+
+        if (cfg->n_notes == CFG_ENV_NOTES_MAX)
+                return;
+        n       = &cfg->notes[cfg->n_notes++];
+        n->name = xstrdup(name);
+        n->kind = kind;
+        if (like >= 0) {
+                n->like_key = cfg_defs[like].name;
+                key_env(cfg_defs[like].name, env + 11, sizeof(env) - 16);
+                memcpy(env, "CHARGEONCE_", 11);
+                if (file)
+                        strcat(env, "_FILE");
+                n->like_env  = xstrdup(env);
+                n->like_file = file;
+        }
+}
+
+size_t config_env_notes(const struct config *cfg,
+                        const struct config_env_note **notes)
+{
+        *notes = cfg->notes;
+        return cfg->n_notes;
+}
+
 int config_load_env(struct config *cfg, char *const *envp, char *errstr,
                     size_t errstr_size)
 {
         static const char prefix[] = "CHARGEONCE_";
         for (; envp && *envp; envp++) {
-                const char *e = *envp, *eq;
+                const char *e = *envp, *eq, *rest;
                 char name[256], key[256], sub[512];
                 size_t nlen;
+                bool file;
+                int like;
 
                 if (strncmp(e, prefix, sizeof(prefix) - 1) != 0)
                         continue;
@@ -556,26 +938,75 @@ int config_load_env(struct config *cfg, char *const *envp, char *errstr,
                         nlen = sizeof(name) - 1;
                 memcpy(name, e, nlen);
                 name[nlen] = '\0';
-                /* not configuration: the test harness and failpoints */
-                if (!strncmp(name, "CHARGEONCE_TEST_", 16) ||
-                    !strcmp(name, "CHARGEONCE_FAILPOINTS") ||
-                    !strcmp(name, "CHARGEONCE_ALLOW_CORE") ||
-                    !strcmp(name, "CHARGEONCE_BIN") ||
-                    !strcmp(name, "CHARGEONCE_SIM_BIN") ||
-                    !strcmp(name, "CHARGEONCE_SOURCE_DIR"))
-                        continue;
-                if (env_to_key(name + sizeof(prefix) - 1, key, sizeof(key)) <
-                    0) {
-                        snprintf(errstr, errstr_size,
-                                 "%s: environment variable names no "
-                                 "configuration key",
-                                 name);
-                        return -1;
+                rest       = name + sizeof(prefix) - 1;
+                /* a key of the table (or its _FILE) first: nothing of a
+                 * platform or a tool may shadow one; then a tool's and a
+                 * platform's variables, left alone (a service link named
+                 * chargeonce-kafka is no Kafka property); then kafka.* */
+                if (env_to_key(rest, key, sizeof(key)) != 0) {
+                        if (env_is_tool(rest)) {
+                                env_note(cfg, name, CONFIG_ENV_TOOL, -1, false);
+                                continue;
+                        }
+                        if (env_is_platform(name)) {
+                                env_note(cfg, name, CONFIG_ENV_PLATFORM, -1,
+                                         false);
+                                continue;
+                        }
+                        if (env_to_kafka(rest, key, sizeof(key)) != 0) {
+                                like = env_resembles(rest, &file);
+                                env_note(cfg, name,
+                                         like >= 0 ? CONFIG_ENV_MISSPELT
+                                                   : CONFIG_ENV_UNKNOWN,
+                                         like, file);
+                                continue;
+                        }
                 }
                 if (config_set(cfg, key, eq + 1, sub, sizeof(sub)) < 0) {
                         snprintf(errstr, errstr_size, "%s: %s", name, sub);
                         return -1;
                 }
+        }
+        return 0;
+}
+
+int config_check(const struct config *cfg, char *errstr, size_t errstr_size)
+{
+        const struct settings *st = &cfg->settings;
+        char a[32], b[32];
+
+        if (!*st->http_tls_cert_file != !*st->http_tls_key_file) {
+                snprintf(errstr, errstr_size,
+                         "%s is set without %s: give both (HTTPS) or neither",
+                         *st->http_tls_cert_file ? "http.tls_cert_file"
+                                                 : "http.tls_key_file",
+                         *st->http_tls_cert_file ? "http.tls_key_file"
+                                                 : "http.tls_cert_file");
+                return -1;
+        }
+        if (*st->webhook_secret && *st->webhook_secret_file) {
+                snprintf(errstr, errstr_size,
+                         "webhook.secret and webhook.secret_file are both "
+                         "set: give one");
+                return -1;
+        }
+        if (st->gateway_backoff_max_ms < st->gateway_backoff_base_ms) {
+                duration_format(st->gateway_backoff_max_ms, a, sizeof(a));
+                duration_format(st->gateway_backoff_base_ms, b, sizeof(b));
+                snprintf(errstr, errstr_size,
+                         "gateway.backoff_max (%s) is shorter than "
+                         "gateway.backoff_base (%s)",
+                         a, b);
+                return -1;
+        }
+        if (st->reconcile_backoff_max_ms < st->reconcile_backoff_base_ms) {
+                duration_format(st->reconcile_backoff_max_ms, a, sizeof(a));
+                duration_format(st->reconcile_backoff_base_ms, b, sizeof(b));
+                snprintf(errstr, errstr_size,
+                         "reconcile.backoff_max (%s) is shorter than "
+                         "reconcile.backoff_base (%s)",
+                         a, b);
+                return -1;
         }
         return 0;
 }

@@ -93,11 +93,55 @@ int config_load_file(struct config *cfg, const char *path, char *errstr,
 int config_load_buffer(struct config *cfg, const char *name, const char *data,
                        size_t len, char *errstr,
                        size_t errstr_size) CO_MUST_CHECK;
-/* envp: a NULL-terminated environment. Names that start CHARGEONCE_TEST_,
- * CHARGEONCE_FAILPOINTS and CHARGEONCE_ALLOW_CORE are not configuration and
- * are skipped. */
+/*
+ * envp: a NULL-terminated environment. CHARGEONCE_<KEY> (and
+ * CHARGEONCE_<KEY>_FILE, CHARGEONCE_KAFKA_<PROPERTY>) set keys; a bad
+ * value is an error naming the variable and the key. Any other
+ * CHARGEONCE_* variable names no key and never stops the process: it is
+ * left alone and noted (config_env_notes) as the project's own tool or
+ * test variable (CHARGEONCE_TEST_*, CHARGEONCE_FAILPOINTS,
+ * CHARGEONCE_ALLOW_CORE, ...), a platform's service link (Kubernetes:
+ * CHARGEONCE_SERVICE_HOST, CHARGEONCE_PORT_9108_TCP, ...; Docker's legacy
+ * links), a misspelling of a key (within 2 edits of one, or a key's
+ * section such as CHARGEONCE_GATEWAY_...), or something else.
+ */
 int config_load_env(struct config *cfg, char *const *envp, char *errstr,
                     size_t errstr_size) CO_MUST_CHECK;
+
+/* Why config_load_env() left a variable alone. */
+enum config_env_kind {
+        CONFIG_ENV_TOOL,     /* the project's own tool or test variable */
+        CONFIG_ENV_PLATFORM, /* a Kubernetes or Docker service link */
+        CONFIG_ENV_MISSPELT, /* resembles a key: like_key */
+        CONFIG_ENV_UNKNOWN,  /* names nothing we know */
+};
+
+struct config_env_note {
+        char *name; /* the variable (never its value) */
+        enum config_env_kind kind;
+        const char *like_key; /* CONFIG_ENV_MISSPELT: the key, else NULL */
+        char *like_env;       /* ... and its variable, else NULL */
+        bool like_file;       /* ... its <KEY>_FILE form */
+};
+
+/* The variables config_load_env() left alone, in the order seen (at most
+ * 64), for the caller to log once its logger is set up. Owned by cfg. */
+size_t config_env_notes(const struct config *cfg,
+                        const struct config_env_note **notes);
+
+/*
+ * The rules between keys, once every source is loaded: http.tls_cert_file
+ * and http.tls_key_file both or neither; not both webhook.secret and
+ * webhook.secret_file; gateway.backoff_max >= gateway.backoff_base;
+ * reconcile.backoff_max >= reconcile.backoff_base. 0, or -1 with a
+ * message naming the keys.
+ */
+int config_check(const struct config *cfg, char *errstr,
+                 size_t errstr_size) CO_MUST_CHECK;
+
+/* The i-th key whose text has a syntax of its own (gateway.url,
+ * http.listen, topic.*, ...), NULL past the last (for tests). */
+const char *config_syntax_key(size_t i);
 /* "key=value", as given to -X. */
 int config_set_arg(struct config *cfg, const char *arg, char *errstr,
                    size_t errstr_size) CO_MUST_CHECK;

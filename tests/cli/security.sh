@@ -92,8 +92,8 @@ if command -v openssl >/dev/null; then
 	p=$tmp/pki
 	# bounded: a check that is not refused would serve until killed
 	hook=(timeout 10 env "CHARGEONCE_WEBHOOK_SECRET=$wh32" "$bin" -X http.listen=127.0.0.1:0 -X "db.conninfo_file=$tmp/ci-closed")
-	check tls-cert-only 2 'http.tls_cert_file and http.tls_key_file: set both' -- "${hook[@]}" -X "http.tls_cert_file=$p/right.crt" webhook
-	check tls-key-only 2 'only http.tls_key_file is set' -- "${hook[@]}" -X "http.tls_key_file=$p/right.key" consume
+	check tls-cert-only 2 'http.tls_cert_file is set without http.tls_key_file' -- "${hook[@]}" -X "http.tls_cert_file=$p/right.crt" webhook
+	check tls-key-only 2 'http.tls_key_file is set without http.tls_cert_file' -- "${hook[@]}" -X "http.tls_key_file=$p/right.key" consume
 	check tls-no-cert 2 'http.tls_cert_file: cannot open' -- "${hook[@]}" -X "http.tls_cert_file=$p/none.crt" -X "http.tls_key_file=$p/right.key" webhook
 	check tls-no-key 2 'http.tls_key_file: cannot open' -- "${hook[@]}" -X "http.tls_cert_file=$p/right.crt" -X "http.tls_key_file=$p/none.key" webhook
 	check tls-cert-not-pem 2 'http.tls_cert_file: .* holds no PEM certificate' -- "${hook[@]}" -X "http.tls_cert_file=$p/right.key" -X "http.tls_key_file=$p/right.key" webhook

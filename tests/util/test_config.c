@@ -323,6 +323,7 @@ static void test_env(void **state)
                              (char *)"CHARGEONCE_FAILPOINTS=x=kill",
                              NULL };
         char *env2[]     = { (char *)"CHARGEONCE_NO_SUCH_THING=1", NULL };
+        const struct config_env_note *notes;
         char *env3[] = { (char *)"CHARGEONCE_CONSUMER_BATCH_SIZE=-3", NULL };
         (void)state;
         assert_int_equal(config_load_env(c, env1, err, sizeof(err)), 0);
@@ -332,8 +333,15 @@ static void test_env(void **state)
         config_kafka_get(c, 0, &n, &v);
         assert_string_equal(n, "bootstrap.servers");
         assert_string_equal(v, "h:1");
-        assert_int_equal(config_load_env(c, env2, err, sizeof(err)), -1);
-        assert_non_null(strstr(err, "CHARGEONCE_NO_SUCH_THING"));
+        /* a variable that names no key never stops the process: noted */
+        assert_int_equal(config_load_env(c, env2, err, sizeof(err)), 0);
+        assert_int_equal(config_env_notes(c, &notes), 3);
+        assert_string_equal(notes[0].name, "CHARGEONCE_TEST_PG");
+        assert_int_equal(notes[0].kind, CONFIG_ENV_TOOL);
+        assert_int_equal(notes[1].kind, CONFIG_ENV_TOOL);
+        assert_string_equal(notes[2].name, "CHARGEONCE_NO_SUCH_THING");
+        assert_int_equal(notes[2].kind, CONFIG_ENV_UNKNOWN);
+        assert_null(notes[2].like_key);
         assert_int_equal(config_load_env(c, env3, err, sizeof(err)), -1);
         assert_non_null(strstr(err, "consumer.batch_size"));
         config_destroy(c);
@@ -420,6 +428,282 @@ static void test_settings_cover_table(void **state)
         }
 }
 
+/* A value of key that its syntax accepts, unlike its default. */
+static const char *valid_str(const char *key, size_t i)
+{
+        static char buf[64];
+
+        if (!strcmp(key, "gateway.url"))
+                return "https://gw.example.com:8443/v1";
+        if (!strcmp(key, "http.listen"))
+                return "[::1]:9200";
+        snprintf(buf, sizeof(buf), "value-%zu", i);
+        return buf;
+}
+
+/*
+ * Kubernetes service links (a Service named chargeonce, chargeonce-kafka,
+ * chargeonce-gateway), Docker's legacy links and the project's own
+ * variables never stop the process, never set a key, and are noted as
+ * such; a key's own variable still wins over any pattern.
+ */
+static void test_env_platform(void **state)
+{
+        static const char *const links[] = {
+                "CHARGEONCE_SERVICE_HOST",
+                "CHARGEONCE_SERVICE_PORT",
+                "CHARGEONCE_SERVICE_PORT_METRICS",
+                "CHARGEONCE_PORT",
+                "CHARGEONCE_PORT_9108_TCP",
+                "CHARGEONCE_PORT_9108_TCP_PROTO",
+                "CHARGEONCE_PORT_9108_TCP_PORT",
+                "CHARGEONCE_PORT_9108_TCP_ADDR",
+                "CHARGEONCE_PORT_53_UDP",
+                "CHARGEONCE_KAFKA_SERVICE_HOST",
+                "CHARGEONCE_KAFKA_PORT",
+                "CHARGEONCE_KAFKA_PORT_9092_TCP_ADDR",
+                "CHARGEONCE_GATEWAY_SERVICE_PORT_HTTPS",
+                "CHARGEONCE_DB_PORT",
+                "CHARGEONCE_NAME",
+                "CHARGEONCE_ENV_PATH",
+        };
+        static const char *const tools[] = {
+                "CHARGEONCE_TEST_KAFKA",   "CHARGEONCE_FAILPOINTS",
+                "CHARGEONCE_ALLOW_CORE",   "CHARGEONCE_FAILPOINTS_LOG",
+                "CHARGEONCE_BIN",          "CHARGEONCE_SIM_BIN",
+                "CHARGEONCE_SOURCE_DIR",   "CHARGEONCE_SVC_ADDR",
+                "CHARGEONCE_SOAK_SECONDS", "CHARGEONCE_KEEP_SERVICES_DIR",
+        };
+        char *envp[2], var[128];
+        (void)state;
+
+        for (size_t i = 0; i < sizeof(links) / sizeof(*links); i++) {
+                struct config *c = config_new();
+                const struct config_env_note *n;
+
+                snprintf(var, sizeof(var), "%s=tcp://10.0.0.7:9108", links[i]);
+                envp[0] = var;
+                envp[1] = NULL;
+                if (config_load_env(c, envp, err, sizeof(err)) != 0)
+                        fail_msg("%s stopped the process: %s", links[i], err);
+                assert_int_equal(config_env_notes(c, &n), 1);
+                assert_string_equal(n[0].name, links[i]);
+                if (n[0].kind != CONFIG_ENV_PLATFORM)
+                        fail_msg("%s: kind %d, not a platform's link", links[i],
+                                 n[0].kind);
+                assert_int_equal(config_kafka_count(c), 0);
+                config_destroy(c);
+        }
+        for (size_t i = 0; i < sizeof(tools) / sizeof(*tools); i++) {
+                struct config *c = config_new();
+                const struct config_env_note *n;
+
+                snprintf(var, sizeof(var), "%s=x", tools[i]);
+                envp[0] = var;
+                envp[1] = NULL;
+                assert_int_equal(config_load_env(c, envp, err, sizeof(err)), 0);
+                assert_int_equal(config_env_notes(c, &n), 1);
+                assert_int_equal(n[0].kind, CONFIG_ENV_TOOL);
+                config_destroy(c);
+        }
+        {
+                /* the key's own variable: set, not noted */
+                struct config *c = config_new();
+                const struct config_env_note *n;
+
+                envp[0] = (char *)"CHARGEONCE_HTTP_LISTEN=0.0.0.0:9108";
+                envp[1] = NULL;
+                assert_int_equal(config_load_env(c, envp, err, sizeof(err)), 0);
+                assert_string_equal(config_settings(c)->http_listen,
+                                    "0.0.0.0:9108");
+                assert_int_equal(config_env_notes(c, &n), 0);
+                config_destroy(c);
+        }
+}
+
+/* A misspelt variable is noted with the key it resembles; an unrelated
+ * one with none. */
+static void test_env_misspelt(void **state)
+{
+        static const struct {
+                const char *var, *like, *like_env;
+        } cases[] = {
+                { "CHARGEONCE_GATEWAY_URLL", "gateway.url",
+                  "CHARGEONCE_GATEWAY_URL" },
+                { "CHARGEONCE_GATEWAY_UR", "gateway.url",
+                  "CHARGEONCE_GATEWAY_URL" },
+                { "CHARGEONCE_GRUOP_ID", "group.id", "CHARGEONCE_GROUP_ID" },
+                { "CHARGEONCE_HTTP_LISTENS", "http.listen",
+                  "CHARGEONCE_HTTP_LISTEN" },
+                { "CHARGEONCE_GATEWAY_API_KEY_FIEL", "gateway.api_key",
+                  "CHARGEONCE_GATEWAY_API_KEY_FILE" },
+                { "CHARGEONCE_LEASE_DURATON", "lease.duration",
+                  "CHARGEONCE_LEASE_DURATION" },
+                /* far from every key but in a key's section */
+                { "CHARGEONCE_GATEWAY_SOMETHING_ELSE_ENTIRELY", NULL,
+                  "CHARGEONCE_GATEWAY_" },
+                { "CHARGEONCE_FROBNICATE", NULL, NULL },
+        };
+        char *envp[2], var[128];
+        (void)state;
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+                struct config *c = config_new();
+                const struct config_env_note *n;
+
+                snprintf(var, sizeof(var), "%s=1", cases[i].var);
+                envp[0] = var;
+                envp[1] = NULL;
+                assert_int_equal(config_load_env(c, envp, err, sizeof(err)), 0);
+                assert_int_equal(config_env_notes(c, &n), 1);
+                if (!cases[i].like_env) {
+                        assert_int_equal(n[0].kind, CONFIG_ENV_UNKNOWN);
+                        assert_null(n[0].like_key);
+                } else {
+                        if (n[0].kind != CONFIG_ENV_MISSPELT)
+                                fail_msg("%s: not noted as misspelt",
+                                         cases[i].var);
+                        if (cases[i].like &&
+                            strcmp(n[0].like_key, cases[i].like))
+                                fail_msg("%s: like %s, want %s", cases[i].var,
+                                         n[0].like_key, cases[i].like);
+                        if (strncmp(n[0].like_env, cases[i].like_env,
+                                    strlen(cases[i].like_env)))
+                                fail_msg("%s: like %s, want %s", cases[i].var,
+                                         n[0].like_env, cases[i].like_env);
+                }
+                config_destroy(c);
+        }
+}
+
+/* Each key with a syntax of its own is a key of the table; its good
+ * values are taken, its bad ones refused naming the key. */
+static void test_syntax(void **state)
+{
+        static const struct {
+                const char *key, *value;
+                bool ok;
+        } cases[] = {
+                { "gateway.url", "https://gw.example.com", true },
+                { "gateway.url", "http://127.0.0.1:8089", true },
+                { "gateway.url", "HTTPS://gw:443/api/v1?x=1", true },
+                { "gateway.url", "http://[::1]:8089/", true },
+                { "gateway.url", "ftp://gw", false },
+                { "gateway.url", "gw.example.com", false },
+                { "gateway.url", "https://", false },
+                { "gateway.url", "https:///path", false },
+                { "gateway.url", "https://:443", false },
+                { "gateway.url", "https://gw:", false },
+                { "gateway.url", "https://gw:65536", false },
+                { "gateway.url", "https://gw:x", false },
+                { "gateway.url", "https://user:pw@gw", false },
+                { "gateway.url", "https://g w", false },
+                { "gateway.url", "", false },
+                { "http.listen", "", true },
+                { "http.listen", "127.0.0.1:9108", true },
+                { "http.listen", "0.0.0.0:0", true },
+                { "http.listen", "localhost:9108", true },
+                { "http.listen", "[::]:9108", true },
+                { "http.listen", "9108", false },
+                { "http.listen", ":9108", false },
+                { "http.listen", "host:", false },
+                { "http.listen", "host:65536", false },
+                { "http.listen", "::1:9108", false },
+                { "http.listen", "a b:1", false },
+                { "topic.intents", "payments.intents", true },
+                { "topic.results", "a_b-c.d", true },
+                { "topic.dlq", "", false },
+                { "topic.dlq", "..", false },
+                { "topic.dlq", "a/b", false },
+                { "group.id", "g", true },
+                { "group.id", "", false },
+                { "worker.id", "", true },
+                { "worker.id", "chargeonce-0", true },
+                { "worker.id", "a\tb", false },
+                { "gateway.api_key", "sk_test_1", true },
+                { "gateway.api_key", "sk\r\nX-Evil: 1", false },
+        };
+        size_t n;
+        const struct config_key *keys = config_keys(&n);
+        (void)state;
+
+        for (size_t i = 0; config_syntax_key(i); i++) {
+                bool found = false;
+
+                for (size_t k = 0; k < n; k++)
+                        found = found ||
+                                !strcmp(keys[k].name, config_syntax_key(i));
+                if (!found)
+                        fail_msg("%s has a syntax but is no key",
+                                 config_syntax_key(i));
+        }
+        for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+                struct config *c = config_new();
+                int rc = config_set(c, cases[i].key, cases[i].value, err,
+                                    sizeof(err));
+
+                if (cases[i].ok && rc != 0)
+                        fail_msg("%s = \"%s\" refused: %s", cases[i].key,
+                                 cases[i].value, err);
+                if (!cases[i].ok && rc == 0)
+                        fail_msg("%s = \"%s\" taken", cases[i].key,
+                                 cases[i].value);
+                if (!cases[i].ok &&
+                    strncmp(err, cases[i].key, strlen(cases[i].key)))
+                        fail_msg("%s: the error does not name it: %s",
+                                 cases[i].key, err);
+                /* a secret's value is never repeated */
+                if (!cases[i].ok && !strcmp(cases[i].key, "gateway.api_key"))
+                        assert_null(strstr(err, "Evil"));
+                config_destroy(c);
+        }
+}
+
+/* The rules between keys, judged once every source is loaded. */
+static void test_check(void **state)
+{
+        static const struct {
+                const char *set[2];
+                const char *says; /* NULL: fine */
+        } cases[] = {
+                { { NULL, NULL }, NULL },
+                { { "http.tls_cert_file=/c.pem", NULL },
+                  "http.tls_cert_file is set without http.tls_key_file" },
+                { { "http.tls_key_file=/k.pem", NULL },
+                  "http.tls_key_file is set without http.tls_cert_file" },
+                { { "http.tls_cert_file=/c.pem", "http.tls_key_file=/k.pem" },
+                  NULL },
+                { { "webhook.secret=whsec_x", "webhook.secret_file=/w" },
+                  "webhook.secret and webhook.secret_file" },
+                { { "gateway.backoff_max=10ms", NULL },
+                  "gateway.backoff_max (10ms) is shorter than "
+                  "gateway.backoff_base (100ms)" },
+                { { "gateway.backoff_base=5s", NULL }, NULL },
+                { { "reconcile.backoff_base=10m", NULL },
+                  "reconcile.backoff_max (5m) is shorter than "
+                  "reconcile.backoff_base (10m)" },
+        };
+        (void)state;
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+                struct config *c = config_new();
+                int rc;
+
+                for (size_t k = 0; k < 2 && cases[i].set[k]; k++)
+                        assert_int_equal(config_set_arg(c, cases[i].set[k], err,
+                                                        sizeof(err)),
+                                         0);
+                err[0] = '\0';
+                rc     = config_check(c, err, sizeof(err));
+                if (!cases[i].says && rc != 0)
+                        fail_msg("case %zu refused: %s", i, err);
+                if (cases[i].says && (rc == 0 || !strstr(err, cases[i].says)))
+                        fail_msg("case %zu: \"%s\", want \"%s\"", i, err,
+                                 cases[i].says);
+                config_destroy(c);
+        }
+}
+
 /* Each key, set at its edges, lands in its own field (by the table's
  * offset) and no other field changes. */
 static void test_settings_every_key_set(void **state)
@@ -435,7 +719,8 @@ static void test_settings_every_key_set(void **state)
 
                 switch (keys[i].type) {
                 case CONFIG_STR:
-                        snprintf(v, sizeof(v), "value-%zu", i);
+                        snprintf(v, sizeof(v), "%s",
+                                 valid_str(keys[i].name, i));
                         break;
                 case CONFIG_ENUM: {
                         const char *bar = strrchr(keys[i].choices, '|');
@@ -625,6 +910,10 @@ int main(void)
                 cmocka_unit_test(test_long_secret_name_hidden),
                 cmocka_unit_test(test_load_buffer),
                 cmocka_unit_test(test_env),
+                cmocka_unit_test(test_env_platform),
+                cmocka_unit_test(test_env_misspelt),
+                cmocka_unit_test(test_syntax),
+                cmocka_unit_test(test_check),
                 cmocka_unit_test(test_settings_defaults),
                 cmocka_unit_test(test_settings_cover_table),
                 cmocka_unit_test(test_settings_every_key_set),
