@@ -95,7 +95,11 @@ svc_addr() {
 		echo "services: CHARGEONCE_SVC_ADDR=$a: only 10.213.N.1 (a test namespace's veth) is allowed" >&2
 		return 1
 	fi
-	ip -o -4 addr show | grep -q " inet $a/" || {
+	# read whole before grep: under pipefail, grep -q leaving early could
+	# fail ip with SIGPIPE once the host has many addresses
+	local addrs
+	addrs=$(ip -o -4 addr show 2>/dev/null)
+	grep -qF " inet $a/" <<<"$addrs" || {
 		echo "services: CHARGEONCE_SVC_ADDR=$a is no address of this host (make the namespace first)" >&2
 		return 1
 	}
