@@ -56,7 +56,7 @@ check() {
 # pipefail, grep -q leaving early could fail the writer with SIGPIPE.
 exists() {
 	local list
-	list=$(ip netns list | awk '{ print $1 }')
+	list=$(ip netns list 2>/dev/null | awk '{ print $1 }')
 	grep -qxF "$1" <<<"$list"
 }
 
@@ -85,8 +85,10 @@ up() {
 
 # The N of a namespace, from its veth's address (empty if none).
 n_of() {
-	ip netns exec "$1" ip -o -4 addr show 2>/dev/null |
-		sed -n 's/.* inet 10\.213\.\([0-9]*\)\.2\/30 .*/\1/p' | head -n 1
+	local addrs n
+	addrs=$(ip netns exec "$1" ip -o -4 addr show 2>/dev/null) || return 0
+	n=$(sed -n 's/.* inet 10\.213\.\([0-9]*\)\.2\/30 .*/\1/p' <<<"$addrs")
+	echo "${n%%$'\n'*}"
 }
 
 new() {
@@ -96,7 +98,7 @@ new() {
 		n=$(((seed + i) % 254 + 1))
 		# taken by another run: its namespace, or its host address
 		exists "co-nf-$n" && continue
-		addrs=$(ip -o -4 addr show)
+		addrs=$(ip -o -4 addr show 2>/dev/null)
 		grep -q " inet 10\.213\.$n\." <<<"$addrs" && continue
 		ip link show "nfh$n" >/dev/null 2>&1 && continue
 		# ip netns add is the claim: of two runs picking the same N at
