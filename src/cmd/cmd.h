@@ -48,7 +48,8 @@ int cmd_gc(struct config *cfg, int argc, char **argv) CO_MUST_CHECK;
 int cmd_opts_check(const struct config *cfg, char *errstr,
                    size_t errstr_size) CO_MUST_CHECK;
 
-/* "chargeonce VERSION (librdkafka VERSION)" and a new line, to out. */
+/* "chargeonce VERSION (commit COMMIT; librdkafka VERSION)" and a new
+ * line, to out. */
 void cmd_print_version(FILE *out);
 /*
  * The db.* network keys -> store_net_set: every database connection the

@@ -1,6 +1,7 @@
 /* cmd/opts: configuration -> typed options (see opts.h). */
 #include "cmd/opts.h"
 #include "cmd/cmd.h"
+#include "cmd/version.h"
 #include "gateway/webhook.h"
 #include "ops/security.h"
 #include "store/store.h"
@@ -176,6 +177,8 @@ void cmd_opts_fill(struct cmd_opts *o, const struct config *cfg)
 
         memset(o, 0, sizeof(*o));
         o->metrics = metrics_new();
+        metrics_set_build(o->metrics, cmd_version_string(),
+                          cmd_version_commit());
         /* main checked the identity (cmd_opts_check): no error */
         CO_IGNORE(fill_kafka(o, cfg, err, sizeof(err)));
         fill_owner(o, st);
@@ -286,6 +289,7 @@ void cmd_apply_db_net(const struct config *cfg)
 
 void cmd_print_version(FILE *out)
 {
-        fprintf(out, "chargeonce %s (librdkafka %s)\n", CHARGEONCE_VERSION,
+        fprintf(out, "chargeonce %s (commit %s; librdkafka %s)\n",
+                cmd_version_string(), cmd_version_commit(),
                 rd_kafka_version_str());
 }

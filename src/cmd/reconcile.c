@@ -10,6 +10,7 @@
 #include "cmd/engine.h"
 #include "cmd/opts.h"
 #include "cmd/serve.h"
+#include "util/metrics.h"
 #include "reconcile/reconcile.h"
 #include "util/failpoint.h"
 #include "util/log.h"
@@ -40,6 +41,8 @@ int cmd_reconcile(struct config *cfg, int argc, char **argv)
         }
         cmd_opts_fill(&o, cfg);
         o.http.webhooks = HTTP_WEBHOOKS_OFF;
+        /* no consumer here: no "joined" gauge for an alert to read */
+        metrics_hide(o.metrics, METRIC_CONSUMER_JOINED);
         rc = cmd_serve_beside(&cmd_reconcile_kind, &o.reconcile, &o.http,
                               o.http_enabled);
         cmd_opts_free(&o);

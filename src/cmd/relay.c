@@ -22,6 +22,7 @@
 #include "cmd/engine.h"
 #include "cmd/opts.h"
 #include "cmd/serve.h"
+#include "util/metrics.h"
 #include "ops/relay_admin.h"
 #include "relay/relay.h"
 #include "util/failpoint.h"
@@ -188,7 +189,9 @@ int cmd_relay(struct config *cfg, int argc, char **argv)
 
         cmd_opts_fill(&o, cfg);
         o.http.webhooks = HTTP_WEBHOOKS_OFF;
-        rc              = relay_args(&o, argc, argv);
+        /* no consumer here: no "joined" gauge for an alert to read */
+        metrics_hide(o.metrics, METRIC_CONSUMER_JOINED);
+        rc = relay_args(&o, argc, argv);
         cmd_opts_free(&o);
         return rc;
 }

@@ -8,6 +8,7 @@
 #include "cmd/cmd.h"
 #include "cmd/opts.h"
 #include "cmd/serve.h"
+#include "util/metrics.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -31,6 +32,8 @@ int cmd_webhook(struct config *cfg, int argc, char **argv)
                                        argv[1]);
         }
         cmd_opts_fill(&o, cfg);
+        /* no consumer here: no "joined" gauge for an alert to read */
+        metrics_hide(o.metrics, METRIC_CONSUMER_JOINED);
         o.http.webhooks             = HTTP_WEBHOOKS_REQUIRED;
         o.http.ready_needs_consumer = false;
         rc                          = cmd_engine_main(&cmd_serve_kind, &o.http);

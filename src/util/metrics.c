@@ -22,6 +22,8 @@
 #include "util/timeutil.h"
 #include "util/xalloc.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
@@ -29,6 +31,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
 
 enum metric_type { COUNTER, GAUGE, HISTOGRAM };
 
@@ -81,6 +86,10 @@ struct metrics {
 
         pthread_mutex_t loop_mu; /* register / unregister */
         struct loop_slot loops[N_LOOPS];
+
+        bool hidden[METRIC__COUNT]; /* metrics_hide */
+        char *version, *commit;     /* chargeonce_build_info */
+        bool (*process)(struct metrics_process *out);
 };
 
 /* The label values "a|b|c" of metric id as a NULL-terminated array. */
@@ -125,7 +134,101 @@ struct metrics *metrics_new(void)
         m->counters = xcalloc(total ? total : 1, sizeof(*m->counters));
         pthread_mutex_init(&m->lag_mu, NULL);
         pthread_mutex_init(&m->loop_mu, NULL);
+        m->version = xstrdup("unknown");
+        m->commit  = xstrdup("unknown");
+        m->process = metrics_process_read;
         return m;
+}
+
+void metrics_hide(struct metrics *m, enum metric_id id)
+{
+        if (m && (int)id >= 0 && id < METRIC__COUNT)
+                m->hidden[id] = true;
+}
+
+void metrics_set_build(struct metrics *m, const char *version,
+                       const char *commit)
+{
+        if (!m)
+                return;
+        free(m->version);
+        free(m->commit);
+        m->version = xstrdup(version && *version ? version : "unknown");
+        m->commit  = xstrdup(commit && *commit ? commit : "unknown");
+}
+
+void metrics_set_process_reader(struct metrics *m,
+                                bool (*read)(struct metrics_process *out))
+{
+        if (m)
+                m->process = read;
+}
+
+/*
+ * /proc/self/stat after the command's ")" (the name may hold spaces and
+ * parentheses): field 3 is the state; utime 14, stime 15, starttime 22
+ * (clock ticks after boot), vsize 23 (bytes), rss 24 (pages).
+ */
+bool metrics_process_read(struct metrics_process *out)
+{
+        char buf[1024], *p, *end;
+        unsigned long long f[25] = { 0 };
+        long tck = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+        struct timespec boot, wall;
+        struct rlimit rl;
+        ssize_t n;
+        int fd, field = 3;
+        DIR *d;
+
+        memset(out, 0, sizeof(*out));
+        if (tck <= 0 || page <= 0)
+                return false;
+        if ((fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC)) < 0)
+                return false;
+        n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n <= 0)
+                return false;
+        buf[n] = '\0';
+        if (!(p = strrchr(buf, ')')))
+                return false;
+        for (p++; field <= 24 && *p; field++) {
+                while (*p == ' ')
+                        p++;
+                f[field] = strtoull(p, &end, 10);
+                if (end == p && field != 3)
+                        return false;
+                p = end;
+                while (*p && *p != ' ')
+                        p++; /* the state (field 3) is a letter */
+        }
+        if (field <= 24)
+                return false;
+        out->cpu_seconds    = (double)(f[14] + f[15]) / (double)tck;
+        out->virtual_bytes  = (double)f[23];
+        out->resident_bytes = (double)f[24] * (double)page;
+        /* the start in wall time: now less the time since then (boot
+         * clock), so /proc/stat (hidden by ProcSubset=pid) is not needed */
+        if (clock_gettime(CLOCK_BOOTTIME, &boot) != 0 ||
+            clock_gettime(CLOCK_REALTIME, &wall) != 0)
+                return false;
+        out->start_time_seconds =
+            (double)wall.tv_sec + (double)wall.tv_nsec / 1e9 -
+            ((double)boot.tv_sec + (double)boot.tv_nsec / 1e9 -
+             (double)f[22] / (double)tck);
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+                out->max_fds =
+                    rl.rlim_cur == RLIM_INFINITY ? 0 : (double)rl.rlim_cur;
+        if ((d = opendir("/proc/self/fd"))) {
+                struct dirent *e;
+                double k = 0;
+
+                while ((e = readdir(d)))
+                        k += e->d_name[0] != '.';
+                closedir(d);
+                out->open_fds = k - 1; /* less the one opendir holds */
+        }
+        return true;
 }
 
 void metrics_destroy(struct metrics *m)
@@ -142,6 +245,8 @@ void metrics_destroy(struct metrics *m)
         free(m->counters);
         free(m->lag_parts);
         free(m->lag_values);
+        free(m->version);
+        free(m->commit);
         pthread_mutex_destroy(&m->lag_mu);
         pthread_mutex_destroy(&m->loop_mu);
         free(m);
@@ -513,6 +618,61 @@ static void render_lag(const struct metrics *m, struct buf *out, int id)
         free(pairs);
 }
 
+/* chargeonce_build_info{version="...",commit="..."} 1 */
+static void render_build(const struct metrics *m, struct buf *out)
+{
+        static const struct metric_desc d = {
+                "chargeonce_build_info",
+                "The version and commit this process runs (always 1)", NULL,
+                NULL, GAUGE
+        };
+
+        render_head(out, &d);
+        buf_append_str(out, "chargeonce_build_info{version=\"");
+        append_escaped(out, m->version, true);
+        buf_append_str(out, "\",commit=\"");
+        append_escaped(out, m->commit, true);
+        buf_append_str(out, "\"} 1\n");
+}
+
+/* The process_* metrics, in the order render_process shows them. */
+static const struct metric_desc process_descs[] = {
+        { "process_cpu_seconds_total",
+          "Total user and system CPU time spent in seconds", NULL, NULL,
+          COUNTER },
+        { "process_open_fds", "Number of open file descriptors", NULL, NULL,
+          GAUGE },
+        { "process_max_fds", "Maximum number of open file descriptors", NULL,
+          NULL, GAUGE },
+        { "process_virtual_memory_bytes", "Virtual memory size in bytes", NULL,
+          NULL, GAUGE },
+        { "process_resident_memory_bytes", "Resident memory size in bytes",
+          NULL, NULL, GAUGE },
+        { "process_start_time_seconds",
+          "Start time of the process since unix epoch in seconds", NULL, NULL,
+          GAUGE },
+};
+
+/* The process_* metrics, when they can be read. */
+static void render_process(const struct metrics *m, struct buf *out)
+{
+        struct metrics_process p;
+        double v[sizeof(process_descs) / sizeof(*process_descs)];
+
+        if (!m->process || !m->process(&p))
+                return;
+        v[0] = p.cpu_seconds;
+        v[1] = p.open_fds;
+        v[2] = p.max_fds;
+        v[3] = p.virtual_bytes;
+        v[4] = p.resident_bytes;
+        v[5] = p.start_time_seconds;
+        for (size_t i = 0; i < sizeof(v) / sizeof(*v); i++) {
+                render_head(out, &process_descs[i]);
+                render_sample(out, process_descs[i].name, "", NULL, NULL, v[i]);
+        }
+}
+
 int metrics_render(const struct metrics *m, struct buf *out)
 {
         if (!m)
@@ -520,6 +680,8 @@ int metrics_render(const struct metrics *m, struct buf *out)
         for (int id = 0; id < METRIC__COUNT; id++) {
                 const struct metric_desc *d = &descs[id];
 
+                if (m->hidden[id])
+                        continue;
                 render_head(out, d);
                 if (d->type == COUNTER)
                         render_counter(m, out, id);
@@ -533,5 +695,7 @@ int metrics_render(const struct metrics *m, struct buf *out)
                             atomic_load_explicit(&m->gauges[id],
                                                  memory_order_relaxed));
         }
+        render_build(m, out);
+        render_process(m, out);
         return buf_failed(out) ? -1 : 0;
 }

@@ -121,9 +121,48 @@ bool metrics_alive(const struct metrics *m, int64_t max_age_ms,
                    int64_t *oldest_ms, const char **who);
 
 /*
+ * Leaves metric id out of the exposition: for a metric this process has
+ * nothing to say about (chargeonce_consumer_group_joined in a process
+ * that runs no consumer, so that an alert on it only sees consumers).
+ * Main thread, before the first render.
+ */
+void metrics_hide(struct metrics *m, enum metric_id id);
+
+/*
+ * chargeonce_build_info{version,commit} 1: what this process runs
+ * (default "unknown" for both). Copies the strings. Main thread, before
+ * the first render.
+ */
+void metrics_set_build(struct metrics *m, const char *version,
+                       const char *commit);
+
+/*
+ * The standard process metrics (as Prometheus' client libraries name
+ * them): process_cpu_seconds_total, process_resident_memory_bytes,
+ * process_virtual_memory_bytes, process_open_fds, process_max_fds,
+ * process_start_time_seconds (Unix seconds).
+ */
+struct metrics_process {
+        double cpu_seconds, resident_bytes, virtual_bytes;
+        double open_fds, max_fds, start_time_seconds;
+};
+
+/* Reads them for this process (Linux: /proc/self/stat, /proc/self/fd,
+ * getrlimit, the boot-time clock; nothing outside /proc/self). False when
+ * they cannot be read (then they are not shown). Any thread. */
+bool metrics_process_read(struct metrics_process *out);
+
+/* Where a render takes them from (default metrics_process_read; a test
+ * gives a fixed reader). */
+void metrics_set_process_reader(struct metrics *m,
+                                bool (*read)(struct metrics_process *out));
+
+/*
  * Appends the exposition (format 0.0.4: # HELP, # TYPE, one line per
- * label value, histograms with _bucket{le}, _sum, _count) to out.
- * 0, or -1 when out failed (buf.h).
+ * label value, histograms with _bucket{le}, _sum, _count) to out: every
+ * metric of metrics.def (but the hidden ones), then
+ * chargeonce_build_info and the process_* metrics. 0, or -1 when out
+ * failed (buf.h).
  */
 int metrics_render(const struct metrics *m, struct buf *out) CO_MUST_CHECK;
 

@@ -9,7 +9,21 @@ check help 0 'migrate.*consume.*|COMMAND' -- "$bin" --help
 for c in migrate consume relay reconcile webhook; do
 	check "help lists $c" 0 "^  $c " -- "$bin" --help
 done
-check version 0 '^chargeonce [0-9]+\.[0-9]+\.[0-9]+' -- "$bin" --version
+check version 0 '^chargeonce [0-9]+\.[0-9]+\.[0-9]+ \(commit ([0-9a-f]{12}|unknown); librdkafka ' -- "$bin" --version
+# the version is the project's (CMakeLists.txt); the commit one of this
+# checkout's own (HEAD when built from it; an ancestor when HEAD moved on
+# after the build)
+if [ -n "${CHARGEONCE_SOURCE_DIR:-}" ] && git -C "$CHARGEONCE_SOURCE_DIR" rev-parse --git-dir >/dev/null 2>&1; then
+	want_ver=$(sed -n 's/^project(chargeonce VERSION \([0-9.]*\) .*/\1/p' "$CHARGEONCE_SOURCE_DIR/CMakeLists.txt")
+	check version-number 0 "^chargeonce $want_ver \\(commit " -- "$bin" --version
+	got=$("$bin" --version | sed -n 's/.*(commit \([0-9a-f]*\);.*/\1/p')
+	if [ -n "$got" ] && git -C "$CHARGEONCE_SOURCE_DIR" merge-base --is-ancestor "$got" HEAD 2>/dev/null; then
+		passes=$((passes + 1))
+	else
+		echo "FAIL version-commit: '$got' is not a commit of this checkout"
+		fails=$((fails + 1))
+	fi
+fi
 check no-command 2 'usage' -- "$bin"
 check unknown-command 2 'unknown command frobnicate' -- "$bin" frobnicate
 check unknown-option 2 'unknown option --frob' -- "$bin" --frob migrate

@@ -522,11 +522,28 @@ static void metrics_names(void)
         SC_CHECK(!strcmp(a.ctype, "text/plain; version=0.0.4; charset=utf-8"),
                  "Content-Type %s", a.ctype);
         for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++) {
+                /* `chargeonce webhook` runs no consumer: no "joined"
+                 * gauge, so the not-joined alert never sees it */
+                bool absent =
+                    !strcmp(names[i], "chargeonce_consumer_group_joined");
+
                 snprintf(want, sizeof(want), "# HELP %s ", names[i]);
-                SC_CHECK(strstr(a.body, want), "no %s", want);
+                SC_CHECK(!strstr(a.body, want) == absent, "%s %s",
+                         absent ? "unexpected" : "no", want);
                 snprintf(want, sizeof(want), "# TYPE %s ", names[i]);
-                SC_CHECK(strstr(a.body, want), "no %s", want);
+                SC_CHECK(!strstr(a.body, want) == absent, "%s %s",
+                         absent ? "unexpected" : "no", want);
         }
+        /* what it runs, and the standard process metrics */
+        SC_CHECK(strstr(a.body, "\nchargeonce_build_info{version=\"") &&
+                     strstr(a.body, "\",commit=\"") &&
+                     strstr(a.body, "\nprocess_cpu_seconds_total ") &&
+                     strstr(a.body, "\nprocess_resident_memory_bytes ") &&
+                     strstr(a.body, "\nprocess_virtual_memory_bytes ") &&
+                     strstr(a.body, "\nprocess_open_fds ") &&
+                     strstr(a.body, "\nprocess_max_fds ") &&
+                     strstr(a.body, "\nprocess_start_time_seconds "),
+                 "no build_info or process_* metrics: %s", a.body);
 }
 
 static void healthz(void)

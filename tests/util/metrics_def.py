@@ -23,9 +23,24 @@ def read_def(path):
     return out
 
 
+# Rendered by metrics.c beside metrics.def's: what the process runs and
+# the standard process metrics of Prometheus' client libraries.
+# metrics_exposition_parse checks that the exposition holds exactly these.
+STANDARD = {
+    "chargeonce_build_info": ("gauge", ["version", "commit"]),
+    "process_cpu_seconds_total": ("counter", None),
+    "process_open_fds": ("gauge", None),
+    "process_max_fds": ("gauge", None),
+    "process_virtual_memory_bytes": ("gauge", None),
+    "process_resident_memory_bytes": ("gauge", None),
+    "process_start_time_seconds": ("gauge", None),
+}
+
+
 def series_names(defs):
-    """Every series name a query may use: histograms with their suffixes."""
-    names = set()
+    """Every series name a query may use: histograms with their suffixes,
+    and the STANDARD metrics."""
+    names = set(STANDARD)
     for name, (typ, _, _) in defs.items():
         if typ == "histogram":
             names.update(name + s for s in ("_bucket", "_sum", "_count"))

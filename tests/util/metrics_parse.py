@@ -14,7 +14,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from metrics_def import read_def  # noqa: E402
+from metrics_def import STANDARD, read_def  # noqa: E402
 
 try:
     from prometheus_client.parser import text_string_to_metric_families
@@ -56,8 +56,20 @@ def main():
             got = [s.labels.get(label) for s in fam.samples]
             if got != values:
                 fail("%s label values %r, want %r" % (name, got, values))
-    if len(fams) != len(want):
-        fail("%d families, want %d" % (len(fams), len(want)))
+    for name, (typ, labels) in STANDARD.items():
+        fname = name[:-len("_total")] if typ == "counter" else name
+        fam = fams.get(fname)
+        if fam is None:
+            fail("%s missing" % name)
+        if fam.type != typ:
+            fail("%s is %s, want %s" % (name, fam.type, typ))
+        if len(fam.samples) != 1:
+            fail("%s: %d samples" % (name, len(fam.samples)))
+        if sorted(fam.samples[0].labels) != sorted(labels or []):
+            fail("%s labels %r, want %r" % (name, fam.samples[0].labels,
+                                            labels))
+    if len(fams) != len(want) + len(STANDARD):
+        fail("%d families, want %d" % (len(fams), len(want) + len(STANDARD)))
 
     def value(name, **labels):
         for fam in fams.values():
@@ -89,6 +101,18 @@ def main():
         got = value(name, **labels)
         if abs(got - v) > 1e-9 * max(1.0, abs(v)):
             fail("%s %r = %r, want %r" % (name, labels, got, v))
+    # what the sample runs, and its own process read from /proc/self
+    if value("chargeonce_build_info", version="9.8.7",
+             commit="abcdef012345") != 1:
+        fail("chargeonce_build_info is not 1")
+    import time
+    start = value("process_start_time_seconds")
+    if not time.time() - 600 < start <= time.time() + 1:
+        fail("process_start_time_seconds %r is not the sample's start" % start)
+    if value("process_resident_memory_bytes") < 100 * 1024:
+        fail("process_resident_memory_bytes too small")
+    if not 3 <= value("process_open_fds") <= value("process_max_fds"):
+        fail("process_open_fds / process_max_fds implausible")
     # exact integers print without exponent or fraction
     if "chargeonce_results_published_total 9007199254740993\n" not in text:
         fail("a counter above 2^53 not printed as the exact integer")

@@ -40,6 +40,7 @@ int main(void)
         metrics_inc(m, METRIC_WEBHOOKS, MW_CONTRADICTION);
         metrics_set(m, METRIC_INVARIANT_VIOLATIONS, 0);
         metrics_set(m, METRIC_WEBHOOK_CONTRADICTIONS, -0.5);
+        metrics_set_build(m, "9.8.7", "abcdef012345");
         buf_init(&b, 1 << 20);
         if (metrics_render(m, &b) < 0) {
                 fprintf(stderr, "render failed\n");

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define THREADS    8
@@ -227,7 +228,49 @@ static const char expected[] =
     "commits (sync or quorum); 0 with standbys: a failover may lose the "
     "last commits\n"
     "# TYPE chargeonce_db_synchronous_standbys gauge\n"
-    "chargeonce_db_synchronous_standbys 0\n";
+    "chargeonce_db_synchronous_standbys 0\n"
+    "# HELP chargeonce_build_info The version and commit this process runs "
+    "(always 1)\n"
+    "# TYPE chargeonce_build_info gauge\n"
+    "chargeonce_build_info{version=\"1.2.3\",commit=\"0123abcd\\\"x\"} 1\n"
+    "# HELP process_cpu_seconds_total Total user and system CPU time spent "
+    "in seconds\n"
+    "# TYPE process_cpu_seconds_total counter\n"
+    "process_cpu_seconds_total 1.25\n"
+    "# HELP process_open_fds Number of open file descriptors\n"
+    "# TYPE process_open_fds gauge\n"
+    "process_open_fds 17\n"
+    "# HELP process_max_fds Maximum number of open file descriptors\n"
+    "# TYPE process_max_fds gauge\n"
+    "process_max_fds 1024\n"
+    "# HELP process_virtual_memory_bytes Virtual memory size in bytes\n"
+    "# TYPE process_virtual_memory_bytes gauge\n"
+    "process_virtual_memory_bytes 123456789\n"
+    "# HELP process_resident_memory_bytes Resident memory size in bytes\n"
+    "# TYPE process_resident_memory_bytes gauge\n"
+    "process_resident_memory_bytes 4096000\n"
+    "# HELP process_start_time_seconds Start time of the process since unix "
+    "epoch in seconds\n"
+    "# TYPE process_start_time_seconds gauge\n"
+    "process_start_time_seconds 1796000000.5\n";
+
+/* A fixed reading of the process, for the pinned exposition. */
+static bool fixed_process(struct metrics_process *p)
+{
+        p->cpu_seconds        = 1.25;
+        p->open_fds           = 17;
+        p->max_fds            = 1024;
+        p->virtual_bytes      = 123456789;
+        p->resident_bytes     = 4096000;
+        p->start_time_seconds = 1796000000.5;
+        return true;
+}
+
+static bool no_process(struct metrics_process *p)
+{
+        (void)p;
+        return false;
+}
 
 static void test_render_fixed(void **state)
 {
@@ -254,6 +297,8 @@ static void test_render_fixed(void **state)
         metrics_lag_set(m, parts, lags, 2);
         metrics_set(m, METRIC_CONSUMER_JOINED, 1);
         metrics_set(m, METRIC_WEBHOOK_CONTRADICTIONS, -3);
+        metrics_set_build(m, "1.2.3", "0123abcd\"x"); /* escaped */
+        metrics_set_process_reader(m, fixed_process);
         buf_init(&b, 1 << 20);
         assert_int_equal(metrics_render(m, &b), 0);
         assert_string_equal(buf_str(&b), expected);
@@ -263,6 +308,67 @@ static void test_render_fixed(void **state)
         assert_int_equal(metrics_render(m, &b), -1);
         buf_free(&b);
         metrics_destroy(m);
+}
+
+/* A hidden metric leaves the exposition (a process without a consumer has
+ * no consumer_group_joined, so that the not-joined alert never sees it);
+ * process metrics that cannot be read are left out, not shown as 0. */
+static void test_hide_and_absent(void **state)
+{
+        struct metrics *m = metrics_new();
+        struct buf b;
+
+        (void)state;
+        metrics_set_process_reader(m, no_process);
+        buf_init(&b, 1 << 20);
+        assert_int_equal(metrics_render(m, &b), 0);
+        assert_non_null(
+            strstr(buf_str(&b), "\nchargeonce_consumer_group_joined 0\n"));
+        assert_non_null(strstr(buf_str(&b),
+                               "chargeonce_build_info{version=\"unknown\","
+                               "commit=\"unknown\"} 1\n"));
+        assert_null(strstr(buf_str(&b), "process_"));
+        buf_free(&b);
+        metrics_hide(m, METRIC_CONSUMER_JOINED);
+        buf_init(&b, 1 << 20);
+        assert_int_equal(metrics_render(m, &b), 0);
+        assert_null(strstr(buf_str(&b), "consumer_group_joined"));
+        assert_non_null(strstr(buf_str(&b), "chargeonce_consumer_lag"));
+        buf_free(&b);
+        metrics_destroy(m);
+}
+
+/* The real reading of this process, from /proc/self: plausible numbers
+ * that move as they should. */
+static void test_process_read(void **state)
+{
+        struct metrics_process p, q;
+        struct timespec now;
+        volatile double x = 0;
+        int fds[8];
+
+        (void)state;
+        assert_true(metrics_process_read(&p));
+        clock_gettime(CLOCK_REALTIME, &now);
+        assert_true(p.cpu_seconds >= 0);
+        assert_true(p.resident_bytes > 100 * 1024);
+        assert_true(p.virtual_bytes >= p.resident_bytes);
+        assert_true(p.open_fds >= 3);
+        assert_true(p.max_fds >= p.open_fds);
+        /* started within the last hour, not in the future */
+        assert_true(p.start_time_seconds <= (double)now.tv_sec + 1);
+        assert_true(p.start_time_seconds > (double)now.tv_sec - 3600);
+        for (size_t i = 0; i < 8; i++)
+                assert_true((fds[i] = dup(1)) >= 0);
+        for (long i = 0; i < 60000000; i++)
+                x += (double)i * 0.5; /* some CPU */
+        assert_true(metrics_process_read(&q));
+        assert_true(q.open_fds == p.open_fds + 8);
+        assert_true(q.cpu_seconds > p.cpu_seconds);
+        assert_true(q.start_time_seconds > p.start_time_seconds - 0.05 &&
+                    q.start_time_seconds < p.start_time_seconds + 0.05);
+        for (size_t i = 0; i < 8; i++)
+                close(fds[i]);
 }
 
 /* A NULL registry takes every call and does nothing. */
@@ -444,6 +550,8 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_threads_exact),
                 cmocka_unit_test(test_render_fixed),
+                cmocka_unit_test(test_hide_and_absent),
+                cmocka_unit_test(test_process_read),
                 cmocka_unit_test(test_null),
                 cmocka_unit_test(test_bad_calls_abort),
                 cmocka_unit_test(test_lag_table),
