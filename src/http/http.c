@@ -373,9 +373,14 @@ static int bind_listen(struct http *h, char *errstr, size_t errstr_size)
             getsockname(fd, (struct sockaddr *)&got, &glen) < 0) {
                 why = errno;
                 snprintf(errstr, errstr_size,
-                         "http.listen: cannot listen on "
-                         "%s: %s",
-                         h->o.listen, strerror(why));
+                         "http.listen: cannot listen on %s: %s%s", h->o.listen,
+                         strerror(why),
+                         why == EADDRINUSE
+                             ? " (another process listens there: give each "
+                               "process on a host an http.listen of its "
+                               "own, e.g. CHARGEONCE_HTTP_LISTEN in "
+                               "/etc/chargeonce/<instance>.env)"
+                             : "");
                 if (fd >= 0)
                         close(fd);
                 errno = why == EINVAL ? EADDRNOTAVAIL : why;

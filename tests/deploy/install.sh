@@ -54,7 +54,8 @@ for f in bin/chargeonce bin/chargeonce-gatewaysim; do
 done
 for f in share/doc/chargeonce/README.md share/doc/chargeonce/deployment.md \
 	share/doc/chargeonce/operations.md share/doc/chargeonce/configuration.md \
-	share/chargeonce/chargeonce.conf.example lib/systemd/system/chargeonce@.service; do
+	share/chargeonce/chargeonce.conf.example share/chargeonce/instance.env.example \
+	lib/systemd/system/chargeonce@.service; do
 	[ -s "$p/$f" ] || fail "no $f"
 done
 nsql=$(find "$src/sql" -name '[0-9]*.sql' | wc -l)
@@ -78,6 +79,14 @@ for l in DynamicUser=yes NoNewPrivileges=yes ProtectSystem=strict ProtectHome=ye
 done
 grep -qF -- '-X provider_key.secret_file=%d/provider_key' "$unit" ||
 	fail "the unit does not read provider_key from its credentials"
+# each instance gets its own HTTP port from its own env file, which must
+# exist (no "-"); the shared example sets no http.listen
+grep -qx 'EnvironmentFile=/etc/chargeonce/%i.env' "$unit" ||
+	fail "the unit does not require /etc/chargeonce/%i.env"
+grep -q '^CHARGEONCE_HTTP_LISTEN=127\.0\.0\.1:[0-9]*$' "$p/share/chargeonce/instance.env.example" ||
+	fail "instance.env.example sets no CHARGEONCE_HTTP_LISTEN"
+! grep -q '^http.listen' "$p/share/chargeonce/chargeonce.conf.example" ||
+	fail "chargeonce.conf.example (shared by every instance) sets http.listen"
 # the drain (gateway.deadline + 10 s, relay.drain_timeout) fits TimeoutStopSec
 deadline=$("$p/bin/chargeonce" --dump-config | sed -n 's/^gateway.deadline = //p')
 [ "${deadline%s}" -le 60 ] 2>/dev/null || fail "gateway.deadline $deadline: TimeoutStopSec=90s too short"
@@ -200,6 +209,18 @@ for _ in $(seq 600); do
 	sleep 0.1
 done
 [ $ready = 1 ] || { tail -20 "$logs/chargeonce-consume.log"; fail "/readyz never 200"; }
+# a second instance given the same port (its env file forgotten) exits 1
+# naming http.listen and what to do, and the first goes on
+set +e
+out=$(unit_run "${args[@]}" -X "http.listen=127.0.0.1:$hport" \
+	-X "gateway.url=http://127.0.0.1:$sport" reconcile 2>&1)
+rc=$?
+set -e
+[ $rc = 1 ] && grep -q "http.listen: cannot listen on 127.0.0.1:$hport: Address already in use" <<<"$out" &&
+	grep -q 'an http.listen of its own' <<<"$out" ||
+	fail "a second process on port $hport: exit $rc: $out"
+kill -0 $co 2>/dev/null || fail "consume ended when a second process took its port"
+echo "ok a second process on the same http.listen exits 1 naming the key"
 "$demo" publish --intents 20 --seed 16 --p-decline 0 --partitions 2 \
 	--bootstrap "$CHARGEONCE_TEST_KAFKA" --intents-topic "$db.intents" >"$logs/publish.log" 2>&1 ||
 	{ cat "$logs/publish.log"; fail "publish"; }
