@@ -490,11 +490,10 @@ inline settle(me, pay, ep, tok, s, ch, res)
 {
 	if
 	:: me == RID ->
-		printf("MSC: R settles payment %d as %d with epoch %d (the row's: %d)\n",
-		       pay, s, ep, P.p_ep)
+		printf("MSC: R settles payment %d as %d with epoch %d\n", pay, s, ep)
 	:: else ->
-		printf("MSC: W%d settles payment %d as %d with epoch %d (the row's: %d)\n",
-		       me, pay, s, ep, P.p_ep)
+		printf("MSC: W%d settles payment %d as %d with epoch %d\n", me, pay,
+		       s, ep)
 	fi;
 	if
 	:: P.p_on && P.p_pid == pay && G_SETTLE_PROCESSING(P.p_st) &&
@@ -526,7 +525,8 @@ inline settle(me, pay, ep, tok, s, ch, res)
 		res = 1
 	:: P.p_on && P.p_pid == pay &&
 	   !(G_SETTLE_PROCESSING(P.p_st) && G_SETTLE_EPOCH(P.p_ep, ep)) ->
-		printf("MSC:   fenced: nothing written\n");
+		printf("MSC:   fenced (the row: status %d, epoch %d): nothing written\n",
+		       P.p_st, P.p_ep);
 		res = 2
 	:: !(P.p_on && P.p_pid == pay) ->
 		printf("MSC:   no payment row\n");

@@ -146,13 +146,15 @@ trail() {
 	{
 		echo "$title"
 		echo "spin $defs $(basename "$pml")   ($(spin -V))"
-		echo "states 1 succeeded 2 failed 3 review 4 conflict; gateway answers 0 none 1 charged 2 refused 3 lost"
+		echo "status: 1 succeeded, 2 failed, 3 review, 4 conflict;" \
+			"the gateway: 0 nothing, 1 charged, 2 refused (402), 3 no answer"
 		echo
 		# shellcheck disable=SC2086
 		(cd "$dir" && spin -t -k "$tf" $defs "$pml" 2>&1) |
-			grep -E 'MSC:|assertion violated|START OF CYCLE' |
-			sed -e 's/^ *//' -e 's/^MSC: //' \
-				-e 's/^spin: .*Error: assertion violated/VIOLATED:/'
+			grep -E 'MSC:|text of failed assertion|START OF CYCLE' |
+			sed -E -e 's/^ *//' -e 's/^MSC: //' \
+				-e 's/^spin: text of failed assertion: assert\(+(P[0-9]_[a-z_]*).*/VIOLATED: \1/' \
+				-e 's/^ *<<<<<START OF CYCLE>>>>>/VIOLATED: P6, a cycle from here on in which the intent is never final/'
 	} >"$here/trails/$name.txt"
 }
 

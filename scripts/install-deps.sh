@@ -17,6 +17,8 @@ PKGS=(
 	clang-14 libclang-rt-14-dev
 	# tests/netfault: network namespaces and their iptables rules
 	iproute2 iptables
+	# model/check.sh: the protocol's model checker
+	spin
 )
 
 missing=()

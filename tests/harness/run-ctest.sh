@@ -41,7 +41,9 @@ run() { # run BUILD-DIR CTEST-ARGS...
 }
 
 # -L fuzz selects the fuzz build, which holds nothing else; -L netfault
-# the test build, the only one that registers those tests
+# the test build, the only one that registers those tests; -L model (or
+# -R model...) the test build too: the model label checks a model, not
+# the code, and runs in the test build only
 fuzz_only=false
 netfault_only=false
 prev=
@@ -50,6 +52,8 @@ for a in "$@"; do
 	"-L fuzz" | "--label-regex fuzz" | *" -Lfuzz") fuzz_only=true ;;
 	"-L netfault" | "--label-regex netfault" | *" -Lnetfault" | \
 		"-R netfault"* | "--tests-regex netfault"*) netfault_only=true ;;
+	"-L model" | "--label-regex model" | *" -Lmodel" | \
+		"-R model"* | "--tests-regex model"*) netfault_only=true ;;
 	esac
 	prev=$a
 done
@@ -60,7 +64,7 @@ elif $netfault_only; then
 	run build-test "$@"
 elif [ $# -gt 0 ]; then
 	run build-test "$@"
-	run build-asan "$@" -LE crash
+	run build-asan "$@" -LE 'crash|model'
 else
 	run build-test -LE netfault
 	# the netfault pass below writes LastTest.log again: keep this one's
