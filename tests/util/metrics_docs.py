@@ -6,10 +6,12 @@
               names only metrics of metrics.def (and covers the ones an
               operator needs);
   alerts      docs/prometheus/alerts.yml is valid YAML (python3-yaml) in
-              Prometheus' rule format, every rule with a severity and a
-              summary, every query naming only metrics of metrics.def
-              (exit 77, skipped, without python3-yaml);
-  operations  docs/operations.md names every metric of metrics.def.
+              Prometheus' rule format, every rule with a severity, a
+              summary and a runbook_url whose anchor is a section of
+              docs/operations.md, every query naming only metrics of
+              metrics.def (exit 77, skipped, without python3-yaml);
+  operations  docs/operations.md names every metric of metrics.def and the
+              standard ones (build_info, process_*).
 
 usage: metrics_docs.py dashboard|alerts|operations --root <source tree>
 """
@@ -20,7 +22,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from metrics_def import read_def, series_names  # noqa: E402
+from metrics_def import STANDARD, read_def, series_names  # noqa: E402
 
 TOKEN = re.compile(r"\bchargeonce_[a-z0-9_]+\b")
 problems = []
@@ -83,6 +85,20 @@ def dashboard(root, known):
         problem("dashboard: no panel shows %s" % name)
 
 
+RUNBOOK_BASE = "https://docs.example.com/chargeonce/operations.md#"
+
+
+def anchors(path):
+    """GitHub's anchors of the headings of a Markdown file."""
+    out = set()
+    for line in open(path, encoding="utf-8"):
+        m = re.match(r"#+\s+(.*)", line)
+        if m:
+            slug = re.sub(r"[^\w\- ]", "", m.group(1).strip().lower())
+            out.add(slug.replace(" ", "-"))
+    return out
+
+
 def alerts(root, known):
     try:
         import yaml
@@ -92,6 +108,7 @@ def alerts(root, known):
         sys.exit(77)
     path = os.path.join(root, "docs/prometheus/alerts.yml")
     doc = yaml.safe_load(open(path, encoding="utf-8"))
+    runbooks = anchors(os.path.join(root, "docs/operations.md"))
     used, names = set(), set()
     for g in doc.get("groups", []):
         if not g.get("name") or not g.get("rules"):
@@ -105,6 +122,13 @@ def alerts(root, known):
                 problem("%s: severity must be page or ticket" % where)
             if not r.get("annotations", {}).get("summary"):
                 problem("%s: no summary" % where)
+            url = r.get("annotations", {}).get("runbook_url", "")
+            if not url.startswith(RUNBOOK_BASE):
+                problem("%s: runbook_url %r is not %s<section>" %
+                        (where, url, RUNBOOK_BASE))
+            elif url[len(RUNBOOK_BASE):] not in runbooks:
+                problem("%s: runbook_url's #%s is no section of "
+                        "docs/operations.md" % (where, url[len(RUNBOOK_BASE):]))
             if "for" in r and not re.fullmatch(r"\d+[smhd]", str(r["for"])):
                 problem("%s: bad for: %r" % (where, r["for"]))
             used |= check_expr(where, r.get("expr"), known)
@@ -125,7 +149,7 @@ def alerts(root, known):
 def operations(root, defs):
     text = open(os.path.join(root, "docs/operations.md"),
                 encoding="utf-8").read()
-    for name in sorted(defs):
+    for name in sorted(set(defs) | set(STANDARD)):
         if name not in text:
             problem("docs/operations.md does not describe %s" % name)
     if "## Metrics" not in text or "## Alerting" not in text:
