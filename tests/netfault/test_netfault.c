@@ -53,7 +53,10 @@
  * none within `wait` fails the case, as does any violation of the checker
  * (nf_check.c: 0 double, 0 lost, one result per intent or copies with the
  * same facts, per-key order, invariant view empty, nothing processing).
- * The run ends with `netfault-summary ...`.
+ * A cut that stops every result (all but the broker's drop-in) must show
+ * none appended from 3 s after it until the heal begins (`during=`), and
+ * an inflight fault something in flight at the cut (`inflight=`), or the
+ * case fails as not exercised. The run ends with `netfault-summary ...`.
  */
 #include "cases.h"
 #include "nf.h"
