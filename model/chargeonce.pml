@@ -112,6 +112,16 @@
 #ifndef G_REPLAY_CURRENT
 #define G_REPLAY_CURRENT(st) (P.k_on && P.k_fin && P.k_st == (st))
 #endif
+/* store_takeover_expired: "AND lease_expires_at < now()" */
+#ifndef G_TAKEOVER_EXPIRED
+#define G_TAKEOVER_EXPIRED(live) (!(live))
+#endif
+/* store_gc_batch and payment_key_retention_check: only keys past
+ * idempotency.retention, itself no shorter than the topic's retention.ms
+ * and gateway.key_retention */
+#ifndef G_GC_RETENTION
+#define G_GC_RETENTION (clk >= K_EXPIRE)
+#endif
 /* store_gc_batch: the key becomes a tombstone (1), never deleted */
 #ifndef G_GC_TOMBSTONE
 #define G_GC_TOMBSTONE 1
@@ -811,8 +821,8 @@ end_idle:
 		 * post, no webhook or review exists for an unused key).
 		 */
 		atomic {
-			P.p_on && P.p_st == ST_PROCESSING && !P.p_live &&
-			r_hold != clk;
+			P.p_on && P.p_st == ST_PROCESSING &&
+			G_TAKEOVER_EXPIRED(P.p_live) && r_hold != clk;
 			P.p_ep++;
 			assert(BOUND_model_bound_exceeded && P.p_ep < 15);
 			P.p_own = RID;
@@ -1009,7 +1019,7 @@ end_idle:
 	:: /* store_gc_batch: final succeeded or failed keys, expired,
 		 * whose results are all published */
 		atomic {
-			WITH_GC && gcs == 0 && clk >= K_EXPIRE && P.k_on && !P.k_tomb &&
+			WITH_GC && gcs == 0 && G_GC_RETENTION && P.k_on && !P.k_tomb &&
 			P.k_fin && (P.k_st == ST_SUCCEEDED || P.k_st == ST_FAILED) &&
 			P.p_on && P.p_pid == P.k_pid &&
 			(P.p_st == ST_SUCCEEDED || P.p_st == ST_FAILED) &&

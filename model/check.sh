@@ -7,16 +7,17 @@
 #   model/check.sh -h         this text
 #
 # 1. The model (model/chargeonce.pml) in each scenario below: safety, an
-#    exhaustive search (assertions P1-P5, P7, invalid end states); in the
-#    live_* scenarios also liveness (p6, acceptance cycles under weak
-#    fairness).
+#    exhaustive search (assertions P1-P5, P7, invalid end states); in
+#    live, live_failover and gc also liveness (p6: acceptance cycles
+#    under weak fairness).
 # 2. Each mutant (model/mutants/*.pml drops one guard of the real code)
 #    must violate the property its header names, in its scenario; a
 #    breadth-first search, so that its trail is a shortest one (liveness:
 #    the nested depth-first search).
 # 3. Each finding (model/findings/*.pml: what src/ does today where the
-#    model assumes a fix) must still fail: a flaw known and reported. When
-#    one no longer fails, the model and src/ agree again: fold it in.
+#    model assumes a fix, or a property without its stated exception)
+#    must still fail: a flaw known and reported. When one no longer fails,
+#    src/ and the model changed: fold it in.
 #
 # Exits 0 only when the model holds everywhere and every mutant and
 # finding fails as it says. Installs nothing: spin comes from
@@ -154,7 +155,7 @@ trail() {
 			grep -E 'MSC:|text of failed assertion|START OF CYCLE' |
 			sed -E -e 's/^ *//' -e 's/^MSC: //' \
 				-e 's/^spin: text of failed assertion: assert\(+(P[0-9]_[a-z_]*).*/VIOLATED: \1/' \
-				-e 's/^ *<<<<<START OF CYCLE>>>>>/VIOLATED: P6, a cycle from here on in which the intent is never final/'
+				-e 's/^ *<<<<<START OF CYCLE>>>>>/VIOLATED: P6, a cycle from here on in which DONE never holds (an intent never answered)/'
 	} >"$here/trails/$name.txt"
 }
 
