@@ -1,0 +1,203 @@
+#!/usr/bin/env bash
+# bench/history.sh [OPTIONS] CONNINFO N: fills a migrated chargeonce
+# database (`chargeonce migrate` done, nothing else written) with N
+# payments of realistic history, as a year of traffic leaves it: every
+# payment status, the ledger, published results, copies of intents,
+# conflicts and rejected intents, webhooks, reviews resolved by operators,
+# refunds, and the tombstones of a gc that ran until some months ago (so
+# that gc and the relay's retention have work left). `chargeonce audit`
+# finds nothing on the result. What is written, in which proportions and
+# why, is in the SQL's header (bench/history/vNN.sql); docs/benchmarks.md
+# ("History on demand") has the rate measured at 5,000,000.
+#
+# Set-based SQL: each chunk of payments is one INSERT ... SELECT FROM
+# generate_series statement over every table, in one transaction, with
+# every constraint and trigger of the schema live (the ledger's balance is
+# checked per posting, as for a settle); JOBS chunks run at once. Then
+# ANALYZE. Prints the rate, the rows per table and kind, and the size of
+# every table.
+#
+# The SQL is picked by the database's schema version, max(version) of
+# schema_migrations: bench/history/v<version>.sql. A version without a file
+# is refused, naming it (a new schema needs its own file: its tables, its
+# invariants).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+
+usage() {
+	cat <<'EOF'
+usage: bench/history.sh [OPTIONS] CONNINFO N
+
+Fills the chargeonce database CONNINFO (a libpq conninfo or URI; migrated
+with `chargeonce migrate`, holding no payments) with N payments of history
+over the last DAYS days, then ANALYZE. Prints the rate, the rows per table
+and kind ('count NAME VALUE' lines) and the table sizes ('size' lines).
+
+  --append        add to a database that holds data already (new ids)
+  --days D        history span in days (default 365)
+  --gc-share F    share of the span, from its start, that gc has
+                  tombstoned (0..1, default 0.5); the rest is left to gc
+  --seed S        seed of every value (default: from the clock); the
+                  same seed, N and DAYS give the same rows, times aside
+  --jobs J        chunks filled at once (default: the number of CPUs)
+  --chunk C       payments per chunk, one transaction each (default 100000)
+  --vacuum        VACUUM (ANALYZE) at the end instead of ANALYZE
+  --skip-triggers no trigger fires while filling (superuser only, as
+                  pg_restore --disable-triggers): faster; what the
+                  foreign keys and the ledger's triggers check per row is
+                  then checked over the whole tables after the fill
+  -h, --help      this text
+
+Exit 0 done; 1 a failure (the chunks committed before it stay: the
+database is then partly filled); 2 usage error or a database refused (not
+migrated, a schema version without bench/history/v<version>.sql, or
+holding data without --append).
+EOF
+}
+
+die2() { echo "bench/history.sh: $*" >&2; exit 2; }
+
+append=0 days=365 gc_share=0.5 seed= jobs=$(nproc) chunk=100000 vacuum=off
+skip=off
+args=()
+while [ $# -gt 0 ]; do
+	case $1 in
+	-h | --help) usage; exit 0 ;;
+	--append) append=1 ;;
+	--days) days=${2:?--days needs a value}; shift ;;
+	--gc-share) gc_share=${2:?--gc-share needs a value}; shift ;;
+	--seed) seed=${2:?--seed needs a value}; shift ;;
+	--jobs) jobs=${2:?--jobs needs a value}; shift ;;
+	--chunk) chunk=${2:?--chunk needs a value}; shift ;;
+	--vacuum) vacuum=on ;;
+	--skip-triggers) skip=on ;;
+	--) shift; args+=("$@"); break ;;
+	-*) usage >&2; die2 "unknown option $1" ;;
+	*) args+=("$1") ;;
+	esac
+	shift
+done
+[ ${#args[@]} = 2 ] || { usage >&2; die2 "CONNINFO and N are required"; }
+conninfo=${args[0]} n=${args[1]}
+posint() { [[ $1 =~ ^[1-9][0-9]{0,11}$ ]]; }
+posint "$n" || die2 "N must be a positive integer (got '$n')"
+posint "$days" && [ "$days" -le 3650 ] || die2 "--days must be 1..3650"
+posint "$jobs" && [ "$jobs" -le 64 ] || die2 "--jobs must be 1..64"
+posint "$chunk" && [ "$chunk" -le 5000000 ] || die2 "--chunk must be 1..5000000"
+[[ $gc_share =~ ^(0(\.[0-9]+)?|1(\.0+)?)$ ]] || die2 "--gc-share must be 0..1"
+[ -z "$seed" ] && seed=$(($(date +%s%N) / 1000 % 1000000007))
+[[ $seed =~ ^[0-9]{1,12}$ ]] || die2 "--seed must be a number"
+
+pg_bin=/usr/lib/postgresql/15/bin
+[ -x "$pg_bin/psql" ] || pg_bin=$(dirname "$(command -v psql)")
+psql_q() { "$pg_bin/psql" -X -q -A -t -v ON_ERROR_STOP=1 "$conninfo" "$@"; }
+
+# the schema version and its SQL
+ver=$(psql_q -c "SELECT coalesce(max(version), 0) FROM schema_migrations" \
+	2>/dev/null) ||
+	die2 "the database has no schema_migrations table: run \`chargeonce migrate\` first (or check CONNINFO)"
+[ "$ver" != 0 ] || die2 "the database has no migration applied: run \`chargeonce migrate\` first"
+sql=$root/bench/history/v$ver.sql
+if [ ! -f "$sql" ]; then
+	have=$(cd "$root/bench/history" && ls v[0-9]*.sql 2>/dev/null |
+		sed 's/^v//; s/\.sql$//' | sort -n | tr '\n' ' ')
+	die2 "no history SQL for schema version $ver: bench/history/v$ver.sql does not exist (versions with one: ${have:-none}). A new schema needs its own file, written for its tables and invariants (see the header of the newest one)."
+fi
+part() { # part NAME [-v k=v]...: one part of the version's SQL
+	local p=$1
+	shift
+	psql_q -v part="$p" -v vacuum="$vacuum" -v skip_triggers="$skip" "$@" \
+		-f "$sql"
+}
+[ "$(part check)" = ok ] ||
+	die2 "schema version $ver, but the tables $sql writes are not as it expects"
+if [ $skip = on ] &&
+	[ "$(psql_q -c "SELECT rolsuper FROM pg_roles WHERE rolname = current_user")" != t ]; then
+	die2 "--skip-triggers needs a superuser (session_replication_role)"
+fi
+rows=$(part rows)
+if [ "$rows" != 0 ] && [ $append = 0 ]; then
+	die2 "the database holds data ($rows rows in the tables history fills): refused without --append"
+fi
+
+ms() { date +%s%3N; }
+t_end=$(date +%s)
+# the tail: the last payments are still processing (half with a live
+# lease) or have their result unpublished
+nproc=$((n / 50 < 12 ? n / 50 : 12))
+nunpub=$((n / 100 < 5 ? n / 100 : 5))
+echo "history: schema version $ver ($(basename "$sql")), $n payments over $days days" \
+	"up to $(date -u -d @"$t_end" +%Y-%m-%dT%H:%M:%SZ), seed $seed," \
+	"gc share $gc_share, $jobs job(s), chunks of $chunk$([ $append = 1 ] && echo ', appended')$([ $skip = on ] && echo ', triggers skipped')"
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/chargeonce-history.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+lsn0=$(psql_q -c "SELECT pg_current_wal_lsn()")
+
+# the chunks, at most $jobs at once; after a failure no new one starts
+declare -A lo_of=()
+next=0 done_n=0 failed=0
+t0=$(ms)
+while :; do
+	while [ $failed = 0 ] && [ $next -lt "$n" ] && [ ${#lo_of[@]} -lt "$jobs" ]; do
+		hi=$((next + chunk > n ? n : next + chunk))
+		part chunk -v seed="$seed" -v n="$n" -v lo="$next" -v hi="$hi" \
+			-v t_end="$t_end" -v days="$days" -v tomb="$gc_share" \
+			-v nproc="$nproc" -v nunpub="$nunpub" \
+			>"$work/chunk.$next" 2>&1 &
+		lo_of[$!]=$next
+		next=$hi
+	done
+	[ ${#lo_of[@]} -gt 0 ] || break
+	rc=0
+	wait -n -p pid || rc=$?
+	lo=${lo_of[$pid]}
+	unset "lo_of[$pid]"
+	if [ $rc != 0 ] || ! grep -qx '[0-9][0-9]*' "$work/chunk.$lo"; then
+		echo "history: the chunk from payment $lo failed:" >&2
+		sed 's/^/  /' "$work/chunk.$lo" >&2
+		failed=1
+		continue
+	fi
+	done_n=$((done_n + $(grep -x '[0-9][0-9]*' "$work/chunk.$lo")))
+	el=$(($(ms) - t0))
+	echo "history: $done_n / $n payments, $((done_n * 1000 / (el > 0 ? el : 1))) payments/s" >&2
+done
+t1=$(ms)
+if [ $failed = 1 ]; then
+	echo "history: stopped after a failure; $done_n payments of the committed chunks stay in the database" >&2
+	exit 1
+fi
+lsn1=$(psql_q -c "SELECT pg_current_wal_lsn()")
+part finish >/dev/null
+t2=$(ms)
+verdict=
+if [ $skip = on ]; then
+	verdict=$(part verify)
+fi
+t3=$(ms)
+
+fill_ms=$((t1 - t0 > 0 ? t1 - t0 : 1))
+wal=$(psql_q -c "SELECT pg_wal_lsn_diff('$lsn1', '$lsn0')::bigint")
+awk -v n="$n" -v f="$fill_ms" -v a="$((t2 - t1))" -v c="$((t3 - t2))" \
+	-v w="$wal" -v v="$vacuum" -v verdict="$verdict" 'BEGIN {
+	printf "history: filled %d payments in %.2f s: %d payments/s (%.0f bytes of WAL per payment)\n",
+		n, f / 1000, n * 1000 / f, w / n
+	printf "history: %s in %.2f s\n", v == "on" ? "VACUUM (ANALYZE)" : "ANALYZE", a / 1000
+	if (verdict != "")
+		printf "history: the skipped triggers'"'"' checks over the whole tables in %.2f s: %s\n",
+			c / 1000, verdict
+	printf "history: %d payments/s with %s\n", n * 1000 / (f + a + c),
+		verdict != "" ? "them and ANALYZE" : "ANALYZE"
+}'
+[ -z "$verdict" ] || [ "$verdict" = ok ] || exit 1
+part report | sed 's/^/count /'
+# every table of the schema: total, heap (with TOAST), indexes
+psql_q -F ' ' -c "
+SELECT 'size', c.relname, pg_total_relation_size(c.oid), pg_table_size(c.oid),
+       pg_indexes_size(c.oid), pg_size_pretty(pg_total_relation_size(c.oid))
+  FROM pg_class c
+ WHERE c.relkind = 'r' AND c.relnamespace = current_schema()::regnamespace
+ ORDER BY pg_total_relation_size(c.oid) DESC, c.relname"
+psql_q -F ' ' -c "SELECT 'size', '(database)', pg_database_size(current_database()),
+       0, 0, pg_size_pretty(pg_database_size(current_database()))"

@@ -1,0 +1,200 @@
+#!/usr/bin/env bash
+# bench/history.sh (issue 29): a migrated database filled with N = 20,000
+# payments of history, in 4 chunks on 2 jobs, then:
+#   * `chargeonce audit` (--full when the binary has it) exits 0;
+#   * every count the script reports is the database's own count;
+#   * the mix: every status in its share, a live and an expired lease,
+#     tombstones and a gc backlog, refunds, resolved reviews with the
+#     operator's evidence, webhooks, copies, conflicts, rejected intents,
+#     results not yet published, nothing parked;
+#   * the tombstones hold what gc leaves (src/store/gc.c) and the audit's
+#     mark (outbox_cleanup) covers every result gc removed;
+#   * refused: a database not migrated, one holding data (without
+#     --append), a schema version without its SQL; --append adds more and
+#     the audit stays clean, also with --skip-triggers (whose checks
+#     then run over the whole tables).
+set -euo pipefail
+[ -n "${CHARGEONCE_TEST_PG:-}" ] || { echo "SKIP: no services"; exit 77; }
+bin=$CHARGEONCE_BIN
+hist=$CHARGEONCE_SOURCE_DIR/bench/history.sh
+db=history_$$_$RANDOM
+tmp=$(mktemp -d)
+dropdb_() { psql "$CHARGEONCE_TEST_PG" -qAtc "DROP DATABASE IF EXISTS $1 WITH (FORCE)" || true; }
+trap 'dropdb_ $db; dropdb_ ${db}_bare; dropdb_ ${db}_ahead; rm -rf "$tmp"' EXIT
+ci="$CHARGEONCE_TEST_PG dbname=$db"
+q() { psql "$ci" -XqAtc "$1"; }
+fails=0
+check() { # check WHAT COND...: COND is a test(1) expression
+	local what=$1
+	shift
+	if [ "$@" ]; then echo "ok   $what"; else echo "FAIL $what"; fails=$((fails + 1)); fi
+}
+newdb() { psql "$CHARGEONCE_TEST_PG" -qAtc "CREATE DATABASE $1"; }
+migrate() { "$bin" -X "db.conninfo=$CHARGEONCE_TEST_PG dbname=$1" migrate >"$tmp/migrate-$1.log" 2>&1; }
+
+# --help
+"$hist" --help >"$tmp/help" || { echo "FAIL: --help"; exit 1; }
+check "--help names CONNINFO and --append" \
+	"$(grep -c 'CONNINFO N\|--append' "$tmp/help")" -ge 2
+
+# refused: a database that is not migrated
+newdb "${db}_bare"
+set +e
+"$hist" "$CHARGEONCE_TEST_PG dbname=${db}_bare" 100 >"$tmp/bare.out" 2>&1
+rc=$?
+set -e
+check "a database not migrated is refused (exit 2, got $rc)" $rc = 2
+check "... saying to run chargeonce migrate" \
+	"$(grep -c 'chargeonce migrate' "$tmp/bare.out")" = 1
+
+# the fill
+newdb "$db"
+migrate "$db"
+"$hist" "$ci" 20000 --seed 29 --jobs 2 --chunk 6000 >"$tmp/out" 2>"$tmp/err" || {
+	cat "$tmp/out" "$tmp/err"
+	echo "FAIL: bench/history.sh"
+	exit 1
+}
+cat "$tmp/out"
+check "the rate is reported" \
+	"$(grep -Ec '^history: filled 20000 payments in [0-9.]+ s: [0-9]+ payments/s' "$tmp/out")" = 1
+check "4 chunks reported progress" "$(grep -c 'payments/s$' "$tmp/err")" = 4
+check "the size of every table is reported" \
+	"$(grep -Ec '^size (payments|idempotency_keys|inbox|outbox|ledger_transactions|ledger_entries|webhook_events|gateway_evidence) [0-9]+' "$tmp/out")" = 8
+
+# the audit
+audit=(audit)
+"$bin" audit --help 2>/dev/null | grep -q -- '--full' && audit=(audit --full)
+set +e
+"$bin" -X "db.conninfo=$ci" "${audit[@]}" >"$tmp/audit.out" 2>"$tmp/audit.err"
+rc=$?
+set -e
+check "chargeonce ${audit[*]} exits 0 (got $rc)" $rc = 0
+[ $rc = 0 ] || head -20 "$tmp/audit.out"
+
+# the script's counts are the database's
+c() { awk -v k="$1" '$1 == "count" && $2 == k { print $3 }' "$tmp/out"; }
+same() { # same NAME SQL
+	local want got
+	want=$(q "$2")
+	got=$(c "$1")
+	check "count $1 = $want (reported ${got:-nothing})" "${got:-x}" = "$want"
+}
+same payments "SELECT count(*) FROM payments"
+for s in succeeded failed review processing; do
+	same payments.status.$s "SELECT count(*) FROM payments WHERE status = '$s'"
+done
+same payments.refunded "SELECT count(*) FROM payments WHERE refunded_at IS NOT NULL"
+same idempotency_keys "SELECT count(*) FROM idempotency_keys"
+same idempotency_keys.tombstoned \
+	"SELECT count(*) FROM idempotency_keys WHERE tombstoned_at IS NOT NULL"
+same ledger_transactions.kind.charge \
+	"SELECT count(*) FROM ledger_transactions WHERE kind = 'charge'"
+same ledger_transactions.kind.refund \
+	"SELECT count(*) FROM ledger_transactions WHERE kind = 'refund'"
+same ledger_entries "SELECT count(*) FROM ledger_entries"
+for t in inbox outbox gateway_evidence webhook_events; do
+	same $t "SELECT count(*) FROM $t"
+done
+for d in new in_progress replay conflict rejected; do
+	same inbox.disposition.$d "SELECT count(*) FROM inbox WHERE disposition = '$d'"
+done
+same outbox.unpublished "SELECT count(*) FROM outbox WHERE published_at IS NULL"
+same gateway_evidence.kind.operator \
+	"SELECT count(*) FROM gateway_evidence WHERE kind = 'operator'"
+
+# the mix
+n=20000
+share() { # share NAME LOW HIGH: the count of NAME in [LOW, HIGH] per mille of N
+	local v
+	v=$(c "$1")
+	check "$1 = ${v:-0} is $2..$3 per mille of $n" \
+		"$(awk -v v="${v:-0}" -v n=$n -v lo="$2" -v hi="$3" \
+			'BEGIN { x = v * 1000 / n; print (x >= lo && x <= hi) ? 1 : 0 }')" = 1
+}
+share payments.status.succeeded 925 955
+share payments.status.failed 45 65
+share payments.status.review 2 9
+share payments.refunded 3 15
+share idempotency_keys.tombstoned 350 650
+share idempotency_keys.gc_backlog 350 650
+share inbox.disposition.replay 20 80
+share inbox.disposition.rejected 5 15
+share webhook_events.result.ignored 150 350
+check "12 payments processing" "$(c payments.status.processing)" = 12
+check "... 6 with a lease that ran out minutes before the fill" \
+	"$(q "SELECT count(*) FROM payments WHERE status = 'processing' AND lease_expires_at < now() - interval '3 minutes'")" = 6
+# a live lease runs a minute past the last chunk's start
+check "... the others with a lease live after the fill" \
+	"$(q "SELECT count(*) FROM payments WHERE status = 'processing' AND lease_expires_at > now() - interval '50 seconds'")" = 6
+check "5 results not yet published, none parked" \
+	"$(c outbox.unpublished)/$(c outbox.parked)" = 5/0
+for k in inbox.disposition.in_progress inbox.disposition.conflict \
+	outbox.status.succeeded.resolves_review outbox.status.review \
+	gateway_evidence.kind.operator gateway_evidence.kind.query \
+	gateway_evidence.kind.webhook webhook_events.result.applied \
+	outbox.status.failed.replayed; do
+	check "$k > 0" "$(c $k)" -gt 0
+done
+check "ledger: two entries per posting" \
+	"$(q "SELECT (SELECT count(*) FROM ledger_entries) = 2 * (SELECT count(*) FROM ledger_transactions)")" = t
+check "created over the year up to now" \
+	"$(q "SELECT min(created_at) < now() - interval '364 days' AND max(created_at) > now() - interval '1 hour' FROM payments")" = t
+check "request hashes of 32 bytes, provider keys of 64 hex digits" \
+	"$(q "SELECT bool_and(octet_length(k.request_hash) = 32 AND p.provider_key ~ '^[0-9a-f]{64}$') FROM idempotency_keys k JOIN payments p USING (payment_id)")" = t
+check "expires_at = created_at + 7 days" \
+	"$(q "SELECT bool_and(expires_at = created_at + interval '7 days') FROM idempotency_keys")" = t
+check "every result payload is JSON naming its own event id and status" \
+	"$(q "SELECT bool_and((payload::json->>'event_id')::uuid = event_id AND payload::json->>'status' = status AND (payload::json->>'replayed')::boolean = replayed) FROM outbox")" = t
+
+# the tombstones are what gc leaves
+check "tombstones: payment method cleared, only succeeded or failed" \
+	"$(q "SELECT count(*) FROM idempotency_keys k JOIN payments p USING (payment_id) WHERE k.tombstoned_at IS NOT NULL AND (p.payment_method IS NOT NULL OR p.status NOT IN ('succeeded', 'failed') OR k.expires_at >= k.tombstoned_at)")" = 0
+check "tombstones: no inbox row of the key, no result of the payment" \
+	"$(q "SELECT count(*) FROM idempotency_keys k WHERE k.tombstoned_at IS NOT NULL AND (EXISTS (SELECT 1 FROM inbox i WHERE i.tenant_id = k.tenant_id AND i.idem_key = k.idem_key) OR EXISTS (SELECT 1 FROM outbox o WHERE o.payment_id = k.payment_id))")" = 0
+check "tombstones: no evidence from before gc's run" \
+	"$(q "SELECT count(*) FROM idempotency_keys k JOIN gateway_evidence e USING (payment_id) WHERE e.at < k.tombstoned_at")" = 0
+check "outbox_cleanup covers every payment gc removed the results of" \
+	"$(q "SELECT (SELECT max(p.finished_at) FROM payments p JOIN idempotency_keys k USING (payment_id) WHERE k.tombstoned_at IS NOT NULL) <= published_through FROM outbox_cleanup")" = t
+check "every other final payment has its result" \
+	"$(q "SELECT count(*) FROM payments p JOIN idempotency_keys k USING (payment_id) WHERE k.tombstoned_at IS NULL AND p.status <> 'processing' AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.payment_id = p.payment_id AND NOT o.replayed)")" = 0
+
+# refused: a database holding data, without --append
+set +e
+"$hist" "$ci" 100 >"$tmp/again.out" 2>&1
+rc=$?
+set -e
+check "a second fill without --append is refused (exit 2, got $rc)" $rc = 2
+check "... saying the database holds data" "$(grep -c 'holds data' "$tmp/again.out")" = 1
+
+# --append: more history, new ids, the audit still clean; with the
+# triggers skipped, their checks run over the whole tables after
+"$hist" "$ci" 2000 --append --seed 30 --skip-triggers >"$tmp/append.out" 2>&1 || {
+	cat "$tmp/append.out"
+	echo "FAIL: --append --skip-triggers"
+	exit 1
+}
+check "--append: 22000 payments" "$(q "SELECT count(*) FROM payments")" = 22000
+check "--skip-triggers: the triggers' checks after the fill say ok" \
+	"$(grep -c "skipped triggers' checks over the whole tables in [0-9.]* s: ok$" "$tmp/append.out")" = 1
+set +e
+"$bin" -X "db.conninfo=$ci" "${audit[@]}" >"$tmp/audit2.out" 2>&1
+rc=$?
+set -e
+check "chargeonce ${audit[*]} exits 0 after --append (got $rc)" $rc = 0
+
+# refused: a schema version without its SQL (the next schema's, say)
+newdb "${db}_ahead"
+migrate "${db}_ahead"
+psql "$CHARGEONCE_TEST_PG dbname=${db}_ahead" -qAtc \
+	"INSERT INTO schema_migrations (version, name, sha256) VALUES (9999, '9999_next.sql', 'x')"
+set +e
+"$hist" "$CHARGEONCE_TEST_PG dbname=${db}_ahead" 100 >"$tmp/ahead.out" 2>&1
+rc=$?
+set -e
+check "schema version 9999 is refused (exit 2, got $rc)" $rc = 2
+check "... naming bench/history/v9999.sql" \
+	"$(grep -c 'no history SQL for schema version 9999: bench/history/v9999.sql' "$tmp/ahead.out")" = 1
+
+echo "$fails failed"
+[ $fails = 0 ]
