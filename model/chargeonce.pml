@@ -190,7 +190,7 @@
  * RESULT_ID_DERIVED, derived from (payment id, status) for a payment's
  * own result, as sql/0017 (in progress) derives it */
 #ifdef RESULT_ID_DERIVED
-#define RID_OF(s, p, rep) ((rep) || (s) == ST_CONFLICT -> 7 + nrid : ((p) - 1) * 4 + (s))
+#define RID_OF(s, p, rep) ((rep) || (s) == ST_CONFLICT -> 8 + nrid % 8 : ((p) - 1) * 4 + (s))
 #else
 #define RID_OF(s, p, rep) (nrid)
 #endif
