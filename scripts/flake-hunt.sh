@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The flake hunt (issue 32): the tests that wait for other threads and
+# The flake hunt (docs/testing.md): the tests that wait for other threads and
 # processes (store concurrency and leases, consume, relay, reconcile,
 # replay, crash, scale, and the unit tests that time threads), run ROUNDS
 # times under load, so that a test which only passes on an idle machine is
@@ -23,8 +23,8 @@
 #       --asan         the AddressSanitizer + UBSan build instead (build-asan
 #                      unless --build, made as scripts/test.sh makes it;
 #                      the `crash` label left out, as CI does there): slower,
-#                      so other windows (CI's one failure of issue 32 was
-#                      in that build)
+#                      so other windows (CI's one failure of a probe that
+#                      waited on another test's process was in that build)
 #       --list         print the selected tests and exit
 #   -h, --help         this text
 #

@@ -1,7 +1,7 @@
 /*
- * classify: what one gateway answer means (CONTRACT.md section 4). Pure: no
- * curl, no clock; the client hands in status, headers and body, or the kind
- * of transport error.
+ * classify: what one gateway answer means (docs/contract.md §4.4 and
+ * §4.6). Pure: no curl, no clock; the client hands in status, headers and
+ * body, or the kind of transport error.
  *
  * Every answer maps to exactly one outcome. It must never report a timeout,
  * a reset, a refused connection, a 5xx or an unreadable 2xx body as FAILED:

@@ -1,6 +1,6 @@
 /*
- * gateway client: charges and queries against the PSP (CONTRACT.md section
- * 4) over libcurl multi. Many calls in flight on one thread, connections
+ * gateway client: charges and queries against the PSP (docs/contract.md
+ * §4) over libcurl multi. Many calls in flight on one thread, connections
  * kept alive and shared, retries and backoff driven by timers inside the
  * client (it never sleeps).
  *

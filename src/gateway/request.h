@@ -1,6 +1,6 @@
 /*
- * request: the exact bytes chargeonce sends to the gateway (CONTRACT.md
- * section 4). Pure.
+ * request: the exact bytes chargeonce sends to the gateway (docs/contract.md
+ * §4.2, §4.3). Pure.
  *
  * Must never make a body depend on anything but the request: the same
  * payment always goes out with the same parameters, byte for byte, so a
@@ -39,7 +39,8 @@ struct gateway_charge_req {
         _Atomic int64_t *lease_until_ms;
 };
 
-/* Largest POST body; CONTRACT.md bounds every field well below this. */
+/* Largest POST body; the contract (docs/contract.md §2.1) bounds every
+ * field well below this. */
 #define GW_BODY_MAX 4096
 
 /*

@@ -1,6 +1,6 @@
 /*
- * webhook: verification of the gateway's signed webhooks (CONTRACT.md §5,
- * the Standard Webhooks scheme). Pure: no I/O, no clock (now is passed
+ * webhook: verification of the gateway's signed webhooks (docs/contract.md
+ * §5.1, the Standard Webhooks scheme). Pure: no I/O, no clock (now is passed
  * in), no allocation; any thread.
  *
  *   webhook-id         1..255 bytes of [A-Za-z0-9_.:-]

@@ -1,5 +1,6 @@
 /*
- * webhook_event: the body of a verified gateway webhook (CONTRACT.md §5),
+ * webhook_event: the body of a verified gateway webhook (docs/contract.md
+ * §5.2),
  * {"type": "charge.succeeded" | "charge.failed" | "charge.refunded",
  *  "data": <charge object>}, decoded into bounded, valid UTF-8 fields.
  * Pure (jansson only); any thread.

@@ -2,7 +2,7 @@
  * http: chargeonce's HTTP server (libmicrohttpd), one engine with the
  * same lifecycle as the others (cmd/engine.h). Routes, and nothing else:
  *
- *   POST /webhooks/gateway  the gateway's signed webhooks (CONTRACT.md
+ *   POST /webhooks/gateway  the gateway's signed webhooks (docs/contract.md
  *                           §5): verified (gateway/webhook.h), decoded
  *                           (gateway/webhook_event.h), applied in one
  *                           transaction (store/webhook.h); 200 for every

@@ -1,6 +1,6 @@
 /*
- * hash: the canonical request hash of a payment intent (contract section 2;
- * the byte-exact form is in docs/request-hash.md).
+ * hash: the canonical request hash of a payment intent (docs/contract.md
+ * §2.3; the byte-exact form is in docs/request-hash.md).
  *
  * SHA-256 over a JSON object of exactly tenant_id, idempotency_key,
  * order_id, customer_id, amount, currency, payment_method: keys sorted by

@@ -285,7 +285,7 @@ static bool check_hashed(json_t *root, bool lossy, struct violation *vi)
         return false;
 }
 
-/* The rules of contract section 2, in its order. True on a violation. */
+/* The rules of docs/contract.md §2.1, in its order. True on a violation. */
 static bool check_rules(json_t *root, bool lossy, struct violation *vi)
 {
         json_t *v;

@@ -1,6 +1,6 @@
 /*
  * intent: decodes and validates a payments.intents message value
- * (contract section 2; every decision is in docs/intent-validation.md).
+ * (docs/contract.md §2; every decision is in docs/intent-validation.md).
  * Pure: no I/O, no logging, any thread (one struct intent per thread).
  *
  * Three verdicts:

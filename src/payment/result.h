@@ -1,6 +1,6 @@
 /*
  * result: builds the value and the key of a payments.results message
- * (contract section 3). Pure, any thread.
+ * (docs/contract.md §3.1). Pure, any thread.
  *
  * The value is compact JSON with the fields always in the contract's
  * order: schema_version, event_id, intent_event_id, tenant_id,

@@ -2,7 +2,8 @@
  * review_rule: whether an operator's decision on a payment in review
  * (`chargeonce review resolve --as succeeded|failed`) may be applied,
  * given what the gateway answered when asked just before
- * (GET /v1/charges?reference=, CONTRACT.md §4). Pure, no I/O, any thread.
+ * (GET /v1/charges?reference=, docs/contract.md §4.6). Pure, no I/O, any
+ * thread.
  *
  * The gateway's answer is given in this module's own terms so that the
  * ground floor does not include gateway/ (cmd/review.c maps it).

@@ -1,6 +1,6 @@
 /*
- * webhook_rule: the table of issue 13's webhook effects (docs/
- * data-model.md, "Webhooks"). Pure.
+ * webhook_rule: the table of what a verified webhook does to a payment
+ * (docs/contract.md §5.3; docs/data-model.md, "Webhooks"). Pure.
  *
  * Checks the facts that must always agree (amount, currency, charge id)
  * before the status: a webhook that names another amount is never

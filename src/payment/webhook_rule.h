@@ -1,5 +1,5 @@
 /*
- * webhook_rule: what a verified gateway webhook (CONTRACT.md §5; issue 13)
+ * webhook_rule: what a verified gateway webhook (docs/contract.md §5.3)
  * does to the payment it names, decided from the payment's stored state
  * alone. Pure, no I/O, any thread.
  *

@@ -76,7 +76,7 @@ static void on_gateway_done(void *opaque, const struct gateway_result *res)
                 break;
         case GW_DEFECT:
                 /* never charge again, never call it failed: a person
-                 * decides (contract section 4) */
+                 * decides (docs/contract.md §4.4) */
                 it->status = PAYMENT_STATUS_REVIEW;
                 pipeline_set_error(
                     it, res->error_code[0] ? res->error_code : "gateway_defect",

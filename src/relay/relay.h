@@ -1,9 +1,9 @@
 /*
  * relay: the outbox relay. Publishes the rows of the outbox table to
- * topic.results (CONTRACT.md §3): message key <tenant_id>/<idempotency_key>,
- * value = the stored payload (byte-identical on every re-publish), headers
- * event_id, intent-event-id and status, through an idempotent producer
- * (enable.idempotence=true, acks=all).
+ * topic.results (docs/contract.md §3.1): message key
+ * <tenant_id>/<idempotency_key>, value = the stored payload (byte-identical on
+ * every re-publish), headers event_id, intent-event-id and status, through an
+ * idempotent producer (enable.idempotence=true, acks=all).
  *
  * Guarantees (docs/relay.md has the reasoning):
  *   - a row is marked published only after its delivery report succeeded;

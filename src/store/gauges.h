@@ -1,6 +1,6 @@
 /*
  * store/gauges: the few cheap reads behind chargeonce's database gauges
- * and its readiness (issue 13): one statement for the backlog gauges,
+ * and its readiness (/metrics, /readyz): one statement for the backlog gauges,
  * counts for the periodic audit, a bounded "does the database answer".
  *
  * Must never: write or lock anything; scan a table where a partial index

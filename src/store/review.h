@@ -1,5 +1,5 @@
 /*
- * store/review: the review queue (issue 14, `chargeonce review`): the
+ * store/review: the review queue (`chargeonce review`): the
  * payments in `review`, one of them with its evidence and results, and
  * an operator's resolution, which finishes the payment exactly as a
  * webhook would (store/finish.h): status, the key's stored outcome, the

@@ -1,6 +1,6 @@
 /*
  * store/webhook: applies one verified, decoded gateway webhook
- * (CONTRACT.md §5; issue 13) in ONE transaction: records its webhook-id
+ * (docs/contract.md §5.3) in ONE transaction: records its webhook-id
  * (dedup), and, by the rules of payment/webhook_rule.h, finishes the
  * payment exactly as a gateway answer would (fenced: the lease epoch is
  * raised so a worker still holding the old epoch is refused; status,

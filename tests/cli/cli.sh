@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The operator interface of CONTRACT.md §6: --help, --version, exit codes,
+# The operator interface of docs/contract.md §6: --help, --version, exit codes,
 # configuration errors that name the key, secrets never printed.
 set -u
 bin=$1
@@ -88,7 +88,7 @@ check consume-no-secret 2 'provider_key.secret is required' -- "$bin" consume
 check consume-bad-gateway 2 'gateway.url: "ftp://x" is not' -- "$bin" -X provider_key.secret=s -X gateway.url=ftp://x consume
 check reconcile-bad-gateway 2 'gateway.url: ' -- "$bin" -X gateway.url=ftp://x reconcile
 check consume-no-api-key 2 'gateway.api_key is unset' -- "$bin" -X provider_key.secret=s -X 'db.conninfo=host=127.0.0.1 port=9 connect_timeout=1' consume
-# issue 13: the http engine's configuration errors exit 2 naming the key
+# the http engine's configuration errors exit 2 naming the key
 # (judged before anything listens or connects); secrets never printed
 whsec=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
 check webhook-help 0 'usage: chargeonce webhook' -- "$bin" webhook --help
@@ -116,7 +116,7 @@ if grep -q "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" <<<"$out"; then
 else
 	passes=$((passes + 1))
 fi
-# issue 14: replay's usage errors exit 2 naming the argument, before any
+# replay's usage errors exit 2 naming the argument, before any
 # service is contacted
 check replay-help 0 'usage: chargeonce replay' -- "$bin" replay --help
 check "help lists replay" 0 '^  replay ' -- "$bin" --help
@@ -132,7 +132,7 @@ check replay-wait-dry-run 2 '--wait is only for --execute' -- "$bin" replay --dr
 check replay-bad-partition 2 '--partition: "p1" is not a partition' -- "$bin" replay --from-offset 0 --partition p1
 check replay-bad-examples 2 '--examples: "many"' -- "$bin" replay --dry-run --from-offset 0 --examples many
 check replay-unknown 2 'unknown argument --all' -- "$bin" replay --from-offset 0 --all
-# issue 14: `review` usage errors exit 2 naming the argument, before any
+# `review` usage errors exit 2 naming the argument, before any
 # service is contacted (the database is never reached: port 9)
 pid=5d6e7f80-9a1b-4c2d-8e3f-405162738495
 nodb=(-X "db.conninfo=host=127.0.0.1 port=9 connect_timeout=1")
@@ -169,7 +169,7 @@ check review-ack-bad-id 2 'WEBHOOK_ID: not a webhook id' -- "$bin" "${nodb[@]}" 
 check review-ack-extra 2 'unexpected argument extra' -- "$bin" "${nodb[@]}" review acknowledge msg_1 extra --evidence x
 check review-contra-limit 2 '--limit: "0" is not a number' -- "$bin" "${nodb[@]}" review contradictions --limit 0
 check review-contra-no-db 1 'chargeonce review: database' -- "$bin" "${nodb[@]}" review contradictions
-# issue 14: gc's usage errors exit 2 naming the argument, before any
+# gc's usage errors exit 2 naming the argument, before any
 # service is contacted
 check gc-help 0 'usage: chargeonce gc' -- "$bin" gc --help
 check "help lists gc" 0 '^  gc ' -- "$bin" --help
@@ -179,7 +179,7 @@ check gc-limit-bad 2 '--limit: "0" is not a positive integer' -- "$bin" gc --lim
 check gc-limit-text 2 '--limit: "ten" is not a positive integer' -- "$bin" gc --dry-run --limit ten
 check gc-bad-batch 2 'gc.batch_size' -- "$bin" -X gc.batch_size=0 gc
 check gc-bad-pause 2 'gc.batch_pause' -- "$bin" -X gc.batch_pause=fast gc
-# issue 15: static membership; a conflict is a configuration error (2)
+# static membership (group.instance.id); a conflict is a configuration error (2)
 # naming both keys, --dump-config shows the key
 check instance-id-dump 0 '^group.instance.id = pod-3$' -- "$bin" -X group.instance.id=pod-3 --dump-config
 check instance-id-default 0 '^group.instance.id = $' -- "$bin" -X worker.id=w1 --dump-config

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# security.mode = production (issue 16): each refusal exits 2 naming the
+# security.mode = production (docs/security.md): each refusal exits 2 naming the
 # key, a production-ready configuration starts; development starts with
 # one warning line; -X secrets are hidden from ps; secrets come from
 # <key>_file (also Kafka's); the process is non-dumpable with

@@ -1,5 +1,5 @@
 /*
- * test_static: static group membership (issue 15, KIP-345) on the real
+ * test_static: static group membership (KIP-345) on the real
  * broker, PostgreSQL and the gateway simulator. Two consumers share a
  * 6-partition topic under load; one is killed with kill -9 and restarted
  * at once with the same worker.id.

@@ -1,5 +1,5 @@
 /*
- * Unit tests of gateway/classify: every row of the CONTRACT.md section 4
+ * Unit tests of gateway/classify: every row of the docs/contract.md §4.4
  * table and the odd answers around it. Must never see a FAILED outcome for
  * anything but a well-formed refusal.
  */
@@ -439,7 +439,7 @@ static void test_long_charge_id(void **state)
         assert_int_equal(v.outcome, GW_UNKNOWN);
 }
 
-/* ---- hostile answers (issue 11): untrusted text never breaks a result */
+/* ---- hostile answers: untrusted text never breaks a result */
 
 /* Every string of a verdict: terminated inside its buffer, valid UTF-8,
  * no control character; ids and codes empty or identifiers. */

@@ -117,7 +117,8 @@ static void expect_new_fails(const struct gateway_opts *o)
         assert_null(strstr(err, API_KEY));
 }
 
-/* gateway_new() refuses o and its reason names the field. */
+/* gateway_new() refuses o and its reason names the configuration key the
+ * field comes from. */
 static void expect_new_names(const struct gateway_opts *o, const char *field)
 {
         char err[256]      = "";
@@ -137,40 +138,40 @@ static void test_new_requires(void **state)
 
         (void)state;
         memset(&o, 0, sizeof(o));
-        expect_new_names(&o, "base_url");
+        expect_new_names(&o, "gateway.url");
         opts(&o);
         o.base_url = "";
-        expect_new_names(&o, "base_url");
+        expect_new_names(&o, "gateway.url");
         opts(&o);
         o.api_key = NULL;
-        expect_new_names(&o, "api_key");
+        expect_new_names(&o, "gateway.api_key");
         opts(&o);
         o.connect_timeout_ms = 0;
-        expect_new_names(&o, "connect_timeout_ms");
+        expect_new_names(&o, "gateway.connect_timeout");
         opts(&o);
         o.timeout_ms = -1;
-        expect_new_names(&o, "timeout_ms");
+        expect_new_names(&o, "gateway.timeout");
         opts(&o);
         o.max_connections = 0;
-        expect_new_names(&o, "max_connections");
+        expect_new_names(&o, "gateway.max_connections");
         opts(&o);
         o.query_settle_ms = 0;
-        expect_new_names(&o, "query_settle_ms");
+        expect_new_names(&o, "query settle");
         opts(&o);
         o.lease_margin_ms = -1;
-        expect_new_names(&o, "lease_margin_ms");
+        expect_new_names(&o, "gateway.lease_margin");
         opts(&o);
         o.retry.base_ms = 0;
-        expect_new_names(&o, "retry.base_ms");
+        expect_new_names(&o, "gateway.backoff_base");
         opts(&o);
         o.retry.cap_ms = 0;
-        expect_new_names(&o, "retry.cap_ms");
+        expect_new_names(&o, "gateway.backoff_max");
         opts(&o);
         o.retry.max_attempts = 0;
-        expect_new_names(&o, "retry.max_attempts");
+        expect_new_names(&o, "gateway.max_attempts");
         opts(&o);
         o.retry.deadline_ms = 0;
-        expect_new_names(&o, "retry.deadline_ms");
+        expect_new_names(&o, "gateway.deadline");
         /* a margin of 0 is a valid choice, not an unset field */
         opts(&o);
         o.lease_margin_ms = 0;
@@ -360,7 +361,7 @@ static void test_destroy_in_flight(void **state)
         gateway_destroy(NULL);
 }
 
-/* ---- a frozen process never sends (issue 11) ---- */
+/* ---- a frozen process never sends a POST past its lease ---- */
 
 static void test_send_check(void **state)
 {

@@ -599,7 +599,7 @@ static void test_query(void **state)
         gateway_destroy(gw);
 }
 
-/* ---- a frozen process never sends (issue 11) ---- */
+/* ---- a frozen process never sends a POST past its lease ---- */
 
 static int64_t sim_posts(void)
 {

@@ -1,9 +1,9 @@
 /*
  * Unit tests of gateway/webhook: Standard Webhooks verification
- * (CONTRACT.md §5) against fixed vectors computed by other tools, and the
- * attacks issue 13 lists: forged signature, stale and future timestamps,
- * re-serialized body, rotation list with one valid secret, oversized body,
- * odd headers.
+ * (docs/contract.md §5.1) against fixed vectors computed by other tools,
+ * and the attacks a webhook endpoint must refuse: forged signature, stale
+ * and future timestamps, re-serialized body, rotation list with one valid
+ * secret, oversized body, odd headers.
  */
 #include <setjmp.h>
 #include <stdarg.h>

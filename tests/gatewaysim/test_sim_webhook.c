@@ -1,5 +1,5 @@
 /*
- * Integration tests of the simulator's webhooks (contract section 5): a
+ * Integration tests of the simulator's webhooks (docs/contract.md §5): a
  * tiny libmicrohttpd receiver in this process gets them and checks every
  * signature itself (HMAC over "<id>.<timestamp>.<body>" with util/crypto,
  * not the simulator's signing code), plus duplicates with one webhook-id,

@@ -1,11 +1,11 @@
 /*
- * test_hostile: issue 11's "tests that must exist", on the real broker,
- * PostgreSQL and the gateway simulator. One `chargeonce consume` gets a
- * catalogue of hostile messages (the table `catalogue` below) interleaved
- * with 300 honest intents, a tenth of them declined by the simulator with a
- * 2,100-byte Vietnamese message that has a 3-byte character across every
- * usual cut point (gatewaysim --decline-message-bytes), after a card
- * number and an e-mail address (--decline-message-pii). Then:
+ * test_hostile: the hostile inputs every consumer must survive, on the
+ * real broker, PostgreSQL and the gateway simulator. One `chargeonce
+ * consume` gets a catalogue of hostile messages (the table `catalogue` below)
+ * interleaved with 300 honest intents, a tenth of them declined by the
+ * simulator with a 2,100-byte Vietnamese message that has a 3-byte character
+ * across every usual cut point (gatewaysim --decline-message-bytes), after a
+ * card number and an e-mail address (--decline-message-pii). Then:
  *
  *   - every honest intent has exactly one result (found by intent event
  *     id, tenant and key), `succeeded`, or `failed` / card_declined with a

@@ -1,6 +1,6 @@
 /*
  * test_kconf: the group member's static identity (group.instance.id,
- * issue 15): derived from worker.id, "none", an explicit
+ * KIP-345): derived from worker.id, "none", an explicit
  * kafka.group.instance.id winning, conflicts naming both keys, and only
  * the group member's configuration ever carrying it.
  */

@@ -1,5 +1,5 @@
 /*
- * test_replay: `chargeonce replay` on the real services (issue 14).
+ * test_replay: `chargeonce replay` on the real services.
  *
  *   test_replay predicts    a known mix, BEFORE any consume: the dry run
  *                           predicts every category exactly, commits and

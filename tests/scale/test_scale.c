@@ -1,6 +1,6 @@
 /*
  * test_scale: many chargeonce processes in one consumer group on the real
- * broker, PostgreSQL and the gateway simulator (issue 15, point 2).
+ * broker, PostgreSQL and the gateway simulator (docs/scaling.md).
  *
  *   test_scale eager [SEED]        ctest scale_eager: the range assignor
  *                                  (eager protocol)
@@ -183,7 +183,7 @@ static bool dynamic_members(void)
 }
 
 /* The membership setting of consumer n into out: static members get
- * group.instance.id (the key of issue 15) = their own name; dynamic ones
+ * group.instance.id (static membership) = their own name; dynamic ones
  * "none" (a worker.id would otherwise make them static). */
 static bool membership(int n, char *out, size_t outsz)
 {

@@ -1,6 +1,6 @@
 /*
  * store_webhook: store_webhook_apply on a real PostgreSQL, one case per
- * rule of issue 13: a processing payment finished by a webhook (and the
+ * rule of docs/contract.md §5.3: a processing payment finished by a webhook (and the
  * old lease holder's settle fenced), a review resolved (a new result with
  * resolves_review), the same final outcome ignored, every contradiction
  * recorded with nothing else changed, a refund posted once, a refund of a

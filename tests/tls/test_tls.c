@@ -1,6 +1,6 @@
 /*
- * test_tls: chargeonce over real TLS to all three of its peers (issue 16,
- * point 2), on services made for it by `tests/harness/services.sh
+ * test_tls: chargeonce over real TLS to all three of its peers
+ * (docs/security.md), on services made for it by `tests/harness/services.sh
  * start-tls` (once per run, under the harness's folder): a test PKI (CA A
  * trusted; certificates right, for the wrong host, from an unknown CA B), a
  * PostgreSQL with ssl = on that refuses TCP without TLS, a Kafka broker
@@ -274,7 +274,7 @@ static void produce_one(struct scenario *sc, const char *key)
 
 /* ------------------------------------------------------------------ */
 
-/* The happy path runs in production mode (issue 16.1): every secret
+/* The happy path runs in production mode (docs/security.md): every secret
  * through a file (co_start, tls_xs), a provider-key secret of 32 bytes or
  * more, TLS with verification to all three peers. */
 #define TLS_PROVIDER_SECRET "tls-test-provider-key-secret-0123456789"

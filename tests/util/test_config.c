@@ -215,7 +215,7 @@ static void test_file_and_secret_file(void **state)
         config_destroy(c);
 }
 
-/* issue 16: a Kafka secret property from <prop>_file (file and
+/* A Kafka secret property from <prop>_file (file and
  * environment forms, consumer./producer. too); the path is no secret; a
  * non-secret property has no _file form. */
 static void test_kafka_secret_file(void **state)

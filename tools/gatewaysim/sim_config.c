@@ -461,8 +461,8 @@ void sim_config_usage(FILE *out)
 
         fprintf(out, "usage: chargeonce-gatewaysim --port PORT [--seed N] "
                      "[options]\n\n"
-                     "A payment gateway simulator (contract section 4 and "
-                     "5) with fault injection.\n"
+                     "A payment gateway simulator (docs/contract.md §4 and "
+                     "§5) with fault injection.\n"
                      "Every option below can also be given as --name=value; "
                      "those marked * can\nchange at runtime through POST "
                      "/_sim/config {\"name_with_underscores\": value}.\n\n");

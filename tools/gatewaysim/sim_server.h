@@ -1,6 +1,6 @@
 /*
  * sim_server: the simulator's HTTP side (libmicrohttpd): the gateway API of
- * contract section 4, the /_sim/ control endpoints, fault injection, and the
+ * docs/contract.md §4, the /_sim/ control endpoints, fault injection, and the
  * timer that answers delayed requests. Never sleeps in a request handler:
  * a delayed answer suspends its connection until the timer resumes it.
  */

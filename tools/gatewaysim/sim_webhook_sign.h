@@ -1,5 +1,5 @@
 /*
- * sim_webhook_sign: Standard Webhooks signatures (contract section 5).
+ * sim_webhook_sign: Standard Webhooks signatures (docs/contract.md §5.1).
  * Pure. Never logs or returns the secret.
  */
 #ifndef SIM_WEBHOOK_SIGN_H
