@@ -90,8 +90,9 @@ static bool key_is(const unsigned char *k, size_t len, const char *name)
 bool intent_peek(const void *data, size_t len, struct intent_peek *out)
 {
         struct cursor c = { data, (const unsigned char *)data + len };
-        const unsigned char *tenant = NULL, *event = NULL;
-        size_t tenant_len = 0, event_len = 0;
+        const unsigned char *tenant = NULL, *event = NULL, *key = NULL;
+        size_t tenant_len = 0, event_len = 0, key_len = 0;
+        bool key_seen = false;
 
         if (!data)
                 return false;
@@ -118,7 +119,23 @@ bool intent_peek(const void *data, size_t len, struct intent_peek *out)
                 skip_ws(&c);
                 want_tenant = key_is(k, klen, "tenant_id");
                 want_event  = key_is(k, klen, "event_id");
-                if (want_tenant || want_event) {
+                if (key_is(k, klen, "idempotency_key")) {
+                        if (key_seen)
+                                return false; /* twice: decoding refuses */
+                        key_seen = true;
+                        /* optional: a key that is not a plain string is
+                         * skipped, and the first event is not looked for */
+                        if (c.p < c.end && *c.p == '"') {
+                                if (!skip_string(&c, &v, &vlen, &plain))
+                                        return false;
+                                if (plain) {
+                                        key     = v;
+                                        key_len = vlen;
+                                }
+                        } else if (!skip_value(&c)) {
+                                return false;
+                        }
+                } else if (want_tenant || want_event) {
                         if ((want_tenant && tenant) || (want_event && event))
                                 return false; /* twice: decoding refuses */
                         if (c.p >= c.end || *c.p != '"' ||
@@ -157,5 +174,16 @@ bool intent_peek(const void *data, size_t len, struct intent_peek *out)
         memcpy(out->tenant_id, tenant, tenant_len);
         out->tenant_id[tenant_len] = '\0';
         intent_event_key((const char *)event, event_len, out->event_key);
+        out->idem_key[0] = '\0';
+        if (key && key_len > 0 && key_len < INTENT_PEEK_KEY_SIZE) {
+                size_t i = 0;
+
+                while (i < key_len && key[i] >= 0x20 && key[i] < 0x7f)
+                        i++;
+                if (i == key_len) {
+                        memcpy(out->idem_key, key, key_len);
+                        out->idem_key[key_len] = '\0';
+                }
+        }
         return true;
 }

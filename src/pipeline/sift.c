@@ -138,6 +138,7 @@ void pipeline_sift_fill(struct item *it, struct sift_item *s)
 {
         s->tenant_id  = it->sift->id.tenant_id;
         s->event_id   = it->sift->id.event_key;
+        s->idem_key   = it->sift->id.idem_key; /* "" when not read */
         s->msg_digest = it->digest;
 }
 

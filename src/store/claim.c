@@ -24,56 +24,47 @@
 
 /*
  * $1..$14 one array element per item (after in-batch event dedup),
- * $15 the hex SHA-256 of each item's message (NULL: unknown), recorded
- * in the inbox row (0015) and read only by the sift (store_sift_batch),
- * $16 lease owner, $17 lease ms, $18 key retention ms.
+ * $15 the hex SHA-256 of each item's message (NULL: unknown), kept for
+ * the sift (store_sift_batch): in the payment a new item creates, in the
+ * inbox row of a copy. $16 lease owner, $17 lease ms, $18 key retention
+ * ms, $19 true when the call repeats a claim whose answer was lost.
+ *
+ * The payment row is the idempotency key (0017): UNIQUE (tenant_id,
+ * idem_key) with the request hash. The inbox holds copies only: the first
+ * event of an intent is the payment's intent_event_id.
  *
  * fresh:  items whose (tenant, event id) is not in the inbox (statement
- *         snapshot): the inbox is per tenant. One inbox_pkey probe per
- *         item (LATERAL ... LIMIT 1): as NOT EXISTS the planner hashed a
+ *         snapshot): not a recorded copy. One inbox_pkey probe per item
+ *         (LATERAL ... LIMIT 1): as NOT EXISTS the planner hashed a
  *         sequential scan of the whole inbox into every claim once the
- *         table had a few thousand rows (7 of 23 ms per batch of 100 at
- *         11,000 rows, growing with the table).
+ *         table had a few thousand rows.
  * rep:    the first fresh item of each (tenant, key): it alone may create.
- * k:      the key upsert. DO UPDATE (a no-op) rather than DO NOTHING so
- *         that an existing row is returned and locked, even one committed
- *         after the snapshot; rows go in (tenant, key) order so that two
- *         batches lock keys in the same order.
- * p:      the payment of each key row still processing whose payment_id
- *         is the representative's derived one, ON CONFLICT DO NOTHING:
- *         the row comes back only if it was inserted now. That is the
- *         one test of "new": the payment id is derived from (tenant, key,
- *         request hash), so a copy of an existing intent derives the id
- *         its key row already holds, and the payment of a key committed
- *         after the snapshot is a conflict that DO NOTHING sees (it waits
- *         for the inserter, as the key upsert did). A final key (a
- *         tombstone's payment stays) never gets a payment again.
- * c:      every fresh item judged against its key row: new (only the
- *         representative, r, and only if p inserted its payment) / conflict /
- *         in_progress / replay (later items of a key see the row the
- *         first one created, so they are in_progress or conflict). A
- *         replay's charge id and error are the payment's (s: the outcome
- *         is stored once, 0014), read at the statement's snapshot while
- *         the key row may be newer: a settle or finish that committed
- *         after the snapshot (it writes both in one transaction). Then
- *         the payment's status differs from the key's, and the copy is
- *         in_progress: the result that settle committed answers it.
- *         s probes payments only for final keys of other payments: its
- *         LIMIT 1 keeps it a subquery whose test of k and f is a
- *         one-time filter (EXPLAIN); pulled up into a join, the test ran
- *         after a payments probe for every item, new ones included.
- * own:    only when the call repeats a claim whose answer was lost
- *         ($19, store_claim_batch_again): an event found in the inbox
- *         whose payment is the one this very claim creates (the derived
- *         id, this event, this owner, epoch 1, processing, the lease
- *         running) was claimed by the lost attempt: it is new again, to
- *         the caller that never heard so, instead of a dup_event whose
- *         payment would wait a whole lease for the reconciler. Read, not
- *         guessed: every condition is the lost attempt's own write.
- * ib:     new and in_progress events into the inbox. An in_progress event
- *         that a concurrent batch recorded first is a dup_event. (A new
- *         item's event cannot be in the inbox without its key existing,
- *         but for a key tombstone GC; it stays new: its payment exists.)
+ * p:      the payments of the representatives, in (tenant, key) order (two
+ *         batches meet their keys in the same order), ON CONFLICT DO
+ *         NOTHING over every unique index: a row comes back only if it
+ *         was inserted now, which is the one test of "new" (the payment id
+ *         is derived from (tenant, key, request hash), so a copy derives
+ *         the id the row already holds). DO NOTHING waits for a
+ *         concurrent inserter of the key and skips once it commits.
+ * c:      every fresh item judged. An item of a key inserted now: new (the
+ *         representative), else a copy in this batch: in_progress with
+ *         the same request hash, conflict with another. Otherwise against
+ *         the key's payment k, read at the statement's snapshot (one row
+ *         holds the state and the outcome: they cannot disagree): absent
+ *         means it was committed by a concurrent claim after the snapshot
+ *         (DO NOTHING saw it): retry, the caller claims that item again in
+ *         a new statement; the intent's first event (intent_event_id) is a
+ *         dup_event (its redelivery), or new again for a repeat ($19)
+ *         that finds the payment its lost attempt created (the derived
+ *         id, this owner, epoch 1, processing, the lease running: read,
+ *         not guessed); another hash is a conflict; processing is
+ *         in_progress; final is a replay with the payment's outcome (a
+ *         tombstone's too: payments are never deleted). k's LIMIT 1 keeps
+ *         it one probe of the key index per item not inserted now.
+ * ib:     in_progress copies into the inbox (their redelivery is then a
+ *         dup_event); one that a concurrent batch recorded first is a
+ *         dup_event. Replays, conflicts and rejections get their inbox
+ *         row with their result (store_outbox_batch).
  */
 static const struct store_stmt claim_stmt = {
         STORE_STMT_CLAIM, "co_claim_batch",
@@ -92,76 +83,70 @@ static const struct store_stmt claim_stmt = {
         "), rep AS ("
         " SELECT DISTINCT ON (tenant_id, idem_key) * FROM fresh"
         "  ORDER BY tenant_id, idem_key, ord"
-        "), k AS ("
-        " INSERT INTO idempotency_keys AS ik (tenant_id, idem_key,"
-        "   request_hash, payment_id, expires_at)"
-        " SELECT tenant_id, idem_key, request_hash, payment_id,"
-        "   now() + $18::bigint * interval '1 millisecond'"
-        "  FROM rep ORDER BY tenant_id, idem_key"
-        " ON CONFLICT (tenant_id, idem_key) DO UPDATE SET state = ik.state"
-        " RETURNING ik.tenant_id, ik.idem_key, ik.request_hash,"
-        "  ik.payment_id, ik.state, ik.status"
         "), p AS ("
-        " INSERT INTO payments (payment_id, tenant_id, idem_key, order_id,"
-        "   customer_id, amount, currency, payment_method, provider_key,"
-        "   lease_owner, lease_epoch, lease_expires_at, intent_event_id)"
-        " SELECT r.payment_id, r.tenant_id, r.idem_key, r.order_id,"
-        "   r.customer_id, r.amount, r.currency, r.payment_method,"
-        "   r.provider_key, $16, 1,"
-        "   now() + $17::bigint * interval '1 millisecond', r.event_id"
-        "  FROM rep r JOIN k ON k.payment_id = r.payment_id"
-        "  WHERE k.state = 'processing'"
+        " INSERT INTO payments (payment_id, tenant_id, idem_key,"
+        "   request_hash, order_id, customer_id, amount, currency,"
+        "   payment_method, provider_key, lease_owner, lease_epoch,"
+        "   lease_expires_at, intent_event_id, expires_at, msg_digest)"
+        " SELECT r.payment_id, r.tenant_id, r.idem_key, r.request_hash,"
+        "   r.order_id, r.customer_id, r.amount, r.currency,"
+        "   r.payment_method, r.provider_key, $16, 1,"
+        "   now() + $17::bigint * interval '1 millisecond', r.event_id,"
+        "   now() + $18::bigint * interval '1 millisecond',"
+        "   decode(($15::text[])[r.ord], 'hex')"
+        "  FROM rep r ORDER BY r.tenant_id, r.idem_key"
         " ON CONFLICT DO NOTHING"
-        " RETURNING payment_id, lease_epoch"
+        " RETURNING tenant_id, idem_key, lease_epoch"
         "), c AS ("
         " SELECT f.ord, f.event_id, f.tenant_id, f.idem_key, f.topic,"
         "   f.kafka_partition, f.kafka_offset,"
-        "   CASE WHEN np.payment_id IS NOT NULL AND r.ord = f.ord"
-        "          THEN 'new'"
+        "   CASE WHEN np.idem_key IS NOT NULL THEN"
+        "          CASE WHEN r.ord = f.ord THEN 'new'"
+        "               WHEN r.request_hash <> f.request_hash"
+        "                 THEN 'conflict'"
+        "               ELSE 'in_progress' END"
+        "        WHEN k.payment_id IS NULL THEN 'retry'"
+        "        WHEN k.intent_event_id = f.event_id THEN"
+        "          CASE WHEN $19 AND k.payment_id = f.payment_id"
+        "                 AND k.status = 'processing'"
+        "                 AND k.lease_owner = $16 AND k.lease_epoch = 1"
+        "                 AND k.lease_expires_at > now() THEN 'new'"
+        "               ELSE 'dup_event' END"
         "        WHEN k.request_hash <> f.request_hash THEN 'conflict'"
-        "        WHEN k.state = 'processing'"
-        "          OR s.status IS DISTINCT FROM k.status THEN 'in_progress'"
+        "        WHEN k.status = 'processing' THEN 'in_progress'"
         "        ELSE 'replay' END AS outcome,"
-        "   k.payment_id AS k_payment_id, k.status, s.provider_charge_id,"
-        "   s.error_code, s.error_message"
-        "  FROM fresh f JOIN k USING (tenant_id, idem_key)"
-        "  JOIN rep r USING (tenant_id, idem_key)"
-        "  LEFT JOIN p np ON np.payment_id = f.payment_id"
-        "  LEFT JOIN LATERAL (SELECT p.status, p.provider_charge_id,"
-        "    p.error_code, p.error_message FROM payments p"
-        "   WHERE k.state = 'final'"
-        "     AND p.payment_id = k.payment_id LIMIT 1) s ON true"
+        "   coalesce(k.payment_id, r.payment_id) AS k_payment_id,"
+        "   coalesce(np.lease_epoch, k.lease_epoch) AS lease_epoch,"
+        "   k.status, k.provider_charge_id, k.error_code, k.error_message"
+        "  FROM fresh f JOIN rep r USING (tenant_id, idem_key)"
+        "  LEFT JOIN p np USING (tenant_id, idem_key)"
+        "  LEFT JOIN LATERAL (SELECT q.payment_id, q.request_hash,"
+        "    q.status, q.provider_charge_id, q.error_code, q.error_message,"
+        "    q.intent_event_id, q.lease_owner, q.lease_epoch,"
+        "    q.lease_expires_at FROM payments q"
+        "   WHERE np.idem_key IS NULL AND q.tenant_id = f.tenant_id"
+        "     AND q.idem_key = f.idem_key LIMIT 1) k ON true"
         "), ib AS ("
         " INSERT INTO inbox (event_id, tenant_id, idem_key, disposition,"
         "   topic, kafka_partition, kafka_offset, msg_digest)"
         " SELECT event_id, tenant_id, idem_key, outcome, topic,"
         "   kafka_partition, kafka_offset, decode(($15::text[])[ord], 'hex')"
-        "  FROM c WHERE outcome IN ('new', 'in_progress')"
+        "  FROM c WHERE outcome = 'in_progress'"
         "  ORDER BY tenant_id, idem_key, event_id"
         " ON CONFLICT (tenant_id, event_id) DO NOTHING"
         " RETURNING tenant_id, event_id"
         ")"
         " SELECT i.ord,"
-        "  CASE WHEN c.ord IS NULL AND own.lease_epoch IS NOT NULL"
-        "         THEN 'new'"
-        "       WHEN c.ord IS NULL THEN 'dup_event'"
+        "  CASE WHEN c.ord IS NULL THEN 'dup_event'"
         "       WHEN c.outcome = 'in_progress' AND ib.event_id IS NULL"
         "         THEN 'dup_event'"
         "       ELSE c.outcome END,"
-        "  coalesce(c.k_payment_id, own.payment_id),"
-        "  coalesce(p.lease_epoch, own.lease_epoch), c.status,"
-        "  c.provider_charge_id, c.error_code, c.error_message"
+        "  c.k_payment_id, c.lease_epoch, c.status, c.provider_charge_id,"
+        "  c.error_code, c.error_message"
         " FROM input i"
         " LEFT JOIN c ON c.ord = i.ord"
         " LEFT JOIN ib ON ib.tenant_id = i.tenant_id"
         "  AND ib.event_id = i.event_id"
-        " LEFT JOIN p ON p.payment_id = i.payment_id"
-        " LEFT JOIN LATERAL (SELECT o.payment_id, o.lease_epoch"
-        "   FROM payments o WHERE $19 AND c.ord IS NULL"
-        "    AND o.payment_id = i.payment_id AND o.status = 'processing'"
-        "    AND o.lease_owner = $16 AND o.lease_epoch = 1"
-        "    AND o.intent_event_id = i.event_id"
-        "    AND o.lease_expires_at > now() LIMIT 1) own ON true"
         " ORDER BY i.ord",
         19
 };
@@ -243,8 +228,13 @@ static void claim_mark_dup(void *items, size_t i)
         ((struct claim_item *)items)[i].outcome = CLAIM_DUP_EVENT;
 }
 
+/* "retry": the item is claimed again (claim_retries); never returned. */
+#define CLAIM_RETRY_ ((enum claim_outcome)0)
+
 static enum claim_outcome parse_outcome(const char *s)
 {
+        if (strcmp(s, "retry") == 0)
+                return CLAIM_RETRY_;
         if (strcmp(s, "new") == 0)
                 return CLAIM_NEW;
         if (strcmp(s, "in_progress") == 0)
@@ -357,24 +347,30 @@ static const struct store_batch_def claim_def = {
 };
 
 /*
- * The inbox pre-check of a replay: which items' (tenant, event id) the
- * inbox already holds. A committed inbox row is final, so each of them is
- * CLAIM_DUP_EVENT whatever the claim would find, and the claim leaves them
- * out: a replayed event costs one index probe here rather than its share
- * of the claim (fourteen array elements, a payment id, a provider key and
- * the CTE's joins). Events recorded after this look are still caught by
- * the claim itself. LATERAL ... LIMIT 1, as in the claim, so that the
- * probe stays an index probe whatever the planner thinks of the inbox.
+ * The pre-check of a replay: which items are recorded events, a copy's
+ * (tenant, event id) in the inbox or an intent's first event (its
+ * payment's intent_event_id, 0017). A committed record is final, so each
+ * of them is CLAIM_DUP_EVENT whatever the claim would find, and the claim
+ * leaves them out: a replayed event costs an index probe or two here
+ * rather than its share of the claim (fourteen array elements, a payment
+ * id, a provider key and the CTE's joins). Events recorded after this
+ * look are still caught by the claim itself. LATERAL ... LIMIT 1, as in
+ * the claim, so that each probe stays an index probe whatever the planner
+ * thinks of the tables.
  */
 static const struct store_stmt inbox_seen_stmt = {
         STORE_STMT_INBOX_SEEN, "co_inbox_seen",
-        "SELECT i.ord, b.hit IS NOT NULL"
-        " FROM unnest($1::text[], $2::text[]) WITH ORDINALITY"
-        "   AS i(tenant_id, event_id, ord)"
+        "SELECT i.ord, b.hit IS NOT NULL OR q.hit IS NOT NULL"
+        " FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY"
+        "   AS i(tenant_id, event_id, idem_key, ord)"
         " LEFT JOIN LATERAL (SELECT true AS hit FROM inbox b"
         "   WHERE b.tenant_id = i.tenant_id AND b.event_id = i.event_id"
-        "   LIMIT 1) b ON true",
-        2
+        "   LIMIT 1) b ON true"
+        " LEFT JOIN LATERAL (SELECT true AS hit FROM payments q"
+        "   WHERE b.hit IS NULL AND q.tenant_id = i.tenant_id"
+        "     AND q.idem_key = i.idem_key"
+        "     AND q.intent_event_id = i.event_id LIMIT 1) q ON true",
+        3
 };
 
 /* Leaves the claim item as it is (the claim clears it); are the fields
@@ -383,7 +379,7 @@ static bool seen_prepare(void *p)
 {
         const struct claim_item *it = p;
 
-        return it->tenant_id && it->event_id;
+        return it->tenant_id && it->event_id && it->idem_key;
 }
 
 static bool seen_fill(struct store_batch *b, void *items, void *arg,
@@ -398,6 +394,7 @@ static bool seen_fill(struct store_batch *b, void *items, void *arg,
 
                 store_pgarr_text(&b->arr[0], it->tenant_id);
                 store_pgarr_text(&b->arr[1], it->event_id);
+                store_pgarr_text(&b->arr[2], it->idem_key);
         }
         return true;
 }
@@ -413,7 +410,7 @@ static void seen_read_row(void *items, size_t i, const PGresult *res, int r,
 static const struct store_batch_def inbox_seen_def = {
         .what          = "claim pre-check",
         .stmt          = &inbox_seen_stmt,
-        .narrays       = 2,
+        .narrays       = 3,
         .nfields       = 2,
         .item_size     = sizeof(struct claim_item),
         .prepare       = seen_prepare,
@@ -431,14 +428,22 @@ static const struct store_batch_def inbox_seen_def = {
  */
 static const struct store_stmt sift_stmt = {
         STORE_STMT_SIFT, "co_sift",
-        "SELECT i.ord, b.hit IS NOT NULL, coalesce(b.same, false)"
-        " FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY"
-        "   AS i(tenant_id, event_id, digest_hex, ord)"
+        "SELECT i.ord, coalesce(b.hit, q.hit, false),"
+        "  coalesce(b.same, q.same, false)"
+        " FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])"
+        "   WITH ORDINALITY AS i(tenant_id, event_id, digest_hex, idem_key,"
+        "   ord)"
         " LEFT JOIN LATERAL (SELECT true AS hit,"
         "   b.msg_digest = decode(i.digest_hex, 'hex') AS same FROM inbox b"
         "   WHERE b.tenant_id = i.tenant_id AND b.event_id = i.event_id"
-        "   LIMIT 1) b ON true",
-        3
+        "   LIMIT 1) b ON true"
+        /* an intent's first event is its payment's (0017), found by key */
+        " LEFT JOIN LATERAL (SELECT true AS hit,"
+        "   q.msg_digest = decode(i.digest_hex, 'hex') AS same"
+        "   FROM payments q WHERE b.hit IS NULL AND i.idem_key <> ''"
+        "    AND q.tenant_id = i.tenant_id AND q.idem_key = i.idem_key"
+        "    AND q.intent_event_id = i.event_id LIMIT 1) q ON true",
+        4
 };
 
 static bool sift_prepare(void *p)
@@ -447,7 +452,7 @@ static bool sift_prepare(void *p)
 
         it->recorded = false;
         it->same     = false;
-        return it->tenant_id && it->event_id && it->msg_digest;
+        return it->tenant_id && it->event_id && it->idem_key && it->msg_digest;
 }
 
 static bool sift_fill(struct store_batch *b, void *items, void *arg,
@@ -463,6 +468,7 @@ static bool sift_fill(struct store_batch *b, void *items, void *arg,
                 store_pgarr_text(&b->arr[0], it->tenant_id);
                 store_pgarr_text(&b->arr[1], it->event_id);
                 store_pgarr_hex(&b->arr[2], it->msg_digest, CRYPTO_SHA256_LEN);
+                store_pgarr_text(&b->arr[3], it->idem_key);
         }
         return true;
 }
@@ -480,7 +486,7 @@ static void sift_read_row(void *items, size_t i, const PGresult *res, int r,
 static const struct store_batch_def sift_def = {
         .what          = "sift",
         .stmt          = &sift_stmt,
-        .narrays       = 3,
+        .narrays       = 4,
         .nfields       = 3,
         .item_size     = sizeof(struct sift_item),
         .prepare       = sift_prepare,
@@ -497,6 +503,53 @@ int store_sift_batch(struct store *st, struct sift_item *items, size_t n,
                 return STORE_OK;
         return store_batch_run(st, &sift_def, items, n, NULL, errstr,
                                errstr_size);
+}
+
+/*
+ * The items the claim answered "retry" (their key was committed by a
+ * concurrent claim after the statement's snapshot) are claimed again, in a
+ * statement of their own, whose snapshot sees the key; a few rounds at
+ * most (each needs another concurrent first claim of the same key).
+ */
+#define CLAIM_ROUNDS 5
+
+static int claim_retries(struct store *st, struct claim_item *items, size_t n,
+                         struct claim_args *a, char *errstr, size_t errstr_size)
+{
+        for (int round = 0;; round++) {
+                struct claim_item *again;
+                size_t *idx, nr = 0;
+                int rc;
+
+                for (size_t i = 0; i < n; i++)
+                        nr += items[i].outcome == CLAIM_RETRY_;
+                if (nr == 0)
+                        return STORE_OK;
+                if (round == CLAIM_ROUNDS) {
+                        snprintf(errstr, errstr_size,
+                                 "claim: %zu key(s) still changing after %d "
+                                 "rounds",
+                                 nr, CLAIM_ROUNDS);
+                        return STORE_ERR;
+                }
+                again = xcalloc(nr, sizeof(*again));
+                idx   = xcalloc(nr, sizeof(*idx));
+                nr    = 0;
+                for (size_t i = 0; i < n; i++)
+                        if (items[i].outcome == CLAIM_RETRY_) {
+                                again[nr] = items[i];
+                                idx[nr++] = i;
+                        }
+                rc = store_batch_run(st, &claim_def, again, nr, a, errstr,
+                                     errstr_size);
+                /* each item's answer (and the strings it owns) moves back */
+                for (size_t k = 0; k < nr; k++)
+                        items[idx[k]] = again[k];
+                free(again);
+                free(idx);
+                if (rc != STORE_OK)
+                        return rc;
+        }
 }
 
 static int claim_batch(struct store *st, struct claim_item *items, size_t n,
@@ -524,17 +577,21 @@ static int claim_batch(struct store *st, struct claim_item *items, size_t n,
         if (rc == STORE_OK)
                 rc = store_batch_run(st, &claim_def, items, n, &a, errstr,
                                      errstr_size);
+        if (rc == STORE_OK)
+                for (size_t i = 0; i < n; i++)
+                        if (seen && seen[i])
+                                items[i].outcome = CLAIM_DUP_EVENT;
+        a.seen = NULL;
+        if (rc == STORE_OK)
+                rc = claim_retries(st, items, n, &a, errstr, errstr_size);
         if (rc != STORE_OK) {
                 for (size_t i = 0; i < n; i++)
                         store_claim_item_clear(&items[i]);
                 free(seen);
                 return rc;
         }
-        for (size_t i = 0; i < n; i++) {
-                if (seen && seen[i])
-                        items[i].outcome = CLAIM_DUP_EVENT;
+        for (size_t i = 0; i < n; i++)
                 dups += items[i].outcome == CLAIM_DUP_EVENT;
-        }
         /* a batch mostly of recorded events: a replay; the next batch
          * looks first (one statement more while it lasts, and for the
          * first batch after it) */
@@ -568,17 +625,16 @@ int store_claim_batch_again(struct store *st, struct claim_item *items,
 static const struct store_stmt probe_stmt = {
         STORE_STMT_PROBE, "co_probe_keys",
         "SELECT i.ord,"
-        "  CASE WHEN k.tenant_id IS NULL"
-        "        OR k.request_hash <> decode(i.hash_hex, 'hex') THEN 'none'"
-        "       WHEN k.state = 'processing' THEN 'processing'"
+        "  CASE WHEN p.tenant_id IS NULL"
+        "        OR p.request_hash <> decode(i.hash_hex, 'hex') THEN 'none'"
+        "       WHEN p.status = 'processing' THEN 'processing'"
         "       ELSE 'final' END,"
-        "  k.payment_id, k.status, p.provider_charge_id, p.error_code,"
+        "  p.payment_id, p.status, p.provider_charge_id, p.error_code,"
         "  p.error_message"
         " FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY"
         "   AS i(tenant_id, idem_key, hash_hex, ord)"
-        " LEFT JOIN idempotency_keys k ON k.tenant_id = i.tenant_id"
-        "  AND k.idem_key = i.idem_key"
-        " LEFT JOIN payments p ON p.payment_id = k.payment_id"
+        " LEFT JOIN payments p ON p.tenant_id = i.tenant_id"
+        "  AND p.idem_key = i.idem_key"
         " ORDER BY i.ord",
         3
 };

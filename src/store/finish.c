@@ -181,7 +181,8 @@ static bool build_result(struct store_tx *t, const struct store_locked *p,
         return true;
 }
 
-/* Status, stored outcome, fenced lease, key final, outbox result. */
+/* Status, stored outcome, fenced lease (the payment is the key, 0017),
+ * outbox result. */
 static bool finish_rows(struct store_tx *t, const struct store_locked *p,
                         struct store_finish *f, const char *json)
 {
@@ -195,14 +196,6 @@ static bool finish_rows(struct store_tx *t, const struct store_locked *p,
             "  WHERE payment_id = $1::uuid AND status = $9"
             " RETURNING payment_id, tenant_id, idem_key, status,"
             "  intent_event_id, lease_epoch"
-            "), ik AS ("
-            " UPDATE idempotency_keys k SET state = 'final',"
-            "   status = u.status, result_event_id = $6::uuid,"
-            "   finished_at = now()"
-            "  FROM up u"
-            "  WHERE k.tenant_id = u.tenant_id AND k.idem_key = u.idem_key"
-            "    AND k.payment_id = u.payment_id"
-            " RETURNING 1"
             "), ob AS ("
             " INSERT INTO outbox (event_id, message_key, tenant_id, idem_key,"
             "   payment_id, intent_event_id, status, replayed, payload,"
@@ -214,9 +207,8 @@ static bool finish_rows(struct store_tx *t, const struct store_locked *p,
             " RETURNING 1"
             ")"
             " SELECT co_assert((SELECT count(*) FROM up) = 1"
-            "                  AND (SELECT count(*) FROM ik) = 1"
             "                  AND (SELECT count(*) FROM ob) = 1,"
-            "                  'finish: payment, key and result'),"
+            "                  'finish: payment and result'),"
             "  (SELECT lease_epoch FROM up)";
         const char *v[9] = { p->payment_id,
                              f->status,

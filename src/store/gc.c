@@ -17,22 +17,26 @@
 #include <time.h>
 
 /*
- * The keys gc collects (alias k; $1 = the retention in ms). The dry run
- * and the batch share it, so their counts cannot drift apart. The NOT
- * EXISTS reads outbox_payment_idx: a key with an unpublished or parked
- * result waits (its rows would be half removed otherwise).
+ * The keys gc collects (alias k: the payments, which are the keys since
+ * 0017; $1 = the retention in ms). The dry run and the batch share it, so
+ * their counts cannot drift apart. The retention runs from the moment the
+ * payment became final (finished_at): a review resolved long after its
+ * claim keeps its evidence, the operator's decision included, for the
+ * whole retention after the decision. The NOT EXISTS reads
+ * outbox_payment_idx: a key with an unpublished or parked result waits
+ * (its rows would be half removed otherwise).
  */
 #define GC_KEY_PRED                                                            \
-        " k.tombstoned_at IS NULL AND k.state = 'final'"                       \
+        " k.tombstoned_at IS NULL"                                             \
         " AND k.status IN ('succeeded', 'failed')"                             \
         " AND k.expires_at < now()"                                            \
-        " AND k.created_at < now() - $1::bigint * interval '1 millisecond'"    \
+        " AND k.finished_at < now() - $1::bigint * interval '1 millisecond'"   \
         " AND NOT EXISTS (SELECT 1 FROM outbox o"                              \
         "                  WHERE o.payment_id = k.payment_id"                  \
         "                    AND o.published_at IS NULL)"
 
-/* gc's order: the index idempotency_keys_gc_idx (0010). */
-#define GC_ORDER " ORDER BY k.expires_at, k.payment_id"
+/* gc's order: the index payments_gc_idx (0017), oldest final first. */
+#define GC_ORDER " ORDER BY k.finished_at, k.payment_id"
 
 #define GC_RETRIES 5
 
@@ -117,9 +121,7 @@ int store_gc_count(struct store *st, int64_t key_retention_ms, int64_t limit,
         res = run(st, "gc count",
                   "WITH sel AS MATERIALIZED ("
                   " SELECT k.tenant_id, k.idem_key, k.payment_id"
-                  "   FROM idempotency_keys k"
-                  "   JOIN payments p ON p.payment_id = k.payment_id"
-                  "    AND p.status IN ('succeeded', 'failed')"
+                  "   FROM payments k"
                   "  WHERE" GC_KEY_PRED GC_ORDER " LIMIT $2::bigint)"
                   " SELECT (SELECT count(*) FROM sel),"
                   "  (SELECT count(*) FROM inbox i"
@@ -155,18 +157,16 @@ int store_gc_left(struct store *st, int64_t key_retention_ms,
         memset(out, 0, sizeof(*out));
         snprintf(ret, sizeof(ret), "%" PRId64, key_retention_ms);
         res = run(st, "gc left",
-                  "SELECT count(*) FILTER (WHERE k.state = 'processing'),"
-                  "  count(*) FILTER (WHERE k.state = 'final'"
-                  "                     AND k.status = 'review'),"
-                  "  count(*) FILTER (WHERE k.state = 'final'"
-                  "   AND k.status IN ('succeeded', 'failed')"
+                  "SELECT count(*) FILTER (WHERE k.status = 'processing'),"
+                  "  count(*) FILTER (WHERE k.status = 'review'),"
+                  "  count(*) FILTER (WHERE k.status IN ('succeeded', 'failed')"
                   "   AND EXISTS (SELECT 1 FROM outbox o"
                   "                WHERE o.payment_id = k.payment_id"
                   "                  AND o.published_at IS NULL))"
-                  "  FROM idempotency_keys k"
+                  "  FROM payments k"
                   " WHERE k.tombstoned_at IS NULL AND k.expires_at < now()"
-                  "   AND k.created_at < now() - $1::bigint"
-                  "                              * interval '1 millisecond'",
+                  "   AND coalesce(k.finished_at, k.created_at) < now()"
+                  "       - $1::bigint * interval '1 millisecond'",
                   1, v, &rc, errstr, errstr_size);
         if (!res)
                 return rc;
@@ -213,9 +213,9 @@ int store_gc_batch(struct store *st, int64_t run_id, int64_t key_retention_ms,
         snprintf(lim, sizeof(lim), "%d", max);
         snprintf(id, sizeof(id), "%" PRId64, run_id);
         /*
-         * Locks: the keys (SKIP LOCKED: a key the consumer is claiming is
-         * left for the next batch), then their payments (SKIP LOCKED too:
-         * a webhook applying to one), then the rows deleted. Each
+         * Locks: the payments, which are the keys (SKIP LOCKED: one a
+         * webhook is applying to is left for the next batch), then the
+         * rows deleted. Each
          * data-modifying part runs once; RETURNING carries the counts.
          * Every table is reached through an index with = ANY (array) or
          * IN (semi-join), never by joining a CTE scan as the inner side
@@ -224,23 +224,16 @@ int store_gc_batch(struct store *st, int64_t run_id, int64_t key_retention_ms,
          */
         res = run(
             st, "gc batch",
-            "WITH cand AS ("
-            " SELECT k.payment_id FROM idempotency_keys k"
+            "WITH sel AS ("
+            " SELECT k.payment_id, k.tenant_id, k.idem_key FROM payments k"
             "  WHERE" GC_KEY_PRED GC_ORDER " LIMIT $2::int"
             "    FOR UPDATE OF k SKIP LOCKED),"
-            " sel AS ("
-            " SELECT p.payment_id, p.tenant_id, p.idem_key FROM payments p"
-            "  WHERE p.payment_id = ANY (ARRAY(SELECT payment_id FROM cand))"
-            "    AND p.status IN ('succeeded', 'failed')"
-            "  ORDER BY p.payment_id FOR UPDATE SKIP LOCKED),"
             " ids AS (SELECT coalesce(array_agg(payment_id), '{}') AS pids"
             "           FROM sel),"
-            " tk AS (UPDATE idempotency_keys k SET tombstoned_at = now()"
-            "   WHERE k.payment_id = ANY ((SELECT pids FROM ids)::uuid[])"
-            "  RETURNING 1),"
-            " tp AS (UPDATE payments p SET payment_method = NULL"
+            " tk AS (UPDATE payments p SET tombstoned_at = now(),"
+            "   payment_method = NULL"
             "   WHERE p.payment_id = ANY ((SELECT pids FROM ids)::uuid[])"
-            "     AND p.payment_method IS NOT NULL RETURNING 1),"
+            "  RETURNING 1),"
             " di AS (DELETE FROM inbox i WHERE (i.tenant_id, i.idem_key) IN"
             "   (SELECT tenant_id, idem_key FROM sel) RETURNING 1),"
             " de AS (DELETE FROM gateway_evidence e"

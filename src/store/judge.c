@@ -2,7 +2,9 @@
  * store/judge: what the database says about intent messages that a dry
  * run judges (see judge.h). Read-only.
  *
- * Must never: write, lock, or quote a parameter in an error.
+ * Must never: write, lock, or quote a parameter in an error. The payment
+ * row is the key (0017); an intent's first event is its
+ * intent_event_id, a copy's is in the inbox.
  */
 #include "store/judge.h"
 #include "store/store_int.h"
@@ -13,17 +15,18 @@
 static const struct store_stmt judge_stmt = {
         STORE_STMT_JUDGE, "co_judge_batch",
         "SELECT i.ord,"
-        "  i.event_id IS NOT NULL AND EXISTS (SELECT 1 FROM inbox b"
-        "    WHERE b.tenant_id = i.tenant_id AND b.event_id = i.event_id),"
+        "  i.event_id IS NOT NULL AND (k.intent_event_id = i.event_id"
+        "   OR EXISTS (SELECT 1 FROM inbox b"
+        "    WHERE b.tenant_id = i.tenant_id AND b.event_id = i.event_id)),"
         "  CASE WHEN k.tenant_id IS NULL THEN 'none'"
-        "       WHEN k.state = 'processing' THEN 'processing'"
+        "       WHEN k.status = 'processing' THEN 'processing'"
         "       ELSE 'final' END,"
         "  coalesce(k.request_hash = decode(i.hash_hex, 'hex'), false),"
-        "  k.status"
+        "  nullif(k.status, 'processing')"
         " FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])"
         "   WITH ORDINALITY AS i(tenant_id, event_id, idem_key, hash_hex,"
         "   ord)"
-        " LEFT JOIN idempotency_keys k ON k.tenant_id = i.tenant_id"
+        " LEFT JOIN payments k ON k.tenant_id = i.tenant_id"
         "  AND k.idem_key = i.idem_key"
         " ORDER BY i.ord",
         4

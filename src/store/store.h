@@ -351,10 +351,12 @@ struct sift_item {
         /* In, borrowed. From the raw message (intent_peek): */
         const char *tenant_id;
         const char *event_id;            /* the inbox key (event_key) */
+        const char *idem_key;            /* "" when the peek had none */
         const unsigned char *msg_digest; /* CRYPTO_SHA256_LEN bytes */
 
         /* Out. */
-        bool recorded; /* (tenant_id, event_id) is in the inbox */
+        bool recorded; /* a copy's (tenant_id, event_id) in the inbox, or
+                          the first event of idem_key's payment */
         bool same;     /* ... recorded from a message of this digest */
 };
 

@@ -118,7 +118,9 @@ static void copies_barrier(void)
         SC_CHECK(sc_sql_long(&sc, "SELECT count(*) FROM ledger_transactions") ==
                      1,
                  "ledger postings");
-        SC_CHECK(sc_sql_long(&sc, "SELECT count(*) FROM inbox") == 100,
+        /* one event recorded as the payment's first (0017), the 99
+         * copies in the inbox */
+        SC_CHECK(sc_sql_long(&sc, "SELECT count(*) FROM inbox") == 99,
                  "inbox rows");
         SC_CHECK(results(&sc, "shop-1", "key-barrier-0001", false) == 1,
                  "%ld non-replayed results",
@@ -1041,9 +1043,7 @@ static void lost_claim(void)
         snprintf(pid, sizeof(pid), "%s", v);
         /* the claim vanishes while the answer is on its way */
         (void)sc_sql(&sc, "WITH a AS (DELETE FROM inbox WHERE tenant_id ="
-                          " 'shop-l' RETURNING 1), b AS (DELETE FROM"
-                          " idempotency_keys WHERE tenant_id = 'shop-l'"
-                          " RETURNING 1) DELETE FROM payments WHERE"
+                          " 'shop-l' RETURNING 1) DELETE FROM payments WHERE"
                           " tenant_id = 'shop-l' RETURNING 1");
         SC_CHECK(sc_sql_long(&sc, "SELECT count(*) FROM payments") == 0,
                  "the payment is still there");

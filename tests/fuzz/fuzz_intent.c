@@ -14,7 +14,8 @@
  *     that is a UUID (then free of card numbers), else "sha256:<hex>";
  *   - intent_peek() (the sift's raw reader) never reads outside the input,
  *     and when it finds an identity in an input that decodes OK, it is
- *     the decoder's: the same tenant_id and event_key;
+ *     the decoder's: the same tenant_id and event_key (and
+ *     idempotency_key, when it read one);
  *   - guard_redact() of the input as a C string: the return value is the
  *     same with no buffer, a big enough one and a short one; the output is
  *     NUL-terminated inside the buffer and valid UTF-8 when the input is;
@@ -137,10 +138,12 @@ static void check_peek(const struct intent *in, const uint8_t *data,
         if (!intent_peek(data, size, &p))
                 return;
         FUZZ_CHECK(FUZZ_TERMINATED(p.tenant_id) &&
-                   FUZZ_TERMINATED(p.event_key));
+                   FUZZ_TERMINATED(p.event_key) && FUZZ_TERMINATED(p.idem_key));
         if (in->verdict == INTENT_OK)
                 FUZZ_CHECK(strcmp(p.tenant_id, in->tenant_id) == 0 &&
-                           strcmp(p.event_key, in->event_key) == 0);
+                           strcmp(p.event_key, in->event_key) == 0 &&
+                           (!p.idem_key[0] ||
+                            strcmp(p.idem_key, in->idempotency_key) == 0));
 }
 
 /* Redacts s into a heap buffer of exactly outsz bytes (ASan sees any write

@@ -792,23 +792,16 @@ static void sim_webhooks(void)
 static void processing_payment(const char *id)
 {
         SC_CHECK(sc_sql(scenario(),
-                        "WITH p AS (INSERT INTO payments (payment_id,"
-                        " tenant_id, idem_key, order_id, customer_id, amount,"
-                        " currency, payment_method, status, provider_key,"
-                        " lease_owner, lease_expires_at, intent_event_id)"
-                        " VALUES ('%s', 'tls-shop', 'tls-key', 'o-tls', 'c',"
-                        " 1250, 'EUR', 'pm_tok', 'processing', 'pk-tls',"
-                        " 'elsewhere', now() + interval '1 hour', 'ev-tls')"
-                        " RETURNING 1),"
-                        " k AS (INSERT INTO idempotency_keys (tenant_id,"
-                        " idem_key, request_hash, payment_id, expires_at)"
-                        " VALUES ('tls-shop', 'tls-key', sha256('t'::bytea),"
-                        " '%s', now() + interval '1 day') RETURNING 1),"
-                        " i AS (INSERT INTO inbox (event_id, tenant_id,"
-                        " idem_key, disposition) VALUES ('ev-tls', 'tls-shop',"
-                        " 'tls-key', 'new') RETURNING 1)"
-                        " SELECT 1 FROM p, k, i",
-                        id, id),
+                        "INSERT INTO payments (payment_id, tenant_id,"
+                        " idem_key, request_hash, order_id, customer_id,"
+                        " amount, currency, payment_method, status,"
+                        " provider_key, lease_owner, lease_expires_at,"
+                        " intent_event_id, expires_at) VALUES ('%s',"
+                        " 'tls-shop', 'tls-key', sha256('t'::bytea), 'o-tls',"
+                        " 'c', 1250, 'EUR', 'pm_tok', 'processing', 'pk-tls',"
+                        " 'elsewhere', now() + interval '1 hour', 'ev-tls',"
+                        " now() + interval '1 day') RETURNING 1",
+                        id),
                  "processing payment");
 }
 

@@ -11,6 +11,7 @@
 #include "cases.h"
 #include "storetest.h"
 
+#include "payment/identity.h"
 #include "util/crypto.h"
 
 #include <stdlib.h>
@@ -114,9 +115,15 @@ static void new_batch(void)
         CHECK_EQ_I(st_count(pg, "SELECT count(*) FROM idempotency_keys "
                                 "WHERE state = 'processing'"),
                    N);
-        CHECK_EQ_I(st_count(pg, "SELECT count(*) FROM inbox WHERE "
-                                "disposition = 'new'"),
-                   N);
+        /* the first event of an intent is its payment's, not an inbox row
+         * (0017: the inbox keeps copies) */
+        CHECK_EQ_I(st_count(pg, "SELECT count(*) FROM inbox"), 0);
+        for (int i = 0; i < N; i++)
+                CHECK_EQ_I(st_count(pg,
+                                    "SELECT count(*) FROM payments WHERE "
+                                    "intent_event_id = '%s'",
+                                    in[i].event_id),
+                           1);
         CHECK_EQ_I(st_count(pg, "SELECT count(*) FROM payments p JOIN "
                                 "idempotency_keys k USING (payment_id) "
                                 "WHERE k.idem_key = p.idem_key AND "
@@ -227,10 +234,10 @@ static void inbox_per_tenant(void)
         CHECK_EQ_I(d[0].outcome, CLAIM_NEW);
         CHECK_EQ_I(d[1].outcome, CLAIM_NEW);
         clear(d, 2);
-        CHECK_EQ_I(st_count(pg, "SELECT count(DISTINCT tenant_id) FROM inbox "
-                                "WHERE event_id = (SELECT event_id FROM inbox "
-                                "WHERE tenant_id = 't2' AND idem_key = "
-                                "'key-0')"),
+        CHECK_EQ_I(st_count(pg,
+                            "SELECT count(DISTINCT tenant_id) FROM "
+                            "payments WHERE intent_event_id = '%s'",
+                            x.event_id),
                    3);
 }
 
@@ -584,9 +591,10 @@ static void replay_precheck(void)
 
 static void sift(void)
 {
-        /* 14. The sift (0015): the claim and the outbox batch keep the
-         * message's digest with the inbox row; the look-up says whether
-         * an event is recorded, and whether from these very bytes. */
+        /* 14. The sift (0015): the claim keeps a first event's digest in
+         * its payment (0017), the outbox batch a copy's with its inbox
+         * row; the look-up says whether an event is recorded, and whether
+         * from these very bytes (a first event found by its key). */
         unsigned char da[CRYPTO_SHA256_LEN], db[CRYPTO_SHA256_LEN];
         struct st_intent m[2];
         struct claim_item mc[1];
@@ -607,30 +615,37 @@ static void sift(void)
         CHECK(o[0].written);
         CHECK_EQ_I(st_count(pg, "SELECT count(*) FROM inbox WHERE"
                                 " msg_digest IS NOT NULL"),
-                   2);
+                   1);
         CHECK_EQ_I(st_count(pg,
-                            "SELECT count(*) FROM inbox WHERE event_id = '%s'"
-                            " AND msg_digest = decode(repeat('a1', 32), 'hex')",
+                            "SELECT count(*) FROM payments WHERE"
+                            " intent_event_id = '%s' AND msg_digest ="
+                            " decode(repeat('a1', 32), 'hex')",
                             m[0].event_id),
                    1);
 
         q[0] = (struct sift_item){ .tenant_id  = "t1",
                                    .event_id   = m[0].event_id,
+                                   .idem_key   = "key-sift",
                                    .msg_digest = da }; /* same */
         q[1] = (struct sift_item){ .tenant_id  = "t1",
                                    .event_id   = m[0].event_id,
+                                   .idem_key   = "key-sift",
                                    .msg_digest = db }; /* other bytes */
         q[2] = (struct sift_item){ .tenant_id  = "t2",
                                    .event_id   = m[0].event_id,
+                                   .idem_key   = "key-sift",
                                    .msg_digest = da }; /* other tenant */
         q[3] = (struct sift_item){ .tenant_id  = "t1",
                                    .event_id   = m[1].event_id,
+                                   .idem_key   = "",
                                    .msg_digest = db }; /* outbox's */
         q[4] = (struct sift_item){ .tenant_id  = "t1",
                                    .event_id   = in[0].event_id,
+                                   .idem_key   = in[0].idem_key,
                                    .msg_digest = da }; /* no digest */
         q[5] = (struct sift_item){ .tenant_id  = "t1",
                                    .event_id   = "sha256:00",
+                                   .idem_key   = "key-sift",
                                    .msg_digest = da }; /* unknown */
         REQUIRE(store_sift_batch(st, q, 6, err, sizeof(err)) == STORE_OK);
         CHECK(q[0].recorded && q[0].same);
@@ -639,6 +654,11 @@ static void sift(void)
         CHECK(q[3].recorded && q[3].same);
         CHECK(q[4].recorded && !q[4].same);
         CHECK(!q[5].recorded && !q[5].same);
+        /* a first event without its key read: not found (decoded, then
+         * the claim's pre-check finds it) */
+        q[0].idem_key = "";
+        REQUIRE(store_sift_batch(st, q, 1, err, sizeof(err)) == STORE_OK);
+        CHECK(!q[0].recorded && !q[0].same);
         /* an item without its digest refuses the batch, as every batch */
         q[0].msg_digest = NULL;
         CHECK_EQ_I(store_sift_batch(st, q, 1, err, sizeof(err)),
@@ -757,6 +777,51 @@ static void claim_again(void)
                         "DELETE FROM payments WHERE tenant_id = 't-again'"));
 }
 
+/*
+ * The result event id the code derives (payment_result_event_id) and the
+ * one the database derives for the view idempotency_keys
+ * (co_result_event_id, 0017) are the same function, for fixed values.
+ */
+static void result_id_sql(void)
+{
+        static const char *const pids[] = {
+                "8f0e7a3c-1d2b-8c4d-9e5f-0a1b2c3d4e5f",
+                "00000000-0000-4000-8000-000000000000",
+        };
+        static const char *const sts[] = { "succeeded", "failed", "review" };
+        char want[UUID_STR_LEN];
+        const char *got;
+
+        for (size_t i = 0; i < 2; i++)
+                for (size_t k = 0; k < 3; k++) {
+                        payment_result_event_id(pids[i], sts[k], want);
+                        got = NULL;
+                        {
+                                char sql[256];
+                                PGresult *res;
+
+                                snprintf(sql, sizeof(sql),
+                                         "SELECT co_result_event_id('%s',"
+                                         " '%s')",
+                                         pids[i], sts[k]);
+                                res = PQexec(pg, sql);
+                                if (PQresultStatus(res) == PGRES_TUPLES_OK &&
+                                    PQntuples(res) == 1)
+                                        got = PQgetvalue(res, 0, 0);
+                                CHECK(got && strcmp(got, want) == 0);
+                                PQclear(res);
+                        }
+                }
+        /* the view names a result id for every final key, none for a
+         * processing one */
+        CHECK(st_count(pg, "SELECT count(*) FROM idempotency_keys WHERE"
+                           " state = 'final'") > 0);
+        CHECK_EQ_I(st_count(pg, "SELECT count(*) FROM idempotency_keys WHERE"
+                                " (state = 'final') <> (result_event_id IS"
+                                " NOT NULL)"),
+                   0);
+}
+
 static void no_violations(void)
 {
         /* Every final payment has its result: no violation. */
@@ -807,6 +872,7 @@ int main(int argc, char **argv)
                 { "sift", sift, NULL, NULL },
                 { "reclaim_after_loss", reclaim_after_loss, NULL, NULL },
                 { "claim_again", claim_again, NULL, NULL },
+                { "result_id_sql", result_id_sql, NULL, NULL },
                 { "no_violations", no_violations, NULL, NULL },
         };
         return st_suite_main("store_claim", cases,

@@ -168,21 +168,29 @@ static void test_same_event(PGconn *pg)
         }
         CHECK_EQ_I(nnew, 1);
         CHECK_EQ_I(ndup, 1);
+        /* recorded once: as its payment's first event (0017) */
+        CHECK_EQ_I(st_count(pg,
+                            "SELECT count(*) FROM payments WHERE "
+                            "intent_event_id = '%s'",
+                            in.event_id),
+                   1);
         CHECK_EQ_I(st_count(pg,
                             "SELECT count(*) FROM inbox WHERE event_id "
                             "= '%s'",
                             in.event_id),
-                   1);
+                   0);
         pthread_barrier_destroy(&barrier);
         pthread_barrier_init(&barrier, NULL, THREADS);
 }
 
 /*
- * A deadlock the store must absorb: another session holds key B and then
- * asks for key A while the store's claim holds A (locked first, keys go
- * in order) and waits for B. The store's backend detects the deadlock
- * (the other session's deadlock_timeout is long), its statement is rolled
- * back, and the store runs it again once B is free.
+ * A deadlock the store must absorb: another session has inserted key B's
+ * payment and not committed; the store's claim of (A, B) inserts A
+ * (keys go in order) and waits for B; the other session then inserts A
+ * and waits for the claim. The store's backend detects the deadlock (the
+ * other session's deadlock_timeout is long), its statement is rolled
+ * back, and the store runs it again once the other session committed:
+ * both keys are then copies of the other session's (same request hash).
  */
 struct dl_arg {
         struct store *st;
@@ -208,9 +216,9 @@ static void *claim_arg_thread(void *arg)
  * holds; false if it never does (the case would test nothing). Scoped to
  * what the case started: the waiter is a backend of this test's database
  * whose blocker is this very session (pg_blocking_pids), running a
- * statement on idempotency_keys. The integration tests share one server,
- * so a probe on any backend that waits for any lock saw other tests'
- * claims and let a case go on before its own claim had started.
+ * statement on payments (the claim). The integration tests share one
+ * server, so a probe on any backend that waits for any lock saw other
+ * tests' claims and let a case go on before its own claim had started.
  */
 static bool wait_for_claim_lock(PGconn *pg)
 {
@@ -220,7 +228,7 @@ static bool wait_for_claim_lock(PGconn *pg)
                                  "wait_event_type = 'Lock' AND "
                                  "pg_backend_pid() = ANY "
                                  "(pg_blocking_pids(pid)) AND "
-                                 "query LIKE '%%idempotency_keys%%'") > 0)
+                                 "query LIKE '%%payments%%'") > 0)
                         return true;
                 usleep(10000);
         }
@@ -228,13 +236,13 @@ static bool wait_for_claim_lock(PGconn *pg)
 }
 
 /*
- * A decoy: another session of this database holds a key row and a third
- * waits for it with a claim-like statement on idempotency_keys, as another
- * test's claim would on the shared server. wait_for_claim_lock must not
- * take that wait for the case's own; with the decoy in place first, a
- * probe that counts any waiting backend returns before the case's claim
- * has started (and the case then fails), so the decoy keeps the probe
- * honest. decoy_end commits and collects the waiter.
+ * A decoy: another session of this database holds a key's payment row and
+ * a third waits for it with a statement on payments, as another test's
+ * claim would on the shared server. wait_for_claim_lock must not take
+ * that wait for the case's own; with the decoy in place first, a probe
+ * that counts any waiting backend returns before the case's claim has
+ * started (and the case then fails), so the decoy keeps the probe honest.
+ * decoy_end commits and collects the waiter.
  */
 struct decoy {
         PGconn *holder, *waiter;
@@ -257,11 +265,11 @@ static void decoy_start(struct decoy *d)
         d->waiter = st_pg();
         REQUIRE(st_exec(d->holder, true, "BEGIN"));
         REQUIRE(st_exec(d->holder, true,
-                        "SELECT 1 FROM idempotency_keys WHERE tenant_id = "
+                        "SELECT 1 FROM payments WHERE tenant_id = "
                         "'tenant-decoy' AND idem_key = 'decoy-row' FOR "
                         "UPDATE"));
         REQUIRE(PQsendQuery(d->waiter,
-                            "SELECT 1 FROM idempotency_keys WHERE tenant_id "
+                            "SELECT 1 FROM payments WHERE tenant_id "
                             "= 'tenant-decoy' AND idem_key = 'decoy-row' FOR "
                             "UPDATE") == 1);
         /* until the decoy really waits, it proves nothing */
@@ -291,29 +299,35 @@ static void decoy_end(struct decoy *d)
         PQfinish(d->holder);
 }
 
+/* Inserts, in pg's open transaction, a payment of (tenant-d, key) with
+ * the request hash of in, as another claim would. */
+static bool insert_key(PGconn *pg, const struct st_intent *in,
+                       const struct claim_item *c)
+{
+        char hex[2 * CRYPTO_SHA256_LEN + 1];
+
+        crypto_hex(c->request_hash, CRYPTO_SHA256_LEN, hex);
+        return st_exec(pg, true,
+                       "INSERT INTO payments (payment_id, tenant_id, idem_key,"
+                       " request_hash, order_id, customer_id, amount,"
+                       " currency, payment_method, provider_key, lease_owner,"
+                       " lease_epoch, lease_expires_at, intent_event_id,"
+                       " expires_at) VALUES (gen_random_uuid(), 'tenant-d',"
+                       " '%s', decode('%s', 'hex'), 'o', 'c', %lld, 'VND',"
+                       " 'pm', md5(random()::text), 'other', 1, now() +"
+                       " interval '1 minute', gen_random_uuid()::text, now()"
+                       " + interval '7 days')",
+                       in->idem_key, hex, (long long)in->amount);
+}
+
 static void test_deadlock_retry(PGconn *pg)
 {
         struct store *st = st_store();
-        struct st_intent in[2], again[2];
-        struct claim_item c[2];
+        struct st_intent again[2];
         struct dl_arg a;
         struct decoy decoy;
         struct store_stats stats;
         pthread_t th;
-        char err[512];
-
-        st_intent(&in[0], "tenant-d", "dl-a", 10, 0);
-        st_intent(&in[1], "tenant-d", "dl-b", 10, 0);
-        st_item(&c[0], &in[0]);
-        st_item(&c[1], &in[1]);
-        REQUIRE(store_claim_batch(st, c, 2, "owner", ST_LEASE_MS, ST_SECRET,
-                                  ST_SECRET_LEN, err, sizeof(err)) == STORE_OK);
-
-        REQUIRE(st_exec(pg, true, "BEGIN"));
-        REQUIRE(st_exec(pg, true, "SET LOCAL deadlock_timeout = '60s'"));
-        REQUIRE(st_exec(pg, true,
-                        "SELECT 1 FROM idempotency_keys WHERE tenant_id = "
-                        "'tenant-d' AND idem_key = 'dl-b' FOR UPDATE"));
 
         memset(&a, 0, sizeof(a));
         a.st = st;
@@ -322,14 +336,17 @@ static void test_deadlock_retry(PGconn *pg)
         st_item(&a.c[0], &again[0]);
         st_item(&a.c[1], &again[1]);
         a.n = 2;
+
+        REQUIRE(st_exec(pg, true, "BEGIN"));
+        REQUIRE(st_exec(pg, true, "SET LOCAL deadlock_timeout = '60s'"));
+        REQUIRE(insert_key(pg, &again[1], &a.c[1]));
+
         decoy_start(&decoy);
         pthread_create(&th, NULL, claim_arg_thread, &a);
-        /* wait until the claim waits for our lock on dl-b */
+        /* wait until the claim waits for our insert of dl-b */
         CHECK(wait_for_claim_lock(pg));
-        /* now ask for dl-a, held by the claim: a deadlock */
-        CHECK(st_exec(pg, true,
-                      "SELECT 1 FROM idempotency_keys WHERE tenant_id = "
-                      "'tenant-d' AND idem_key = 'dl-a' FOR UPDATE"));
+        /* now insert dl-a, inserted by the claim: a deadlock */
+        CHECK(insert_key(pg, &again[0], &a.c[0]));
         REQUIRE(st_exec(pg, true, "COMMIT"));
         pthread_join(th, NULL);
         decoy_end(&decoy);
@@ -343,22 +360,19 @@ static void test_deadlock_retry(PGconn *pg)
         printf("deadlock retry: %llu retries, %llu statements\n",
                (unsigned long long)stats.retries,
                (unsigned long long)stats.statements);
-        for (int i = 0; i < 2; i++) {
-                store_claim_item_clear(&c[i]);
+        for (int i = 0; i < 2; i++)
                 store_claim_item_clear(&a.c[i]);
-        }
         store_destroy(st);
 }
 
 /*
  * A copy claimed while the first copy's settle commits: the claim's
- * snapshot is taken before the commit, its key upsert waits for the
- * settle's lock and then returns the key row as committed (final), but
- * it reads the payment (the replay's charge id and error: the outcome is
- * stored once, 0014) at its snapshot, still processing. The copy must be
- * in_progress (the result that settle committed answers it), never a
- * replay with the payment's outcome missing. A copy after that is a
- * replay with the payment's outcome.
+ * snapshot is taken before the commit, its insert of the key's payment
+ * waits for the settle's row lock and then finds the key (DO NOTHING),
+ * which it reads at its snapshot: still processing, state and outcome in
+ * one row (0017). The copy must be in_progress (the result that settle
+ * committed answers it), never a replay with the payment's outcome
+ * missing. A copy after that is a replay with the payment's outcome.
  */
 static void test_settle_after_snapshot(PGconn *pg)
 {
@@ -379,21 +393,17 @@ static void test_settle_after_snapshot(PGconn *pg)
         /* the first copy's settle (a decline: no ledger), not committed */
         REQUIRE(st_exec(pg, true, "BEGIN"));
         REQUIRE(st_exec(pg, true,
-                        "UPDATE payments SET status = 'failed', error_code ="
-                        " 'card_declined', error_message = 'declined',"
-                        " lease_owner = NULL, lease_expires_at = NULL,"
-                        " finished_at = now() WHERE payment_id = '%s'",
-                        c.payment_id));
-        REQUIRE(st_exec(pg, true,
-                        "WITH k AS (UPDATE idempotency_keys SET state ="
-                        " 'final', status = 'failed', result_event_id ="
-                        " gen_random_uuid(), finished_at = now() WHERE"
-                        " payment_id = '%s' RETURNING *)"
+                        "WITH u AS (UPDATE payments SET status = 'failed',"
+                        " error_code = 'card_declined', error_message ="
+                        " 'declined', lease_owner = NULL, lease_expires_at ="
+                        " NULL, finished_at = now() WHERE payment_id = '%s'"
+                        " RETURNING *)"
                         " INSERT INTO outbox (event_id, message_key,"
                         " tenant_id, idem_key, payment_id, intent_event_id,"
-                        " status, replayed, payload) SELECT result_event_id,"
-                        " tenant_id || '/' || idem_key, tenant_id, idem_key,"
-                        " payment_id, '%s', 'failed', false, '{}' FROM k",
+                        " status, replayed, payload) SELECT"
+                        " gen_random_uuid(), tenant_id || '/' || idem_key,"
+                        " tenant_id, idem_key, payment_id, '%s', 'failed',"
+                        " false, '{}' FROM u",
                         c.payment_id, in.event_id));
 
         memset(&a, 0, sizeof(a));

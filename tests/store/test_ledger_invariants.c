@@ -202,18 +202,11 @@ static void planted_violations(void)
               "payment_id = '%s'",
               c[4].payment_id);
         PLANT("SET session_replication_role = origin");
-        PLANT("UPDATE idempotency_keys SET state = 'final', status = "
-              "'failed', finished_at = now() WHERE payment_id = '%s'",
-              c[5].payment_id);
-        PLANT("UPDATE payments SET status = 'failed', lease_owner = NULL, "
-              "lease_expires_at = NULL, finished_at = now() WHERE "
-              "payment_id = '%s'",
-              c[6].payment_id);
-        PLANT("UPDATE idempotency_keys SET status = 'review' WHERE "
-              "payment_id = '%s'",
-              c[7].payment_id);
-        PLANT("DELETE FROM idempotency_keys WHERE payment_id = '%s'",
-              c[8].payment_id);
+        /* key_final_payment_open, payment_final_key_open,
+         * key_status_mismatch, payment_without_key, key_without_payment
+         * (c[5] .. c[8], c[14]) cannot be planted any more: the payment
+         * row is the key (0017); the audit keeps the checks, over the
+         * view idempotency_keys */
         PLANT("DELETE FROM outbox WHERE payment_id = '%s'", c[9].payment_id);
         PLANT("UPDATE outbox SET status = 'review' WHERE payment_id = '%s'",
               c[10].payment_id);
@@ -235,9 +228,6 @@ static void planted_violations(void)
               "WHERE payment_id = '%s'",
               c[10].payment_id);
 
-        PLANT("UPDATE idempotency_keys SET payment_id = gen_random_uuid() "
-              "WHERE payment_id = '%s'",
-              c[14].payment_id);
         PLANT("UPDATE outbox SET payment_id = gen_random_uuid() WHERE "
               "payment_id = '%s'",
               c[15].payment_id);
@@ -250,15 +240,9 @@ static void planted_violations(void)
         CHECK(has(v, nv, "succeeded_without_posting", c[2].payment_id));
         CHECK(has(v, nv, "posting_not_succeeded", c[1].payment_id));
         CHECK(has(v, nv, "posting_amount_mismatch", c[4].payment_id));
-        CHECK(has(v, nv, "key_final_payment_open", c[5].payment_id));
-        CHECK(has(v, nv, "payment_final_key_open", c[6].payment_id));
-        CHECK(has(v, nv, "key_status_mismatch", c[7].payment_id));
-        CHECK(has(v, nv, "payment_without_key", c[8].payment_id));
         CHECK(has(v, nv, "final_without_result", c[9].payment_id));
         CHECK(has(v, nv, "result_status_mismatch", c[10].payment_id));
         CHECK(has(v, nv, "duplicate_final_result", NULL));
-        CHECK(has(v, nv, "key_without_payment", NULL));
-        CHECK(has(v, nv, "payment_without_key", c[14].payment_id));
         CHECK(has(v, nv, "result_for_unknown_payment", NULL));
         CHECK(has(v, nv, "final_without_result", c[15].payment_id));
         CHECK(has(v, nv, "provider_key_reused", c[1].payment_id));
