@@ -891,6 +891,16 @@ static void stops_on_schema(struct scenario *sc, struct sim *s, const char *cmd,
         SC_CHECK(file_has(c.log, "the database's schema is at migration 9999, "
                                  "this binary knows migrations up to"),
                  "%s: the log does not name both versions", cmd);
+        /* and where the upgrade rules are, a page that exists */
+        SC_CHECK(file_has(c.log, "docs/upgrading.md"),
+                 "%s: the log does not point at docs/upgrading.md", cmd);
+        {
+                char path[1024];
+
+                snprintf(path, sizeof(path), "%s/docs/upgrading.md",
+                         getenv("CHARGEONCE_SOURCE_DIR"));
+                SC_CHECK(access(path, R_OK) == 0, "no %s", path);
+        }
 }
 
 /*
