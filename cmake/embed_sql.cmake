@@ -7,9 +7,20 @@ set(_c "/* generated from sql/ by cmake/embed_sql.cmake: do not edit */\n")
 string(APPEND _c "#include \"store/migrate.h\"\n\n")
 set(_table "")
 set(_i 0)
+# A first line "-- SPDX-License-Identifier: Apache-2.0" is the licence
+# tag of the file, not part of the migration: it is left out, so the bytes
+# applied and recorded (schema_migrations.sha256) are those released
+# before the tag was added, and a database migrated then is not told its
+# migrations changed.
+string(HEX "-- SPDX-License-Identifier: Apache-2.0\n" _spdx_hex)
+string(LENGTH "${_spdx_hex}" _spdx_len)
 foreach(f ${_files})
   get_filename_component(_name ${f} NAME)
   file(READ ${f} _hex HEX)
+  string(FIND "${_hex}" "${_spdx_hex}" _at)
+  if(_at EQUAL 0)
+    string(SUBSTRING "${_hex}" ${_spdx_len} -1 _hex)
+  endif()
   string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," _bytes "${_hex}")
   string(APPEND _c "static const char sql_${_i}[] = {${_bytes}0x00};\n")
   string(APPEND _table "        { \"${_name}\", sql_${_i}, sizeof(sql_${_i}) - 1 },\n")
