@@ -109,7 +109,7 @@ static void check_intent(const struct intent *in)
                 break;
         case INTENT_REJECTED:
                 /* answered: the result needs these three, and echoes them
-                 * bounded (contract section 2 limits) */
+                 * bounded (docs/contract.md §2.1 limits) */
                 FUZZ_CHECK(in->event_id && in->tenant_id &&
                            in->idempotency_key);
                 FUZZ_CHECK(utf8_count(in->event_id, strlen(in->event_id)) <=
