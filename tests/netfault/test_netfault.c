@@ -1,8 +1,9 @@
 /*
  * test_netfault: exactly once when the network and the primary fail
- * (issue 28, items 3 and 5). Run by tests/netfault/run.sh, which gives
- * each case a PostgreSQL and a Kafka broker of its own and, for the
- * network cases, a network namespace (netns.sh):
+ * (docs/testing.md, "Network faults and failover"). Run by
+ * tests/netfault/run.sh, which gives each case a PostgreSQL and a Kafka
+ * broker of its own and, for the network cases, a network namespace
+ * (netns.sh):
  *
  *   test_netfault CASE [SEED] [hold=MS] [bound=MS] [rate=N] [wait=MS]
  *                 [faults=A,B] [fbound=MS] [cut=MS]
