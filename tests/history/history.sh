@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/history.sh (issue 29): a migrated database filled with N = 20,000
+# bench/history.sh (docs/benchmarks.md): a migrated database filled with N = 20,000
 # payments of history, in 4 chunks on 2 jobs, then:
 #   * `chargeonce audit` (--full when the binary has it) exits 0;
 #   * every count the script reports is the database's own count;
