@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # bench/ab.sh BIN_A BIN_B [ROUNDS]: two chargeonce binaries compared on the
 # same services, one run of each in turn (A B A B ...), so a busy machine
 # weighs on both alike: the end-to-end instant throughput (N_AB intents,

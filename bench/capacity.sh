@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # bench/capacity.sh [N]: what one intent costs the PostgreSQL primary, the
 # figures of the capacity model (docs/scaling.md). One end-to-end run of N
 # new intents (default 10,000; instant simulator, the daemon's defaults),

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # bench/drain.sh [N_CHARGEONCE] [N_NAIVE]: the backlog drain alone, a quick
 # look at the headline row of bench/run.sh. On one private PostgreSQL and
 # Kafka (tests/harness/with-services), each on a fresh database and fresh

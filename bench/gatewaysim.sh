@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Benchmark of chargeonce-gatewaysim: builds the simulator and the load
 # generator if needed, starts the simulator on a free loopback port (no
 # faults, latency 0), drives POST /v1/charges from a separate process with

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # bench/history.sh [OPTIONS] CONNINFO N: fills a migrated chargeonce
 # database (`chargeonce migrate` done, nothing else written) with N
 # payments of realistic history, as a year of traffic leaves it: every

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # gnuplot -e "data='sweep.dat'; out='inflight.png'[; drain=D; naive=N; naive_stream=S]" bench/inflight.gp
 # sweep.dat: consumer.max_in_flight, intents/s, VmHWM kB (bench/measure.sh)
 # drain, naive, naive_stream (intents/s, optional): chargeonce's backlog

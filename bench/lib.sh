@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # bench/lib.sh: building blocks of bench/measure.sh (sourced, not run).
 # Needs CHARGEONCE_TEST_PG, CHARGEONCE_TEST_KAFKA (tests/harness/with-services
 # or services.sh), CO_BIN, SIM_BIN, E2E_BIN, WORK (a scratch folder). The

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # bench/measure.sh OUT: every measurement of bench/run.sh, on the services
 # of tests/harness/with-services (which exports CHARGEONCE_TEST_PG and
 # CHARGEONCE_TEST_KAFKA). Writes OUT/results.jsonl (one JSON object per

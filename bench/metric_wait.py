@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """metric_wait.py URL SERIES N [TIMEOUT_S]: polls chargeonce's /metrics
 every 20 ms until SERIES (its whole name and labels) reaches N, and prints
 one JSON line: the rate from the first sample above 0 to the sample that

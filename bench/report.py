@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """bench/report.py OUT: the table of a bench/measure.sh run (OUT/report.md,
 also printed), the machine, and the in-flight plot's data checks."""
 import json

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # bench/rolling.sh: what a rolling restart costs. Three `chargeonce
 # consume` processes (one group, 12 partitions, each its own worker.id and
 # HTTP port) take a steady load (RATE intents/s, default 600, for DURATION

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # bench/run.sh: the end-to-end benchmark of chargeonce, in one go.
 #
 # Builds chargeonce and the simulator (BUILD_DIR/main, RelWithDebInfo,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # bench/scale.sh [N]: end-to-end throughput against the number of
 # `chargeonce consume` processes (PROCS, default "1 2 3") and of partitions
 # of the intents topic (PARTS, default "4 12 24"), one consumer group,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # bench/stall.sh: how long the partitions of a consumer stay without results
 # after `kill -9` and an immediate restart under the same worker.id, with
 # static membership (group.instance.id derived from worker.id) and without

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Summarises PostgreSQL's log_min_duration_statement lines (stdin): total,
 count, mean, p50 and max duration per statement, largest total first."""
 import collections

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Helpers shared by every CMakeLists.txt of the project.
 
 # co_unit_test(NAME SOURCES a.c b.c LIBS x y)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # cmake -DBIN=test-binary -DWANT=a,b,c -P check_cases.cmake
 # Fails unless `BIN --list` prints exactly the cases WANT names (in any
 # order): the ctest tests registered for a binary of named cases

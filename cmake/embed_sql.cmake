@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Writes OUT: a C file holding every sql/NNNN_*.sql as a byte array, in name
 # order, so the chargeonce binary carries its migrations and needs no path
 # to the source tree at run time. Called by src/CMakeLists.txt.

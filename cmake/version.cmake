@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Writes OUT, the C file of cmd/version.h: VERSION (CMake's project
 # version, SemVer) and the commit the source tree is at. Run at every build
 # (src/CMakeLists.txt), it rewrites OUT only when that changed, so a build

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * chargeonce.pml: the protocol of chargeonce for one payment intent,
  * checked with spin (issue 31). model/README.md maps every step below to

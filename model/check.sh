@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # model/check.sh: checks the Promela model of chargeonce's protocol with
 # spin (issue 31; model/README.md says what is modelled and why).
 #

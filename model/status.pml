@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * model/status.pml: the statuses and the moves of a payment, generated
  * from src/payment/status.c (payment_status_name, payment_status_may_move)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by scripts/test.sh and scripts/crash-campaign.sh (not run): the
 # builds both need, made the same way. Run from the top of the tree.
 

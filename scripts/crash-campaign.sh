@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The crash campaign: every case of the crash suite (the ctest tests
 # labelled `crash`: test_crash's failpoints, takeover, nokeys_*,
 # provider_forgets, soak; test_relay's crash) and the multi-process test

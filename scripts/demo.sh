@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The README's first command: shows on real services that chargeonce
 # charges each payment intent once. On a fresh Debian 12 machine it
 # installs what is missing, builds a release build in build-demo, starts a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The flake hunt (docs/testing.md): the tests that wait for other threads and
 # processes (store concurrency and leases, consume, relay, reconcile,
 # replay, crash, scale, and the unit tests that time threads), run ROUNDS

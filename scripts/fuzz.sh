@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Long fuzzing runs: builds the libFuzzer build (build-fuzz, clang) if
 # needed and runs each fuzz target for SECONDS, one after the other.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Brings a fresh Debian 12 machine to "can build, test and run the demo".
 # Idempotent: packages already present are not touched, and the second run
 # does nothing. Quiet on success; on failure prints apt's output and exits 1.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Prints the folder holding the Apache Kafka broker's jars, fetching them
 # from Maven Central with tools/kafka/pom.xml the first time. The folder is
 # keyed by the pom's content, so a changed pom fetches anew and an

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The network-fault campaign: every case of the netfault suite (the ctest
 # tests labelled `netfault`: tests/netfault/run.sh pg, kafka, gateway,
 # inflight, failover_sync, failover_async) run with SEEDS different seeds

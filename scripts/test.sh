@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The README's test command. On a fresh Debian 12 machine it installs what
 # is missing, fetches the Kafka broker's jars (cached), builds the test
 # build, the AddressSanitizer + UBSan build and the libFuzzer build (clang),

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- 0001_core: the tables of chargeonce. PostgreSQL is the source of truth.
 --
 -- Applied by `chargeonce migrate` inside one transaction (no BEGIN/COMMIT

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- 0002_invariants: views that audit the exactly-once invariants.
 --
 -- invariant_violations must be empty on a healthy database; every row is a

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- 0003: wake the outbox relay. A statement-level trigger sends one NOTIFY
 -- on the channel chargeonce_outbox per INSERT statement into outbox (one
 -- settle or outbox batch = one statement = one notification). PostgreSQL

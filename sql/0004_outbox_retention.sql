@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- 0004_outbox_retention: the relay's retention removes published outbox
 -- rows; the audit must not mistake a removed result for a missing one.
 --

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- 0005_inbox_per_tenant: the inbox is scoped by tenant.
 --
 -- An event id is unique per publish, but it is the sender's value: a

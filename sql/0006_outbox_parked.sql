@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- 0006_outbox_parked: outbox rows the relay can never produce are parked.
 --
 -- A row whose produce fails with a permanent error of its own (larger

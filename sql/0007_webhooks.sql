@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- 0007_webhooks: the gateway's webhooks (CONTRACT.md §5, issue 13).
 --
 -- * webhook_events: one row per webhook-id ever applied (the dedup key),

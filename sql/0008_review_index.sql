@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- 0008_review_index: the payments in review, found without a scan.
 --
 -- The HTTP engine refreshes the gauge chargeonce_review_payments every

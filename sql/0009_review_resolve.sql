@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- 0009_review_resolve: an operator's decision on a payment in review
 -- (issue 14, `chargeonce review resolve`) is recorded as evidence.
 --

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- 0010_gc: key retention with tombstones (`chargeonce gc`, issue 14).
 --
 -- gc turns an idempotency key whose retention has passed into a

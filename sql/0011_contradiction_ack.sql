@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- 0011_contradiction_ack: an operator closes a webhook contradiction.
 --
 -- A contradiction (0007: a webhook that disagreed with what we stored) is

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- 0012_cheaper_intent: fewer index entries written per intent (issue 17).
 --
 -- Measured with bench/capacity.sh (docs/benchmarks.md, "Performance

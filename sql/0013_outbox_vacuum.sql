@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- 0013_outbox_vacuum: the outbox is a queue; vacuum it like one (issue 17).
 --
 -- The relay marks every row published with an UPDATE that is never HOT

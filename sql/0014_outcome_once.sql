@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- 0014_outcome_once: a payment's outcome stored once (issue 17).
 --
 -- The settle (and every finish: reconciler, webhook, review) wrote the

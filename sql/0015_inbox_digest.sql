@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- 0015_inbox_digest: the SHA-256 of the message an event was recorded from.
 --
 -- An operator's replay (the group rewound, docs/operations.md) hands the

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- 0016_ledger_postings: one row per ledger posting, carrying both legs.
 --
 -- Until now a posting was three rows (ledger_transactions and two

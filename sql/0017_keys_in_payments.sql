@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- 0017_keys_in_payments: the idempotency key is the payment row; the
 -- inbox keeps copies only.
 --

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * chargeonce: argv -> configuration -> subcommand table, nothing else.
  *

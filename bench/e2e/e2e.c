@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * chargeonce-e2e: the end-to-end load tool of bench/run.sh.
  *

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- bench/history/v15.sql: history for the schema of migration 0015 (the
 -- tables of sql/0001..0015), run by bench/history.sh with psql. One file
 -- per schema version: history.sh picks vNN.sql by the database's

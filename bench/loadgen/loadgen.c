@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * chargeonce-loadgen: drives POST /v1/charges at a gateway (normally the
  * simulator) with libcurl multi: C connections kept alive, each request

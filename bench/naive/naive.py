@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """bench/naive/naive.py: the naive consumer that chargeonce is compared with.
 
 What a competent engineer writes in an afternoon with Debian's

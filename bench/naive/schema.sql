@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- bench/naive/schema.sql: the one table of the naive consumer
 -- (bench/naive/naive.py). A key is claimed as 'processing' before the
 -- gateway is called and set 'done' with the result it answered.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mutant claim_no_hash_check
  * drops:          store_claim_batch's "WHEN k.request_hash <> f.request_hash THEN 'conflict'" (src/store/claim.c): another request under the key is judged as a copy

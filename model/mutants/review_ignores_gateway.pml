@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mutant review_ignores_gateway
  * drops:          payment_review_decide (src/payment/review_rule.c): an operator's decision is applied whatever the gateway lists

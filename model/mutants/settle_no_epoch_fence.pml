@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mutant settle_no_epoch_fence
  * drops:          store_settle_batch's "AND p.lease_epoch = i.lease_epoch" (src/store/settle.c): a settle names no epoch

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mutant settle_no_status_guard
  * drops:          store_settle_batch's "AND p.status = 'processing'" (src/store/settle.c): a settle repeated after a lost answer writes again

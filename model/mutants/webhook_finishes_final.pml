@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mutant webhook_finishes_final
  * drops:          payment_webhook_rule's status test (src/payment/webhook_rule.c): a webhook finishes a payment whatever its status

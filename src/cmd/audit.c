@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd/audit: `chargeonce audit` lists every row of the database's
  * invariant_violations view (double postings, unbalanced ledger entries,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd: one function per subcommand, and nothing but arguments and wiring.
  * Each gets the loaded configuration and its own arguments (argv[0] is the

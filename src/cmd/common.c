@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cmd/common: what every subcommand shares. */
 #include "cmd/cmd.h"
 #include "util/config.h"

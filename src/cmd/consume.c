@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd/consume: `chargeonce consume`. Wiring only: the engines of one
  * table (below), all with the same lifecycle (cmd/engine.h): the

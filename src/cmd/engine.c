@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cmd/engine: one way to run an engine, here or on a thread (engine.h). */
 #include "cmd/engine.h"
 #include "flow/flow.h"

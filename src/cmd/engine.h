@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd/engine: runs any engine (pipeline, relay, reconciler) the same way.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd/gc: `chargeonce gc [--dry-run] [--json] [--limit N]`: the arguments
  * and the wiring; what a run does is ops/gc.c's (ops/gc.h).

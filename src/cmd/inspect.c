@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd/inspect: `chargeonce inspect --key TENANT/KEY | --event EVENT_ID |
  * --payment PAYMENT_ID` prints, as one JSON document on stdout, what the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd/kinds: the pipeline, the relay and the reconciler as struct
  * cmd_engine_kind (engine.h): one adapter each around x_new, x_run and

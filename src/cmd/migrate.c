@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cmd/migrate: `chargeonce migrate` applies sql/ migrations (idempotent). */
 #include "cmd/cmd.h"
 #include "store/migrate.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cmd/opts: configuration -> typed options (see opts.h). */
 #include "cmd/opts.h"
 #include "cmd/cmd.h"

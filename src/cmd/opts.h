@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd/opts: every engine's and adapter's typed options, filled once from
  * the configuration. The only place below main.c that reads configuration

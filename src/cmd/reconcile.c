@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd/reconcile: `chargeonce reconcile`, the reconciler alone. Wiring
  * only: failpoints, signals and the engine (src/reconcile/). The first

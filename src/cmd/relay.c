@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd/relay: `chargeonce relay`. Wiring only: arguments, signals and the
  * relay (src/relay). The first SIGTERM/SIGINT drains (in-flight

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd/replay: `chargeonce replay`: the usage, the arguments
  * (cmd/replay_args.c) and the wiring; what a run does is ops/replay.c's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd/replay: the arguments of `chargeonce replay` (cmd/replay_args.c,
  * pure) and the command (cmd/replay.c); what a run does is ops/replay.c's.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd/replay_args: the arguments of `chargeonce replay` (pure: no I/O, so
  * tests/replay/test_replay_args.c checks every usage error).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd/review: `chargeonce review` (docs/operations.md, "The review
  * queue"): the usage, the arguments of each subcommand (checked before

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cmd/security: the configuration -> ops/security's policy (security.h). */
 #include "cmd/security.h"
 #include "util/config.h"

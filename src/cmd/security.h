@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd/security: security.mode applied to the configuration: the settings
  * the policy reads (struct ops_security_opts, from struct settings and the

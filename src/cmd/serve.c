@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cmd/serve: the http engine beside the others or alone (serve.h). */
 #include "cmd/serve.h"
 #include "util/failpoint.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd/serve: the http engine (src/http) as the commands run it: alone
  * (`chargeonce webhook`) or on a thread beside the process's other

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd/version: what this binary is, for --version and
  * chargeonce_build_info. The version is the project's (CMakeLists.txt,

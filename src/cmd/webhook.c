@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd/webhook: `chargeonce webhook`. Wiring only: the http engine alone
  * (src/http): the gateway's signed webhooks, /metrics, /healthz and

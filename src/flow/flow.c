@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* flow: the engines' shared loop pieces (see flow.h). */
 #include "flow/flow.h"
 

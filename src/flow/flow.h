@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * flow: what the loops of the three engines (pipeline, relay, reconcile)
  * share, as pure pieces with no I/O: the stop levels and the drain, a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * classify: gateway answer -> outcome, as in the table of docs/gateway.md.
  * Pure (jansson only, no curl).

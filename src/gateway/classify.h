@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * classify: what one gateway answer means (docs/contract.md §4.4 and
  * §4.6). Pure: no curl, no clock; the client hands in status, headers and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gateway client over libcurl multi: one thread, many calls, one connection
  * pool. A call is a small state machine: POST (or GET first when resuming

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gateway client: charges and queries against the PSP (docs/contract.md
  * §4) over libcurl multi. Many calls in flight on one thread, connections

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * client_attempt: the state machine of one gateway call. Before an attempt:
  * may this POST still go out (deadline, every holder's lease). After it:

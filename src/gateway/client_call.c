@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * client_call: the calls of the gateway client. A call is made by
  * gateway_charge() or gateway_query(), waits, runs attempts

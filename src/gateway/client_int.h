@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * client_int: what the pieces of the gateway client share. Internal to
  * src/gateway/; nothing outside it includes this.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * client_transport: the gateway client's libcurl side. One easy handle per
  * attempt (options, headers, the same body bytes every time), the answer's

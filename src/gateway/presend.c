@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* presend: the check right before a POST goes out (see presend.h). */
 #include "gateway/presend.h"
 

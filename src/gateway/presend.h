@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * presend: may this POST still go out? Pure: the client hands in the
  * clock and the lease; no curl, no I/O, any thread.

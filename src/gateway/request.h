@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * request: the exact bytes chargeonce sends to the gateway (docs/contract.md
  * §4.2, §4.3). Pure.

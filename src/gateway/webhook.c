@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* webhook: the gateway's signed webhooks, verified (see webhook.h). */
 #include "gateway/webhook.h"
 #include "util/crypto.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * webhook: verification of the gateway's signed webhooks (docs/contract.md
  * §5.1, the Standard Webhooks scheme). Pure: no I/O, no clock (now is passed

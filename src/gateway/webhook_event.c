@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * webhook_event: decodes the body of a verified gateway webhook into
  * bounded fields (gateway/webhook_event.h). Pure (jansson), any thread.

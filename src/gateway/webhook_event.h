@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * webhook_event: the body of a verified gateway webhook (docs/contract.md
  * §5.2),

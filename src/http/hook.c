@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * http/hook: POST /webhooks/gateway (http.h). Verify the exact bytes,
  * decode, apply in one transaction on a pooled connection, answer:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * http: the server (libmicrohttpd) and its small routes; see http.h.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * http: chargeonce's HTTP server (libmicrohttpd), one engine with the
  * same lifecycle as the others (cmd/engine.h). Routes, and nothing else:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * http_int: what the files of src/http share (not for other modules).
  * http.c: the server and the small routes; hook.c: the webhook route and

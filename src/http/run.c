@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * http/run: http_run(), the loop beside the server: beats (healthz sees
  * it), refreshes the database gauges every metrics.refresh_interval and

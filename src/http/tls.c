@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * http/tls: the server's certificate and key (http.tls_cert_file,
  * http.tls_key_file), read and judged before anything listens, handed to

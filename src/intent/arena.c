@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * intent/arena: see arena.h. Under AddressSanitizer the arena's free
  * space and the 16 bytes after every allocation are poisoned, so an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * intent/arena: jansson's allocations while an intent is decoded go to a
  * bump arena of the decoding thread, released all at once.

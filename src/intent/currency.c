@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * currency: the ISO 4217 alpha-3 codes chargeonce accepts (see
  * docs/intent-validation.md for where the list comes from and what is left

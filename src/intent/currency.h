@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * currency: the ISO 4217 alpha-3 codes of active currencies that chargeonce
  * accepts in a payment intent. Pure, read-only, any thread.

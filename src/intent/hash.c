@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * hash: canonical serialization and SHA-256 of the request fields.
  *

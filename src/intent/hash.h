@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * hash: the canonical request hash of a payment intent (docs/contract.md
  * §2.3; the byte-exact form is in docs/request-hash.md).

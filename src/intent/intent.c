@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * intent: decoding and validation of payment intents (see intent.h and
  * docs/intent-validation.md).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * intent: decodes and validates a payments.intents message value
  * (docs/contract.md §2; every decision is in docs/intent-validation.md).

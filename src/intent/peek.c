@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* intent/peek: see peek.h. */
 #include "intent/peek.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * intent/peek: the inbox identity of a message, (tenant_id, event key),
  * read from its raw JSON value without decoding it (the sift,

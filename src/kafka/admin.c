@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kafka/admin: metadata, watermarks, offsets by time and consumer group
  * offsets over librdkafka's Admin API (see admin.h).

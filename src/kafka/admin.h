@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kafka/admin: what `chargeonce replay` asks the cluster (librdkafka's
  * Admin API and metadata, 2.0.2): the partitions of a topic and their

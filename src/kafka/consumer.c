@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * consumer: librdkafka consumer with the rebalance protocol handled for
  * eager and cooperative-sticky assignors. Never stores an offset the

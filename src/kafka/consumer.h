@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * consumer: the intents consumer over librdkafka, at least once.
  * enable.auto.offset.store=false: an offset is stored only when the

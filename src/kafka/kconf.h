@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kconf: turns chargeonce's configuration into librdkafka configuration.
  * Every kafka.<property> is passed to rd_kafka_conf_set() as kcat does;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* producer: idempotent producer with per-message delivery callbacks. */
 #include "kafka/producer.h"
 #include "kafka/kconf.h"

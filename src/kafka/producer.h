@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * producer: an idempotent librdkafka producer (enable.idempotence=true,
  * acks=all) with a callback per message, for the DLQ and the outbox relay.

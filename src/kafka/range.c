@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kafka/range: one pass over [from, to) of some partitions, in assign
  * mode, committing nothing (see range.h).

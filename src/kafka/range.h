@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kafka/range: reads offsets [from, to) of some partitions of a topic once,
  * for `chargeonce replay --dry-run`. A consumer in assign mode

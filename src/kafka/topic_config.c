@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kafka/topic_config: a topic's retention from the broker (DescribeConfigs
  * of the Admin API). See topic_config.h. Read-only: never alters a topic.

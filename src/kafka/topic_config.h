@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kafka/topic_config: a topic's configuration as the broker holds it,
  * read with the Admin API (DescribeConfigs). `chargeonce gc` reads the

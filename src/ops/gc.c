@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ops/gc: one run of `chargeonce gc` (gc.h): the retention rule, the
  * batch loop, the report. The SQL is store/gc.c's, the rule

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ops/gc: what `chargeonce gc` does (docs/operations.md, "Retention").
  * Expired idempotency keys become tombstones and their bulky rows go

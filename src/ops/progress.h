@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ops/progress: the progress display of a long operator command (replay,
  * review, gc). On a terminal (the stream is a TTY and TERM is not "dumb")

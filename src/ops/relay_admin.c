@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ops/relay_admin: the relay's operator commands (relay_admin.h), on the
  * SQL of store/relay_sql.c and its read-only counts in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ops/relay_admin: what `chargeonce relay --republish-*` and `--unpark`
  * do (docs/relay.md): mark retained published results unpublished again,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ops/replay: one run of `chargeonce replay` (replay.h): the range
  * resolved against the topic, then the plan and the dry run's judgment,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ops/replay: what `chargeonce replay` does (docs/operations.md,
  * "Replaying a partition"). By default, like Kafka's own

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ops/replay_report: the dry run's report: counts per category per
  * partition, totals, a few examples per category, as a table or as one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ops/review: the review queue, read (list, show) and the helpers that
  * resolve and acknowledge share (review.h; review_int.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ops/review: what `chargeonce review` does (docs/operations.md, "The
  * review queue"): list and show the payments in review, resolve one,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ops/review_ack: the webhook contradictions an operator must close
  * (sql/0011_contradiction_ack.sql; docs/operations.md, "Is it healthy?"):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ops/review_int: what the files of ops/review share, not exported.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ops/review_resolve: `chargeonce review resolve` (review.h):
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ops/security: security.mode, judged (ops_security_judge, pure) and
  * applied (ops_security_apply); the process's core-dump hardening; the

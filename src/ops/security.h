@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ops/security: the policy of security.mode (docs/security.md,
  * "Production mode"). In production a process refuses to start (exit 2,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * identity: derived payment and result ids (see identity.h). Must never
  * change what it produces for given inputs.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * identity: the ids chargeonce derives instead of drawing at random, so
  * that doing the same work twice produces the same ids. Pure, any thread.

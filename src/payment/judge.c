@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * payment/judge: verdict + lookups -> the category the service would give
  * a message (see judge.h), and the memory of a range. Pure, one thread.

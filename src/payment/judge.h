@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * payment/judge: how the running service would treat one intent message
  * now, for `chargeonce replay --dry-run`. Pure: the caller decodes the

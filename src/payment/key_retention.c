@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * payment/key_retention: the retention rule of `chargeonce gc` (see
  * key_retention.h). Pure: no I/O.

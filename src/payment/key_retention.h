@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * payment/key_retention: may expired idempotency keys become tombstones?
  * The rule of `chargeonce gc` (docs/operations.md, "Retention"), pure so

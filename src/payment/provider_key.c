@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * provider_key: hex(HMAC-SHA256(secret, payment id)) (see provider_key.h).
  * Must never change what it produces for a given secret and payment id.

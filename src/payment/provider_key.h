@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * provider_key: the idempotency key sent to the payment provider with
  * every charge of a payment (its Idempotency-Key header). Pure, any

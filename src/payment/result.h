@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * result: builds the value and the key of a payments.results message
  * (docs/contract.md §3.1). Pure, any thread.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * retry: backoff with full jitter, Retry-After as a floor, attempt cap and
  * deadline. Pure.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * retry: the pure retry policy of a gateway call. Exponential backoff with
  * full jitter, Retry-After honoured as a minimum, an attempt cap and an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * review_rule: an operator's review decision against the gateway's answer
  * (see review_rule.h; docs/operations.md, "The review queue", has the

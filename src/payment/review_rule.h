@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * review_rule: whether an operator's decision on a payment in review
  * (`chargeonce review resolve --as succeeded|failed`) may be applied,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * status: names of payment and result statuses, and the moves a payment's
  * status may make.

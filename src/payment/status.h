@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * status: the states of a payment and the statuses of a result (contract
  * section 3). Pure, any thread.

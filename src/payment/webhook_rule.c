@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * webhook_rule: the table of what a verified webhook does to a payment
  * (docs/contract.md §5.3; docs/data-model.md, "Webhooks"). Pure.

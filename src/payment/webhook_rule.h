@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * webhook_rule: what a verified gateway webhook (docs/contract.md §5.3)
  * does to the payment it names, decided from the payment's stored state

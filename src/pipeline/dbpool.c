@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dbpool: worker threads running batched store calls (see dbpool.h). */
 #include "pipeline/dbpool.h"
 #include "store/migrate.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * dbpool: a few threads, each with its own store connection, that run the
  * pipeline's batched statements (claim, settle, outbox, lease renewal) so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* decode: see decode.h. */
 #include "pipeline/decode.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * decode: the consume loop's intents decoded on more than its own thread.
  *

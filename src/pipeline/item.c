@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pipeline/item: the life of one message in the consume loop: decoded,
  * queued behind its key, answered (a result, a replay, a rejection) or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* keyq: a chained hash table of FIFO queues (see keyq.h), hashed with
  * SipHash-2-4 under a random key of its own. */
 #include "pipeline/keyq.h"

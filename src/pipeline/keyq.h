@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * keyq: per-key FIFO queues, so messages with the same Kafka key are
  * handled one after the other while distinct keys run in parallel.

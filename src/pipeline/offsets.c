@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* offsets: per-partition ring of in-flight offsets (see offsets.h). */
 #include "pipeline/offsets.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * offsets: which offset of each partition may be stored. A message's
  * offset is committable only when it and every earlier message of its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pipeline: the consume loop (see pipeline.h): its lifecycle, its turns,
  * backpressure and the offsets. A message's life is in item.c, its way

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pipeline: `chargeonce consume`'s engine. Intents in from Kafka, exactly
  * one charge per (tenant, idempotency key), results into the outbox.

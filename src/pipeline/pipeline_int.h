@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pipeline_int: what the pipeline's files share (pipeline.c: lifecycle,
  * loop, offsets; item.c: a message's life and the DLQ; jobs.c: the gateway

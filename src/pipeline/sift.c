@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pipeline/sift: an operator's replay (the group rewound) hands the loop
  * the very messages it has answered. After a start, and after a claim

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * reconcile/act: acting on the answered items, in batches (see
  * reconcile.h, reconcile_int.h). Per turn of the loop: every answer is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * reconcile/ask: the reconciler's questions to the gateway and what it
  * makes of the answers (see reconcile.h, reconcile_int.h).

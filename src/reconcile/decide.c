@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * decide: the reconciler's decision table (see decide.h and
  * docs/reconciler.md). Pure.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * decide: what the reconciler does with one taken-over payment, given what
  * the gateway answered and how old the payment is. Pure: no clock, no I/O,

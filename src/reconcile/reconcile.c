@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * reconcile: the reconciler's lifecycle and loop (see reconcile.h).
  *

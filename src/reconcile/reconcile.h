@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * reconcile: the reconciler. Finishes payments left in `processing` by an
  * owner that died or stalled (its lease expired):

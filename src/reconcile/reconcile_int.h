@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * reconcile_int: what the reconciler's files share. Not for use outside
  * src/reconcile/.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * relay/policy: error classes, the size check and the back-off of the
  * relay (see policy.h). Pure: no I/O, no clock, no global state.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * relay/policy: the relay's pure decisions, free of I/O so that they are
  * unit-tested without a broker (tests/relay/test_relay_policy.c):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * relay: outbox -> result topic (see relay.h, docs/relay.md): the
  * lifecycle and the loop. One round (fetch, produce, await, mark, park) is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * relay: the outbox relay. Publishes the rows of the outbox table to
  * topic.results (docs/contract.md §3.1): message key

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * relay_int: what the relay's two files share (relay.c: lifecycle and
  * loop; round.c: one publish round). Not for use outside src/relay/.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * relay/round: one publish round (see relay.h, docs/relay.md).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * batch: the part every batch statement of the store shares (see
  * store_batch_def in store_int.h): check the items, put them in their

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store/conn: how every database connection of the process is opened and
  * set up, so that each one notices a dead peer within a stated bound

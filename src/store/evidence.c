@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * evidence: batch insert into gateway_evidence, and the database clock
  * (see evidence.h).

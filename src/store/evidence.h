@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * evidence: the gateway_evidence table (every question asked of the
  * gateway about a payment and its answer), and the database's clock. What

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store/finish: the explicit-transaction helpers and the finishing SQL
  * that a webhook (store/webhook.c) and an operator's review resolution

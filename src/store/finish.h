@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store/finish: finishing a payment outside the consumer's settle, shared
  * by the two writers that do it inside an explicit transaction of their

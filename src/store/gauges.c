@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store/gauges: cheap reads for the gauges and readiness (gauges.h).
  *

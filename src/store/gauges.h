@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store/gauges: the few cheap reads behind chargeonce's database gauges
  * and its readiness (/metrics, /readyz): one statement for the backlog gauges,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store/gc: tombstones and the removal of bulky rows (see gc.h). Every
  * call is one statement outside BEGIN: one short transaction.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store/gc: the statements of `chargeonce gc` (sql/0010_gc.sql): expired
  * idempotency keys become tombstones and their bulky rows go, one short

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * inspect: one intent's whole story in one read-only query (see
  * inspect.h). The JSON is built by PostgreSQL (json_build_object), so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * inspect: everything the database knows about one payment intent, for an
  * operator: the idempotency key's state, the payment and its lease, the

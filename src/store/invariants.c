@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * invariants: reads the view invariant_violations (sql/0002_invariants.sql)
  * for audits and tests.

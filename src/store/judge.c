@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store/judge: what the database says about intent messages that a dry
  * run judges (see judge.h). Read-only.

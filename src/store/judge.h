@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store/judge: the database half of `chargeonce replay --dry-run`: for a
  * batch of intent messages, is the event in the inbox, what state is the

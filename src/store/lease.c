@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lease: renewal of the leases of in-flight payments, and takeover of
  * expired ones by compare-and-swap on lease_epoch.

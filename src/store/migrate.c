@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * migrate: the schema migration runner (see migrate.h). Each migration runs
  * in one transaction together with its schema_migrations row, so a crash

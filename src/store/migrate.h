@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * migrate: applies the numbered SQL migrations of sql/ (compiled into the
  * binary) in order, each in its own transaction, recorded in

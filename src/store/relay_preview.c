@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* store/relay_preview: read-only counts for the relay's operator commands
  * (relay_preview.h). */
 #include "store/relay_preview.h"

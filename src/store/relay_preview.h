@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store/relay_preview: what an operator's republish or unpark would
  * touch, counted read-only (`chargeonce relay --republish-* --dry-run`,

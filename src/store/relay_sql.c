@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * relay_sql: the outbox relay's statements (see relay_sql.h). Every call
  * is one short statement outside BEGIN (its own transaction); nothing here

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * relay_sql: the outbox relay's PostgreSQL side (src/relay/ drives it).
  * Two connections per relay: a work connection (fetch, mark, cleanup) and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store/review: the review queue read and resolved (see review.h;
  * docs/data-model.md, "Resolving a review"). Reads are one read-only

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store/review: the review queue (`chargeonce review`): the
  * payments in `review`, one of them with its evidence and results, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store_int: what the store module's own files share (connection, the
  * statement runner with its deadlock retry, array parameters). Included by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store/webhook: one verified, decoded gateway webhook applied in one
  * explicit transaction (store/webhook.h; docs/data-model.md, "Webhooks"):

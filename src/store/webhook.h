@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store/webhook: applies one verified, decoded gateway webhook
  * (docs/contract.md §5.3) in ONE transaction: records its webhook-id

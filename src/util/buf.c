@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * buf: the growable byte buffer (see buf.h). Capacity doubles from
  * BUF_MIN_CAP and never goes beyond max + 1 (the content and its NUL).

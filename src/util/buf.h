@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * buf: a growable byte buffer with a hard maximum size, for text built
  * piece by piece (array literals, canonical forms, response bodies).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * compiler: the attributes chargeonce puts on its declarations, spelled
  * once.

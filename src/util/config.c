@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * config: the one declarative table of chargeonce's settings (expanded
  * from config_keys.def, as struct settings is), and the loaders (file,

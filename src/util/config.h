@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * config: chargeonce's configuration, one declarative table (config.c).
  *

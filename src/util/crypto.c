@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* crypto: thin wrappers over OpenSSL's libcrypto. */
 #include "util/crypto.h"
 #include "util/xalloc.h"

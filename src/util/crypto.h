@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * crypto: SHA-256, HMAC-SHA256, hex, base64 and random bytes over OpenSSL.
  * Thread-safe. Never logs its inputs.

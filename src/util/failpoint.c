@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* failpoint: see failpoint.h. Thread-safe: hits are counted atomically. */
 #include "util/failpoint.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * failpoint: named points where a test build can crash, fail or stall on
  * purpose. Compiled in only with -DCHARGEONCE_FAILPOINTS=ON (the test and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* util/file: a whole file into memory (file.h). Must never leave a copy
  * of the content anywhere but the buffer it returns. */
 #include "util/file.h"

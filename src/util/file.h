@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * util/file: a whole (small) file into memory, for contents that may be
  * secret (a TLS private key): read with read(2) straight into the buffer

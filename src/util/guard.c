@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * guard: card-number and e-mail detection and redaction (see guard.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * guard: finds card numbers and e-mail addresses in a string, and redacts
  * them. Pure (guard_redact allocates its working copies), any thread.

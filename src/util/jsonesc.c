@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * jsonesc: JSON string escaping for the logger and the audit/evidence
  * excerpts (no allocation). Must never emit invalid UTF-8 or cut an escape

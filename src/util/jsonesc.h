@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * jsonesc: escaping an untrusted byte string for a JSON string literal.
  * Pure, no allocation, any thread. The output is always valid UTF-8 and a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * log: JSON-lines logger. A line is built in a local buffer and written with
  * one write(2) to stderr; stderr is never buffered by stdio here.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * log: JSON lines on stderr, one line per event, written with one write(2)
  * so lines of concurrent threads never interleave.

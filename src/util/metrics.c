@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * metrics: the registry of metrics.def and its text exposition (see
  * metrics.h). Counters and gauges are C11 atomics, so the engines' threads

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * metrics: chargeonce's Prometheus metrics, one fixed set (metrics.def),
  * rendered in the text exposition format 0.0.4. Pure (libc and C11

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * siphash: SipHash-2-4 (see siphash.h), written from the paper; pinned by
  * its 64 reference vectors and checked against OpenSSL's EVP_MAC

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * siphash: SipHash-2-4 with a 64-bit output (Aumasson and Bernstein,
  * "SipHash: a fast short-input PRF", 2012), the keyed hash of tables

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* timeutil: clocks, durations and RFC 3339. */
 #include "util/timeutil.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* timeutil: clocks, durations ("250ms", "10s", "24h", "7d") and RFC 3339.
  * Pure but for the clocks. */
 #ifndef CO_TIMEUTIL_H

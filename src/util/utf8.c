@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* utf8: validation, cleaning and cutting of untrusted text (see utf8.h). */
 #include "util/utf8.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * utf8: validating, cleaning and cutting untrusted text. Pure, no
  * allocation, any thread.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* uuid: v4 generation and syntax check. */
 #include "util/uuid.h"
 #include "util/crypto.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* uuid: random (v4) UUIDs in their 36-character text form. Pure but for
  * the random source. */
 #ifndef CO_UUID_H

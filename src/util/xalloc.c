@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* xalloc: allocation or the end of the process (see xalloc.h). */
 #include "util/xalloc.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * xalloc: chargeonce's one out-of-memory policy.
  *

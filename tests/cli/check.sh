@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by the CLI checks (cli.sh, security.sh): check NAME WANT_RC
 # [grep-pattern] -- command... runs the command, and counts it passed when
 # it exits WANT_RC and (if a pattern is given) its output matches.

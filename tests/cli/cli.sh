@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The operator interface of docs/contract.md §6: --help, --version, exit codes,
 # configuration errors that name the key, secrets never printed.
 set -u

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The documentation of the configuration keys comes from the one key list,
 # src/util/config_keys.def, through `chargeonce --help`:
 #   - docs/configuration.md shows exactly the table that --help prints;

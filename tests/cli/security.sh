@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # security.mode = production (docs/security.md): each refusal exits 2 naming the
 # key, a production-ready configuration starts; development starts with
 # one warning line; -X secrets are hidden from ps; secrets come from

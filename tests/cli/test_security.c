@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/cli: ops_security_judge (ops/security.c), the decision of
  * security.mode, by a table: each case one setting below production level
  * (or none) and the key the first finding must name; the settings as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cases: the runner of a test binary's named cases (see cases.h). */
 #include "cases.h"
 

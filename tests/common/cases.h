@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cases: the named cases of an integration test binary, so that each case
  * is a ctest test of its own (co_case_tests in cmake/chargeonce.cmake) and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* crashstats: the crash campaign's line per run (see crashstats.h). */
 #include "crashstats.h"
 

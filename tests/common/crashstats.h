@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * crashstats: the one line a crash case prints for the crash campaign
  * (scripts/crash-campaign.sh):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* scenario: end-to-end test building blocks (see scenario.h). */
 #include "scenario.h"
 #include "testenv.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * scenario: building blocks of end-to-end tests, on the services of
  * with-services: the gateway simulator and chargeonce as real child

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* testenv: helpers shared by integration tests (see testenv.h). */
 #include "testenv.h"
 #include "util/crypto.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * testenv: what integration tests share. The services come from
  * tests/harness/with-services through CHARGEONCE_TEST_* variables; every

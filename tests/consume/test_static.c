@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_static: static group membership (KIP-345) on the real
  * broker, PostgreSQL and the gateway simulator. Two consumers share a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_crash: kill -9 at every durable step, then restart and check that
  * the invariants hold. Runs against the real broker, PostgreSQL and the

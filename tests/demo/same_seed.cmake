@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The demo's workload is a pure function of its options: the same seed
 # gives the same messages, byte for byte; another seed gives others.
 foreach(run a b)

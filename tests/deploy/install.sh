@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # install.sh BUILD-DIR PREFIX DEMO-BIN: `cmake --install BUILD-DIR` into a
 # temporary DESTDIR, then checks
 #  1. the layout: binaries in bin, docs, migrations, example configuration,

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """deploy_manifests: the deployment files run what they claim.
 
   1. every manifest of deploy/kubernetes/ passes `kubernetes-validate

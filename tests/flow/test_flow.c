@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_flow: the engines' shared loop pieces, with times passed in. */
 #include "flow/flow.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * driver: a main() for the fuzz targets when libFuzzer is not there (gcc).
  * Runs every regular file of each directory given (and each file given)

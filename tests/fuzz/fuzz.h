@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz: what every fuzz target of tests/fuzz shares.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_base64: crypto_base64_encode() and crypto_base64_decode() on any
  * bytes (src/util/crypto.h).

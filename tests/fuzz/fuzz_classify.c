@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_classify: the gateway answer classifier (src/gateway/classify.h) on
  * a fuzzed status, headers and body, as the charge and as the query answer.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_common: the failure path every fuzz target shares (see fuzz.h). */
 #include <unistd.h>
 

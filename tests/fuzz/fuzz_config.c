@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_config: the configuration file parser (config_load_buffer(), which
  * config_load_file() uses) on any bytes.

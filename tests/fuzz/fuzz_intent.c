@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_intent: the intent decoder, validator and redaction on raw bytes
  * (src/intent, through its public headers only).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_webhook: gateway_webhook_verify() on any headers and body
  * (src/gateway/webhook.h). The input is split at the first three '\n'

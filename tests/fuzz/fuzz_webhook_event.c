@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_webhook_event: gateway_event_parse() on any body
  * (src/gateway/webhook_event.h).

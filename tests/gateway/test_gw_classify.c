@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests of gateway/classify: every row of the docs/contract.md §4.4
  * table and the odd answers around it. Must never see a FAILED outcome for

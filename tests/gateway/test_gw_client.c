@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests of the gateway client that need no gateway: option and request
  * checks, merging of calls for one provider key, destroy with calls in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests of gateway/request: the charge body is the same bytes for the
  * same request, whatever else happens; URLs are encoded; keys are checked.

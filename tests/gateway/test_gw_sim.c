@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Integration tests of the gateway client against chargeonce-gatewaysim
  * ($CHARGEONCE_SIM_BIN, on a free loopback port): one test per fault kind,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests of gateway/webhook: Standard Webhooks verification
  * (docs/contract.md §5.1) against fixed vectors computed by other tools,

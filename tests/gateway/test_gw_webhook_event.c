@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests of gateway/webhook_event: the body of a verified webhook
  * decoded into bounded fields, and a catalogue of hostile bodies, each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * simtest: process and HTTP helpers of the gatewaysim integration tests.
  * Never leaves a simulator running: simtest_stop kills a hung one.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * simtest: helpers for the simulator's integration tests — start
  * chargeonce-gatewaysim ($CHARGEONCE_SIM_BIN) on a free loopback port, talk

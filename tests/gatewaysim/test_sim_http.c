@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Integration tests of chargeonce-gatewaysim over HTTP: idempotent replay,
  * 409 in progress, 422 mismatch, ignore-idempotency, key retention, every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests of the simulator's pure parts: fault PRNG determinism, option
  * parsing, request validation and fingerprints, webhook signing, the

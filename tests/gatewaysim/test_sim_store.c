@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests of sim_store: the idempotency key life cycle (new, in
  * progress, replay, mismatch, release, retention), the ground-truth

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Integration tests of the simulator's webhooks (docs/contract.md §5): a
  * tiny libmicrohttpd receiver in this process gets them and checks every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_gc: `chargeonce gc` on the real PostgreSQL, broker and simulator.
  * Each case owns its database and topics; keys are made old with SQL.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_gc_rules: the pure parts of `chargeonce gc`. The retention rule
  * (payment/key_retention.c: refuse when idempotency.retention is shorter

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """logscan: fails when a log holds card data, an e-mail address or a secret.
 
     logscan.py [--secrets FILE]... [--secret VALUE]... PATH...

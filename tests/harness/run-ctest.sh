@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs ctest in the test build and the sanitizer build, and the fuzz
 # label's short runs in the libFuzzer build (called by scripts/test.sh under
 # with-services). Extra arguments go to ctest; `-L fuzz` runs only the fuzz

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Starts and stops the real services of chargeonce's tests under one state
 # folder DIR (made by tests/harness/with-services):
 #

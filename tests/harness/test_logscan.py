@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Unit tests of logscan.py (ctest: logscan_unit, label unit).
 
     test_logscan.py [TOP]   TOP: the source tree (default: two folders up)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # tls-ca.sh DIR: a private test PKI for the TLS tests (tests/tls), made
 # fresh in DIR with openssl, EC P-256 keys, no prompt:
 #

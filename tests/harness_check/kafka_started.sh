@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The harness sees a broker start however long its log grows after the
 # "Kafka Server started" line (a restart late in a long suite logs every
 # group and partition: `tail | grep -q` under pipefail missed it, and

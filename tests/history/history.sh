@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # bench/history.sh (docs/benchmarks.md): a migrated database filled with N = 20,000
 # payments of history, in 4 chunks on 2 jobs, then:
 #   * `chargeonce audit` (--full when the binary has it) exits 0;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_hostile: the hostile inputs every consumer must survive, on the
  * real broker, PostgreSQL and the gateway simulator. One `chargeonce

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_http: the http engine (src/http) as a process, on the real
  * PostgreSQL and Kafka: `chargeonce webhook` and `chargeonce consume`

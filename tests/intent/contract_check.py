@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """contract_in_sync: docs/contract.md against the schemas, the code and
 every citation of it.
 

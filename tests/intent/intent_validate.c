@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * intent-validate: the C validator on files, for the schema agreement test.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Agreement between the C validator (intent-validate) and the JSON Schemas.
 
 examples/valid/*.json         C says ok, the intent schema accepts.

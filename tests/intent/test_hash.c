@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_hash: the canonical request hash against the vectors of
  * docs/request-hash.md (cross-checked there with an independent Python

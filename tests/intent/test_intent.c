@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_intent: every DLQ reason, every reject rule and its boundaries, the
  * copies an OK intent holds, and the redaction of a rejected one.

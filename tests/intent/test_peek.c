@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_peek: intent_peek, the sift's reader of (tenant_id, event key) from
  * raw JSON. It must find the top-level members of well-formed intents

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_kconf: the group member's static identity (group.instance.id,
  * KIP-345): derived from worker.id, "none", an explicit

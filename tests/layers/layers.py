@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The house of src/ (docs/architecture.md, "Modules"), checked on every
 #include "module/file.h" of src/: an include goes to the same module or to a
 module on a lower floor, never sideways between two engines or two

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A network namespace of its own for the process under test, and the
 # faults of its links (tests/netfault). Everything happens in that
 # namespace: its veth pair and its own iptables (`ip netns exec NAME

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * nf: the history of a network-fault or failover run (tests/netfault).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * nf_check: the checker over a whole network-fault or failover run.
  *

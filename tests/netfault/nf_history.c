@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* nf_history: the loader, the reader and the questions asked of the
  * history (see nf.h). */
 #include "nf.h"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # run.sh CASE SEED [OPTION...]: one case of tests/netfault/test_netfault.c
 # on services of its own (what ctest runs; docs/testing.md, "Network
 # faults and failover").

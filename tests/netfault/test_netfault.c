@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_netfault: exactly once when the network and the primary fail
  * (docs/testing.md, "Network faults and failover"). Run by

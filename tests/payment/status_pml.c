@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * status_pml: model/status.pml, the statuses and moves of the Promela
  * model, printed from the C table (payment_status_name,
@@ -58,7 +59,8 @@ static void render(struct out *o)
         char f[32], t[32];
         bool first = true;
 
-        put(o, "/*\n"
+        put(o, "/* SPDX-License-Identifier: Apache-2.0 */\n"
+               "/*\n"
                " * model/status.pml: the statuses and the moves of a "
                "payment, generated\n"
                " * from src/payment/status.c (payment_status_name, "

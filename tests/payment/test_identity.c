@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Fixed vectors of the derived ids (payment/identity.h). A re-claim after
  * the database lost commits must find the payment id (hence the provider

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_judge: payment/judge, the dry run's mapping of verdict + database
  * facts to the categories of chargeonce_intents_total{outcome}: the full

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Fixed vectors of the provider key (payment/provider_key.h). Every charge
  * ever sent carries this key, so the expected values were NOT produced by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_payment_result: the exact bytes of results, the refusals of results
  * that break the contract, the message key, and the status names.

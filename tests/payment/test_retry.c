@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests of payment/retry: the decision table, full jitter bounds,
  * Retry-After as a floor, cap and deadline. Must never see a verdict other

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_status: payment_status_may_move, the state machine as one table
  * (every pair of statuses, and values outside the enum), and the pure

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_webhook_rule: the full table of payment/webhook_rule, every status
  * (with and without a refund posted) against every event type, and every

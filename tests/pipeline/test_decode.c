@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_decode: a poll decoded on several threads gives, message for
  * message, what intent_parse gives on one (valid, rejected, wrong-typed,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_keyq: messages of one key run one after the other, in arrival
  * order; distinct keys run at once; a key is forgotten when its queue

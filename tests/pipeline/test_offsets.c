@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_offsets: the offset tracker stores an offset only when every
  * message up to it is done, ignores completions of a revoked assignment,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_decide: the reconciler's decision table (src/reconcile/decide.c),
  * table-driven. Every row is one (step, outcome, ages) and the action,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_reconcile: `chargeonce reconcile` against the real PostgreSQL and
  * the gateway simulator. Orphans are made by claiming directly with the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_relay: `chargeonce relay` on the real broker and PostgreSQL. Outbox
  * rows are inserted with SQL (N rows over K keys, increasing ids); the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_relay_policy: the relay's pure decisions (src/relay/policy.c).
  * Which produce errors park a row, hold every row or are retried; that

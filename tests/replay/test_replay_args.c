@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_replay_args: the arguments of `chargeonce replay` (cmd/replay_args.c,
  * pure): what is accepted (nothing is changed without --execute), every usage

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_review: `chargeonce review list | show | resolve` on the
  * real PostgreSQL, Kafka and gateway simulator. Review payments are made

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_review_rule: the whole table of payment/review_rule: each decision
  * (--as succeeded | failed) against each answer of the gateway, with and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * scale: the checks and the rebalance report of test_scale (see the top of
  * test_scale.c). Never used by the program itself.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * scale_check: the end-of-run checks of test_scale, from the result topic,
  * the DLQ topic, the database and the simulator's ground truth.

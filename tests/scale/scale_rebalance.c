@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * scale_rebalance: how long each rebalance of test_scale took, measured
  * from the consumers' own log lines. chargeonce's rebalance callback

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_scale: many chargeonce processes in one consumer group on the real
  * broker, PostgreSQL and the gateway simulator (docs/scaling.md).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # chargeonce migrate: applies every sql/ migration once, records each, is a
 # no-op the second time, and is safe with two processes at once.
 set -euo pipefail

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * smoke: proves the harness. A libpq round trip on the real server, and
  * produce -> consume through a consumer group with librdkafka on the real

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store_lease: renewal keeps the epoch and only for the holder; takeover
  * takes only expired leases, raises the epoch, keeps payment id and

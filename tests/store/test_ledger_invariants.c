@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store_ledger_invariants: a ledger posting is one row with one amount
  * between its kind's two accounts (0016), so it cannot be unbalanced; the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store_throughput: claim + settle in batches of 100, printed as intents/s
  * (one connection, then two in parallel: the cases one_connection and

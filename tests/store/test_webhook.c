@@ -1,8 +1,9 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store_webhook: store_webhook_apply on a real PostgreSQL, one case per
- * rule of docs/contract.md §5.3: a processing payment finished by a webhook (and the
- * old lease holder's settle fenced), a review resolved (a new result with
- * resolves_review), the same final outcome ignored, every contradiction
+ * rule of docs/contract.md §5.3: a processing payment finished by a webhook
+ * (and the old lease holder's settle fenced), a review resolved (a new result
+ * with resolves_review), the same final outcome ignored, every contradiction
  * recorded with nothing else changed, a refund posted once, a refund of a
  * processing payment, unknown references, a replayed webhook-id, the same
  * id from two connections at once, and a webhook racing a settle. After

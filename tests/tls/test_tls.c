@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_tls: chargeonce over real TLS to all three of its peers
  * (docs/security.md), on services made for it by `tests/harness/services.sh

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # upgrade_from_previous: 0.1.0 (commit 9b8d67d, the last landing) to this
 # build, under load, by the path docs/upgrading.md gives for it: stop the
 # old release, migrate, start the new one. The two cannot run side by

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The metrics of src/util/metrics.def, read for the Python checks."""
 import re
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Checks the operator documents against src/util/metrics.def:
 
   dashboard   docs/grafana/chargeonce.json is valid JSON with a Prometheus

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Reads chargeonce's /metrics text with another parser: Python's
 prometheus_client (python3-prometheus-client). Checks that every metric of
 metrics.def is there with its type and every label value, that the values

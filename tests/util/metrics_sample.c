@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * metrics_sample: prints the exposition of a populated registry (every
  * kind of value: counters with and without labels, a histogram with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests of util/buf: appends, growth, the maximum size, the one
  * failure behaviour over the limit (contents kept, failed stays failed

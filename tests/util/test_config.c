@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of config: the table, file, environment, -X, secrets, and
  * struct settings (config_keys.def) against the table. */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_guard: card-number and e-mail detection, and redaction that never
  * lets a raw card number or e-mail address through.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_log: the logger never writes past its line buffer and every line is
  * one valid JSON object in valid UTF-8, whatever its fields hold: 1 MB of

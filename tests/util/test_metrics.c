@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests of util/metrics: exact counting from many threads, the
  * exposition text of a small state (pinned in full), escaping and number

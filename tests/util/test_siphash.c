@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_siphash: util/siphash is SipHash-2-4. Pinned by the 64 vectors of
  * the reference implementation (key 00 01 .. 0f, message 00 01 .. of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of util/utf8: validation, cleaning and cutting. */
 #include <setjmp.h>
 #include <stdarg.h>

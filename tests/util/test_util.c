@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of util: durations, RFC 3339, JSON escaping, base64, HMAC,
  * UUIDs and key masking. */
 #include <setjmp.h>

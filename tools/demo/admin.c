@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * admin: the demo's chores — topics through the Admin API, a database of
  * its own, and running a child that dies with the demo.

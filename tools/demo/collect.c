@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * collect: reads what came out — the result topic (deduplicated by the
  * result's event_id), the DLQ (deduplicated by the source partition and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * chargeonce-demo: the parts of the README's demo that are easier in C
  * than in shell. The workload is a pure function of (intents, seed,

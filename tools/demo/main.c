@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * chargeonce-demo: workload generator and result counter of the README's
  * demo (scripts/demo.sh drives it; docs/demo.md explains the numbers).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * publish: produces the workload to the intents topic at a steady rate,
  * so that chargeonce works on a stream (and can be killed in the middle of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * workload: the demo's messages, a pure function of the options. Same
  * intents, seed and decline rate: the same messages, byte for byte, in the

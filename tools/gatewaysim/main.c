@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * chargeonce-gatewaysim: entry point. Parses options, starts the server,
  * writes the port file, waits for SIGTERM/SIGINT, stops cleanly.

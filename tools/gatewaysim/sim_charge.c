@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sim_charge: the charge object the simulator answers with, as JSON, with
  * its decline text (see sim_charge.h). Pure.

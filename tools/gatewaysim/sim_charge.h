@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sim_charge: the charge object of POST /v1/charges and GET /v1/charges
  * answers, and of webhooks, as compact JSON. Pure.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sim_config: the option table and its parsers. Pure (jansson only); any
  * thread, on a struct the caller owns. Never prints or returns the value of

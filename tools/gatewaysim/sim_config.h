@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sim_config: the simulator's options, one declarative table shared by the
  * command line (--p-slow 0.1) and the runtime endpoint POST /_sim/config

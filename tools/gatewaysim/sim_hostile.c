@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sim_hostile: long non-ASCII decline messages, invalid UTF-8 and
  * oversized charge ids for the simulator's hostile answers. Pure.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sim_hostile: the text of a hostile gateway. A real PSP declines in the
  * shopper's language, with messages of any length, and a broken one sends

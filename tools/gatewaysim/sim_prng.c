@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sim_prng: splitmix64 seeded per request. Pure and thread-safe (no shared
  * state). Must never draw a variable number of values for one decision:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sim_prng: the simulator's reproducible randomness. Every POST gets its
  * own generator seeded from (seed, request sequence number), so the same

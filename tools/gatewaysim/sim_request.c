@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sim_request: charge request validation. Pure; any thread. Must never
  * let a malformed request reach the charge path: everything the charge

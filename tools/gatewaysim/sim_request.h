@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sim_request: decoding and validating a POST /v1/charges body, and the
  * fingerprint of its parameters that a reused Idempotency-Key is compared

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sim_server: the simulator's HTTP side (libmicrohttpd): the gateway API of
  * docs/contract.md §4, the /_sim/ control endpoints, fault injection, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sim_store: hash tables (intrusive, chained, power-of-two buckets) for
  * keys, orders and references, plus growable arrays of charges. All under

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sim_store: the simulator's state — idempotency keys with their stored
  * answers, every charge made (the ground truth), and the counters of

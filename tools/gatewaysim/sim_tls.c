@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sim_tls: loads the simulator's certificate and key into memory for
  * libmicrohttpd (see sim_tls.h). Main thread only.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sim_tls: the simulator's optional HTTPS (--tls-cert, --tls-key), served
  * by libmicrohttpd's TLS (GnuTLS in Debian's build). Plain HTTP stays the

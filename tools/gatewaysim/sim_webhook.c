@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sim_webhook: a min-heap of events by due time, one sender thread with a
  * reused curl easy handle (keep-alive to the receiver). The lock is never

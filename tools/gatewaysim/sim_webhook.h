@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sim_webhook: the webhook sender. Events are queued by request handlers
  * (never blocking them) and sent by one thread with libcurl, each at its

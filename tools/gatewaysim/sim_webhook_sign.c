@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sim_webhook_sign: builds the signed content and its HMAC. Pure; any
  * thread. Must never sign anything but exactly "<id>.<timestamp>.<body>".

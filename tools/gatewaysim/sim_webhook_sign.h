@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sim_webhook_sign: Standard Webhooks signatures (docs/contract.md §5.1).
  * Pure. Never logs or returns the secret.
