@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pipeline/jobs: an item's way through the gateway and the database: the
  * claim (transaction 1), the charge with the same provider key on every
@@ -197,6 +198,7 @@ static struct dbjob *job_from(struct pipeline *pl, struct flow_queue *b,
                         struct settle_item *s = &j->settles[j->n];
                         s->payment_id         = it->payment_id;
                         s->lease_epoch        = it->lease_epoch;
+                        s->lease_owner        = pl->o.owner;
                         s->status = it->status == PAYMENT_STATUS_SUCCEEDED
                                         ? SETTLE_SUCCEEDED
                                     : it->status == PAYMENT_STATUS_FAILED
@@ -514,6 +516,40 @@ static void reclaim(struct pipeline *pl, struct item *it)
         pipeline_queue(&pl->claims, it);
 }
 
+/*
+ * A replay whose payment moved since its claim read it (a review resolved
+ * meanwhile): nothing was written; the event is claimed again and
+ * answered with what the payment holds now.
+ */
+static void claim_again(struct pipeline *pl, struct item *it)
+{
+        struct log_ctx lc;
+
+        pipeline_ctx(pl, it, &lc);
+        log_info(&lc, "the replayed outcome changed before it was written "
+                      "(a review resolved): claiming the copy again");
+        pl->st.replayed--;
+        it->outcome          = -1;
+        it->charge_id[0]     = '\0';
+        it->error_code[0]    = '\0';
+        it->replay_status[0] = '\0';
+        free(it->result_json);
+        it->result_json = NULL;
+        if (pl->closing) {
+                pipeline_finish(pl, it, false);
+                return;
+        }
+        /* a rejected copy (its hashed fields intact) is looked at again
+         * by the probe, any other by the claim */
+        if (it->in.verdict == INTENT_REJECTED) {
+                it->stage = ST_PROBE;
+                pipeline_queue(&pl->probes, it);
+                return;
+        }
+        it->stage = ST_CLAIM;
+        pipeline_queue(&pl->claims, it);
+}
+
 /* The settle of it committed: counted by its final status. */
 static void settled_ok(struct pipeline *pl, const struct item *it)
 {
@@ -617,6 +653,10 @@ void pipeline_on_job_done(struct pipeline *pl, struct dbjob *j)
                         pipeline_finish(pl, it, true);
                         break;
                 case DBJOB_OUTBOX:
+                        if (j->outbox[i].stale) {
+                                claim_again(pl, it);
+                                break;
+                        }
                         pipeline_finish(pl, it, true);
                         break;
                 case DBJOB_PROBE:

@@ -114,6 +114,7 @@ static int settle_items(struct reconciler *r, struct reconcile_item **v,
 
                 s[i].payment_id  = it->p->payment_id;
                 s[i].lease_epoch = it->p->lease_epoch;
+                s[i].lease_owner = r->o.owner;
                 s[i].status =
                     it->status == PAYMENT_STATUS_SUCCEEDED ? SETTLE_SUCCEEDED
                     : it->status == PAYMENT_STATUS_FAILED  ? SETTLE_FAILED

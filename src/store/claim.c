@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * claim: the consumer's first transaction, for a whole batch in one
  * statement. Inbox dedup by event id, the idempotency key claimed by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * settle: the consumer's second transaction (payment final, key final with
  * the stored outcome, the ledger posting, the result in the outbox), and
@@ -14,8 +15,12 @@
 #include <string.h>
 
 /*
- * $1..$9 one element per item. Every write hangs off `up`, the fenced
- * UPDATE, so a stale owner's item writes nothing. co_assert rolls the
+ * $1..$9 one element per item, $10 the lease owner each item holds its
+ * epoch under (NULL: not checked). Every write hangs off `up`, the fenced
+ * UPDATE (status processing, the item's epoch and owner), so a stale
+ * owner's item writes nothing. The owner matters after a failover that
+ * lost a claim: another owner claims the intent again at epoch 1, the
+ * epoch the first owner holds too. co_assert rolls the
  * whole batch back if the ledger or outbox writes do not match the
  * payments moved (a broken invariant must fail, not half-commit). The
  * payment row is the idempotency key (0017): its status is the key's.
@@ -51,6 +56,8 @@ static const struct store_stmt settle_stmt = {
         "  WHERE p.payment_id = ANY ($1::uuid[])"
         "    AND p.payment_id = i.payment_id AND p.status = 'processing'"
         "    AND p.lease_epoch = i.lease_epoch"
+        "    AND (($10::text[])[i.ord] IS NULL"
+        "         OR p.lease_owner = ($10::text[])[i.ord])"
         " RETURNING p.payment_id, p.tenant_id, p.idem_key, p.amount,"
         "  p.currency, p.status, p.provider_charge_id, p.error_code,"
         "  p.error_message, p.intent_event_id, i.result_event_id,"
@@ -91,7 +98,7 @@ static const struct store_stmt settle_stmt = {
         "   LIMIT 1) cur"
         "  ON true"
         " ORDER BY i.ord",
-        9
+        10
 };
 
 /*
@@ -99,6 +106,16 @@ static const struct store_stmt settle_stmt = {
  * hex SHA-256 of each item's message (NULL: unknown). The inbox
  * insert gates the outbox insert: only an event recorded now gets a
  * result. Inbox rows go in (tenant, key, event) order, like the claim's.
+ *
+ * cur: a replay repeats what its claim read, and the payment may have
+ * moved since (a review resolved by a person or a webhook between the
+ * claim and this write): a replay is written only while its payment
+ * still holds the replayed status. FOR SHARE waits for a finish in
+ * progress and re-checks the row it commits (READ COMMITTED), and a
+ * finish that comes later waits for this statement, so a stale review
+ * can never be published behind the result that resolved it (found by
+ * the model, model/findings). A stale item writes nothing, not even its
+ * inbox row: the caller claims it again.
  */
 static const struct store_stmt outbox_stmt = {
         STORE_STMT_OUTBOX, "co_outbox_batch",
@@ -106,12 +123,21 @@ static const struct store_stmt outbox_stmt = {
         " SELECT * FROM co_outbox_input($1::uuid[], $2::text[],"
         "  $3::text[], $4::text[], $5::uuid[], $6::text[], $7::text[],"
         "  $8::text[], $9::text[], $10::int[], $11::bigint[]) i"
+        "), cur AS ("
+        " SELECT p.payment_id, p.status FROM payments p"
+        "  WHERE p.payment_id = ANY (ARRAY(SELECT payment_id FROM input"
+        "                                  WHERE disposition = 'replay'))"
+        "  ORDER BY p.payment_id FOR SHARE"
+        "), ok AS ("
+        " SELECT i.* FROM input i"
+        "  WHERE i.disposition <> 'replay' OR EXISTS (SELECT 1 FROM cur c"
+        "   WHERE c.payment_id = i.payment_id AND c.status = i.status)"
         "), ib AS ("
         " INSERT INTO inbox (event_id, tenant_id, idem_key, disposition,"
         "   topic, kafka_partition, kafka_offset, msg_digest)"
         " SELECT intent_event_id, tenant_id, idem_key, disposition, topic,"
         "   kafka_partition, kafka_offset, decode(($12::text[])[ord], 'hex')"
-        "  FROM input ORDER BY tenant_id, idem_key, intent_event_id"
+        "  FROM ok ORDER BY tenant_id, idem_key, intent_event_id"
         " ON CONFLICT (tenant_id, event_id) DO NOTHING"
         " RETURNING tenant_id, event_id"
         "), ob AS ("
@@ -120,18 +146,19 @@ static const struct store_stmt outbox_stmt = {
         " SELECT i.result_event_id, i.tenant_id || '/' || i.idem_key,"
         "   i.tenant_id, i.idem_key, i.payment_id, i.intent_event_id,"
         "   i.status, i.disposition = 'replay', i.result_json"
-        "  FROM input i JOIN ib ON ib.tenant_id = i.tenant_id"
+        "  FROM ok i JOIN ib ON ib.tenant_id = i.tenant_id"
         "   AND ib.event_id = i.intent_event_id"
         "  ORDER BY i.ord"
         " RETURNING event_id"
         ")"
-        " SELECT i.ord, ob.event_id IS NOT NULL"
+        " SELECT i.ord, ob.event_id IS NOT NULL, k.ord IS NULL"
         " FROM input i LEFT JOIN ob ON ob.event_id = i.result_event_id"
+        " LEFT JOIN ok k ON k.ord = i.ord"
         " ORDER BY i.ord",
         12
 };
 
-enum { SETTLE_ARRAYS = 9, OUTBOX_ARRAYS = 12 };
+enum { SETTLE_ARRAYS = 10, OUTBOX_ARRAYS = 12 };
 
 static const char *settle_status_name(enum settle_status s)
 {
@@ -193,6 +220,7 @@ static bool settle_fill(struct store_batch *b, void *items, void *arg,
                 store_pgarr_i64(&arr[6], it->attempts);
                 store_pgarr_text(&arr[7], it->result_event_id);
                 store_pgarr_text(&arr[8], it->result_json);
+                store_pgarr_text(&arr[9], it->lease_owner);
         }
         return true;
 }
@@ -272,6 +300,7 @@ static bool outbox_prepare(void *p)
         struct outbox_item *it = p;
 
         it->written = false;
+        it->stale   = false;
         return outbox_disposition(it->kind) && outbox_status(it) &&
                it->result_event_id && it->intent_event_id && it->tenant_id &&
                it->idem_key && it->result_json &&
@@ -321,16 +350,18 @@ static bool outbox_fill(struct store_batch *b, void *items, void *arg,
 static void outbox_read_row(void *items, size_t i, const PGresult *res, int r,
                             void *arg)
 {
+        struct outbox_item *it = (struct outbox_item *)items + i;
+
         (void)arg;
-        ((struct outbox_item *)items)[i].written =
-            strcmp(PQgetvalue(res, r, 1), "t") == 0;
+        it->written = strcmp(PQgetvalue(res, r, 1), "t") == 0;
+        it->stale   = strcmp(PQgetvalue(res, r, 2), "t") == 0;
 }
 
 static const struct store_batch_def outbox_def = {
         .what          = "outbox",
         .stmt          = &outbox_stmt,
         .narrays       = OUTBOX_ARRAYS,
-        .nfields       = 2,
+        .nfields       = 3,
         .item_size     = sizeof(struct outbox_item),
         .prepare       = outbox_prepare,
         .incomplete    = "is incomplete",

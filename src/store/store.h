@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store: chargeonce's PostgreSQL adapter. The consumer's two transactions
  * (claim and settle), the result-only outbox writes, leases and the
@@ -140,8 +141,9 @@ void store_get_stats(const struct store *st, struct store_stats *out);
 enum claim_outcome {
         /*
          * The key was new: a payment now exists in 'processing' with a
-         * lease held by the caller (lease_epoch 1). Call the gateway with
-         * provider_key, then settle with payment_id + lease_epoch.
+         * lease held by the caller (lease_epoch 1). Call
+         * the gateway with provider_key, then settle with payment_id +
+         * lease_epoch.
          */
         CLAIM_NEW = 1,
         /*
@@ -278,6 +280,13 @@ struct settle_item {
         /* In, borrowed. */
         const char *payment_id;
         int64_t lease_epoch; /* the epoch the caller holds */
+        /* The owner name the caller holds the lease under (the consumer's
+         * worker, the reconciler's): the lease is (owner, epoch). The
+         * epoch alone does not tell two holders apart after a failover
+         * that lost a claim: another owner's claim of the same intent
+         * starts at epoch 1 again, and the first owner's late settle
+         * would pass (found by the model). NULL: not checked (tests). */
+        const char *lease_owner;
         enum settle_status status;
         const char *provider_charge_id; /* required for SETTLE_SUCCEEDED */
         const char *error_code;         /* or NULL */
@@ -332,6 +341,10 @@ struct outbox_item {
 
         /* Out. */
         bool written; /* false: this intent event was answered already */
+        /* A replay whose payment no longer holds replay_status (it was
+         * finished since the claim read it): nothing written, the inbox
+         * row included; claim the event again. */
+        bool stale;
 };
 
 /*

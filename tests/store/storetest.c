@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* storetest: helpers of the store's integration tests (see storetest.h). */
 #include "storetest.h"
 #include "cases.h"

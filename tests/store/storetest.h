@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * storetest: what the store's integration tests share. A fresh database
  * per test binary (created on the harness's PostgreSQL, migrated with the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store_claim: claim, settle and result-only outbox writes, one
  * connection. Every kind of duplicate, within a batch and across batches;
@@ -822,6 +823,115 @@ static void result_id_sql(void)
                    0);
 }
 
+/*
+ * The lease is (owner, epoch). A claim the database lost in a failover,
+ * and another owner's claim of the same intent afterwards, both hold
+ * epoch 1: the first owner's late settle must be fenced by its owner, as
+ * a takeover's raised epoch fences it (found by the model: on the epoch
+ * alone it went through).
+ */
+static void lease_owner_fence(void)
+{
+        struct st_intent e;
+        struct claim_item a, b;
+        struct settle_item si;
+        char evs[UUID_STR_LEN], sbuf[1024];
+
+        st_intent(&e, "t-owner", "owner-1", 55, 0);
+        st_item(&a, &e);
+        REQUIRE(store_claim_batch(st, &a, 1, "owner-a", ST_LEASE_MS, ST_SECRET,
+                                  ST_SECRET_LEN, err, sizeof(err)) == STORE_OK);
+        REQUIRE(a.outcome == CLAIM_NEW);
+        /* lost with the primary */
+        REQUIRE(st_exec(pg, true,
+                        "DELETE FROM payments WHERE tenant_id = 't-owner'"));
+        /* the rewound group: another consumer claims it */
+        st_item(&b, &e);
+        REQUIRE(store_claim_batch(st, &b, 1, "owner-b", ST_LEASE_MS, ST_SECRET,
+                                  ST_SECRET_LEN, err, sizeof(err)) == STORE_OK);
+        REQUIRE(b.outcome == CLAIM_NEW);
+        CHECK(strcmp(a.payment_id, b.payment_id) == 0);
+        CHECK_EQ_I(a.lease_epoch, b.lease_epoch);
+        /* the first owner wakes up with the charge's answer */
+        st_settle_item(&si, &a, SETTLE_SUCCEEDED, evs, sbuf, sizeof(sbuf));
+        si.lease_owner = "owner-a";
+        REQUIRE(settle(&si, 1) == STORE_OK);
+        CHECK_EQ_I(si.outcome, SETTLE_FENCED);
+        CHECK_EQ_I(st_count(pg,
+                            "SELECT count(*) FROM payments WHERE tenant_id ="
+                            " 't-owner' AND status = 'processing' AND"
+                            " lease_owner = 'owner-b'"),
+                   1);
+        /* the holder settles */
+        st_settle_item(&si, &b, SETTLE_SUCCEEDED, evs, sbuf, sizeof(sbuf));
+        si.lease_owner = "owner-b";
+        REQUIRE(settle(&si, 1) == STORE_OK);
+        CHECK_EQ_I(si.outcome, SETTLE_OK);
+        clear(&a, 1);
+        clear(&b, 1);
+}
+
+/*
+ * A replay of a payment in review, written after the review was resolved
+ * (the claim read review; a person or a webhook finished the payment
+ * before the replay's write): nothing is written, not even the copy's
+ * inbox row, and the item says stale, so the consumer claims the copy
+ * again and answers with the resolution; never a review published behind
+ * the result that resolved it (found by the model, F1).
+ */
+static void replay_stale(void)
+{
+        struct st_intent e, copy;
+        struct claim_item a, b;
+        struct settle_item si;
+        char evs[UUID_STR_LEN], sbuf[1024];
+
+        st_intent(&e, "t-stale", "stale-1", 66, 0);
+        st_item(&a, &e);
+        REQUIRE(claim(&a, 1) == STORE_OK);
+        REQUIRE(a.outcome == CLAIM_NEW);
+        st_settle_item(&si, &a, SETTLE_REVIEW, evs, sbuf, sizeof(sbuf));
+        REQUIRE(settle(&si, 1) == STORE_OK);
+        REQUIRE(si.outcome == SETTLE_OK);
+        st_intent(&copy, "t-stale", "stale-1", 66, 0);
+        st_item(&b, &copy);
+        REQUIRE(claim(&b, 1) == STORE_OK);
+        REQUIRE(b.outcome == CLAIM_REPLAY);
+        CHECK(strcmp(b.stored.status, "review") == 0);
+        /* resolved meanwhile */
+        REQUIRE(st_exec(pg, true,
+                        "UPDATE payments SET status = 'succeeded',"
+                        " provider_charge_id = 'ch_resolved' WHERE"
+                        " payment_id = '%s'",
+                        a.payment_id));
+        outbox_item(&o[0], OUTBOX_REPLAY, &copy, b.payment_id, "review", ev[0]);
+        REQUIRE(outbox(o, 1) == STORE_OK);
+        CHECK(!o[0].written);
+        CHECK(o[0].stale);
+        CHECK_EQ_I(st_count(pg,
+                            "SELECT count(*) FROM inbox WHERE event_id ="
+                            " '%s'",
+                            copy.event_id),
+                   0);
+        /* claimed again, the copy replays the resolution */
+        clear(&b, 1);
+        st_item(&b, &copy);
+        REQUIRE(claim(&b, 1) == STORE_OK);
+        CHECK_EQ_I(b.outcome, CLAIM_REPLAY);
+        CHECK(strcmp(b.stored.status, "succeeded") == 0);
+        outbox_item(&o[0], OUTBOX_REPLAY, &copy, b.payment_id, "succeeded",
+                    ev[0]);
+        REQUIRE(outbox(o, 1) == STORE_OK);
+        CHECK(o[0].written && !o[0].stale);
+        clear(&a, 1);
+        clear(&b, 1);
+        /* the resolution was made by hand (no posting, no result): gone */
+        REQUIRE(st_exec(pg, true,
+                        "DELETE FROM outbox WHERE tenant_id = 't-stale';"
+                        "DELETE FROM inbox WHERE tenant_id = 't-stale';"
+                        "DELETE FROM payments WHERE tenant_id = 't-stale'"));
+}
+
 static void no_violations(void)
 {
         /* Every final payment has its result: no violation. */
@@ -873,6 +983,8 @@ int main(int argc, char **argv)
                 { "reclaim_after_loss", reclaim_after_loss, NULL, NULL },
                 { "claim_again", claim_again, NULL, NULL },
                 { "result_id_sql", result_id_sql, NULL, NULL },
+                { "lease_owner_fence", lease_owner_fence, NULL, NULL },
+                { "replay_stale", replay_stale, NULL, NULL },
                 { "no_violations", no_violations, NULL, NULL },
         };
         return st_suite_main("store_claim", cases,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store_concurrency: several connections claiming the same keys at the
  * same moment (released through a barrier). Exactly one CLAIM_NEW per
@@ -222,17 +223,26 @@ static void *claim_arg_thread(void *arg)
  */
 static bool wait_for_claim_lock(PGconn *pg)
 {
-        for (int i = 0; i < 500; i++) {
-                if (st_count(pg, "SELECT count(*) FROM pg_stat_activity "
-                                 "WHERE datname = current_database() AND "
-                                 "wait_event_type = 'Lock' AND "
-                                 "pg_backend_pid() = ANY "
-                                 "(pg_blocking_pids(pid)) AND "
-                                 "query LIKE '%%payments%%'") > 0)
-                        return true;
-                usleep(10000);
+        /* asked on a connection of its own: pg is inside the transaction
+         * that holds the lock, and a transaction sees pg_stat_activity as
+         * it was at its first look (the statistics snapshot) */
+        PGconn *probe = st_pg();
+        int holder    = PQbackendPID(pg);
+        bool seen     = false;
+
+        for (int i = 0; i < 500 && !seen; i++) {
+                seen = st_count(probe,
+                                "SELECT count(*) FROM pg_stat_activity "
+                                "WHERE datname = current_database() AND "
+                                "wait_event_type = 'Lock' AND "
+                                "%d = ANY (pg_blocking_pids(pid)) AND "
+                                "query LIKE '%%payments%%'",
+                                holder) > 0;
+                if (!seen)
+                        usleep(10000);
         }
-        return false;
+        PQfinish(probe);
+        return seen;
 }
 
 /*
@@ -272,18 +282,27 @@ static void decoy_start(struct decoy *d)
                             "SELECT 1 FROM payments WHERE tenant_id "
                             "= 'tenant-decoy' AND idem_key = 'decoy-row' FOR "
                             "UPDATE") == 1);
-        /* until the decoy really waits, it proves nothing */
-        for (int i = 0; i < 500; i++) {
-                if (st_count(d->holder,
-                             "SELECT count(*) FROM pg_stat_activity WHERE "
-                             "datname = current_database() AND "
-                             "wait_event_type = 'Lock' AND "
-                             "pg_backend_pid() = ANY "
-                             "(pg_blocking_pids(pid))") > 0)
-                        return;
-                usleep(10000);
+        /* until the decoy really waits, it proves nothing (asked on a
+         * connection outside the holder's transaction, as above) */
+        {
+                PGconn *probe = st_pg();
+                int holder    = PQbackendPID(d->holder);
+                bool seen     = false;
+
+                for (int i = 0; i < 500 && !seen; i++) {
+                        seen = st_count(probe,
+                                        "SELECT count(*) FROM "
+                                        "pg_stat_activity WHERE datname = "
+                                        "current_database() AND "
+                                        "wait_event_type = 'Lock' AND %d = "
+                                        "ANY (pg_blocking_pids(pid))",
+                                        holder) > 0;
+                        if (!seen)
+                                usleep(10000);
+                }
+                PQfinish(probe);
+                REQUIRE(seen);
         }
-        REQUIRE(!"the decoy never waited");
 }
 
 static void decoy_end(struct decoy *d)
