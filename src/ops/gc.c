@@ -29,6 +29,7 @@ struct gc_report {
         int64_t key_ms, topic_ms, gateway_ms;
         int64_t run_id; /* 0: dry run */
         struct store_gc_counts done;
+        int64_t late; /* of done.inbox: copies recorded after a tombstone */
         struct store_gc_left left;
         int64_t batches, longest_ms;
         bool interrupted;
@@ -72,6 +73,46 @@ static void sleep_ms(int64_t ms, const atomic_int *stop)
                                (long)(ms % 1000) * 1000000L };
         while (nanosleep(&ts, &ts) < 0 && errno == EINTR && !stopped(stop))
                 ;
+}
+
+/*
+ * The inbox's late copies, after the keys: batches until none is left.
+ * 0 done, 1 failed or stopped (the run then records no late_through: the
+ * next one covers this window again).
+ */
+static int run_late(struct store *st, const struct ops_gc_opts *o,
+                    struct gc_report *r, struct progress *pg,
+                    const atomic_int *stop)
+{
+        char err[1024];
+
+        for (;;) {
+                int64_t n, t0, dt;
+
+                if (stopped(stop)) {
+                        r->interrupted = true;
+                        return 1;
+                }
+                t0 = time_mono_ms();
+                if (store_gc_late_batch(st, r->run_id, (int)o->batch_size, &n,
+                                        err, sizeof(err)) != STORE_OK) {
+                        fprintf(stderr, "chargeonce gc: %s\n", err);
+                        return 1;
+                }
+                dt = time_mono_ms() - t0;
+                r->batches++;
+                if (dt > r->longest_ms)
+                        r->longest_ms = dt;
+                r->late += n;
+                r->done.inbox += n;
+                progress_update(
+                    pg, "%" PRId64 " batches, %" PRId64 " late copies deleted",
+                    r->batches, r->late);
+                if (n < o->batch_size)
+                        return 0;
+                if (o->batch_pause_ms > 0)
+                        sleep_ms(o->batch_pause_ms, stop);
+        }
 }
 
 /* The batch loop: 0 done, 1 failed or stopped (what was done is in r). */
@@ -125,7 +166,9 @@ static int run_batches(struct store *st, const struct ops_gc_opts *o,
                 if (left > 0 && pause > 0)
                         sleep_ms(pause, stop);
         }
-        if (store_gc_end(st, r->run_id, err, sizeof(err)) != STORE_OK) {
+        if (run_late(st, o, r, pg, stop) != 0)
+                return 1;
+        if (store_gc_end(st, r->run_id, true, err, sizeof(err)) != STORE_OK) {
                 fprintf(stderr, "chargeonce gc: %s\n", err);
                 return 1;
         }
@@ -150,6 +193,7 @@ static void report_json(const struct ops_gc_args *a, const struct gc_report *r)
                             json_integer(r->gateway_ms));
         json_object_set_new(d, "tombstones", json_integer(r->done.tombstones));
         json_object_set_new(del, "inbox", json_integer(r->done.inbox));
+        json_object_set_new(del, "inbox_late_copies", json_integer(r->late));
         json_object_set_new(del, "gateway_evidence",
                             json_integer(r->done.evidence));
         json_object_set_new(del, "outbox", json_integer(r->done.outbox));
@@ -173,21 +217,22 @@ static void report_text(const struct ops_gc_args *a, const struct gc_report *r)
         if (a->dry_run)
                 printf("gc --dry-run: would make %" PRId64
                        " key(s) tombstones and delete %" PRId64
-                       " inbox event(s), %" PRId64
+                       " inbox event(s) (%" PRId64 " late copies), %" PRId64
                        " gateway evidence row(s), %" PRId64
                        " published result(s); nothing was written\n",
-                       r->done.tombstones, r->done.inbox, r->done.evidence,
-                       r->done.outbox);
+                       r->done.tombstones, r->done.inbox, r->late,
+                       r->done.evidence, r->done.outbox);
         else
                 printf("gc run %" PRId64 "%s: %" PRId64
                        " key(s) made tombstones in %" PRId64
                        " batch(es) (longest %" PRId64 " ms); deleted %" PRId64
-                       " inbox event(s), %" PRId64
+                       " inbox event(s) (%" PRId64 " late copies), %" PRId64
                        " gateway evidence row(s), %" PRId64
                        " published result(s)\n",
                        r->run_id, r->interrupted ? " (interrupted)" : "",
                        r->done.tombstones, r->batches, r->longest_ms,
-                       r->done.inbox, r->done.evidence, r->done.outbox);
+                       r->done.inbox, r->late, r->done.evidence,
+                       r->done.outbox);
         printf("expired keys left: %" PRId64 " processing, %" PRId64
                " in review, %" PRId64 " with a result not yet published\n",
                r->left.processing, r->left.review, r->left.held);
@@ -215,9 +260,12 @@ int ops_gc_run(const struct ops_gc_opts *o, const struct ops_gc_args *a,
         progress_init(&pg, stderr, "gc", false);
         if (a->dry_run) {
                 rc = store_gc_count(st, r.key_ms, a->limit, &r.done, err,
-                                    sizeof(err)) == STORE_OK
+                                    sizeof(err)) == STORE_OK &&
+                             store_gc_late_count(st, r.key_ms, &r.late, err,
+                                                 sizeof(err)) == STORE_OK
                          ? 0
                          : 1;
+                r.done.inbox += r.late;
                 if (rc)
                         fprintf(stderr, "chargeonce gc: %s\n", err);
         } else {

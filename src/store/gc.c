@@ -274,19 +274,102 @@ int store_gc_batch(struct store *st, int64_t run_id, int64_t key_retention_ms,
         return STORE_OK;
 }
 
-int store_gc_end(struct store *st, int64_t run_id, char *errstr,
+/*
+ * The inbox's late copies (0018): rows of tombstoned keys recorded after
+ * the key's batch, received before hi and at or after lo.
+ *   hi  the run's start less its retention (a dry run: now less it), as
+ *       for the keys;
+ *   lo  the window the finished runs before covered (max late_through),
+ *       less GC_LATE_MARGIN, or the oldest row when none did.
+ * A row is written with received_at = its transaction's start, which
+ * comes before its commit: the margin covers a claim or an answer that
+ * began before the previous run's end and committed after it (bounded
+ * by db.statement_timeout far below an hour). An older row of a key that
+ * is not a tombstone yet is left: its key's batch deletes it.
+ * inbox_received_brin is read for [lo, hi) only.
+ */
+#define GC_LATE_MARGIN "interval '1 hour'"
+#define GC_LATE_LO                                                             \
+        "coalesce((SELECT max(r.late_through) FROM gc_runs r"                  \
+        "           WHERE r.finished_at IS NOT NULL),"                         \
+        "         '-infinity'::timestamptz) - " GC_LATE_MARGIN
+#define GC_LATE_PRED                                                           \
+        " i.received_at >= (" GC_LATE_LO ")"                                   \
+        " AND i.received_at < (SELECT hi FROM win)"                            \
+        " AND EXISTS (SELECT 1 FROM payments k"                                \
+        "              WHERE k.tenant_id = i.tenant_id"                        \
+        "                AND k.idem_key = i.idem_key"                          \
+        "                AND k.tombstoned_at IS NOT NULL)"
+
+int store_gc_late_count(struct store *st, int64_t key_retention_ms,
+                        int64_t *rows, char *errstr, size_t errstr_size)
+{
+        char ret[24];
+        const char *v[1] = { ret };
+        PGresult *res;
+        int rc;
+
+        *rows = 0;
+        snprintf(ret, sizeof(ret), "%" PRId64, key_retention_ms);
+        res = run(st, "gc late count",
+                  "WITH win AS (SELECT now() - $1::bigint"
+                  "               * interval '1 millisecond' AS hi)"
+                  " SELECT count(*) FROM inbox i WHERE" GC_LATE_PRED,
+                  1, v, &rc, errstr, errstr_size);
+        if (!res)
+                return rc;
+        return read_row(res, "gc late count", rows, 1, errstr, errstr_size);
+}
+
+int store_gc_late_batch(struct store *st, int64_t run_id, int max,
+                        int64_t *rows, char *errstr, size_t errstr_size)
+{
+        char lim[16], id[24];
+        const char *v[2] = { lim, id };
+        PGresult *res;
+        int rc;
+
+        *rows = 0;
+        snprintf(lim, sizeof(lim), "%d", max);
+        snprintf(id, sizeof(id), "%" PRId64, run_id);
+        /* rows a claim is recording now are skipped (SKIP LOCKED); the
+         * count goes to the run's inbox_deleted in the same statement */
+        res = run(st, "gc late batch",
+                  "WITH win AS (SELECT started_at - key_retention_ms"
+                  "               * interval '1 millisecond' AS hi"
+                  "               FROM gc_runs WHERE id = $2::bigint),"
+                  " sel AS (SELECT i.tenant_id, i.event_id FROM inbox i"
+                  "  WHERE" GC_LATE_PRED " LIMIT $1::int"
+                  "    FOR UPDATE OF i SKIP LOCKED),"
+                  " d AS (DELETE FROM inbox i WHERE (i.tenant_id, i.event_id)"
+                  "   IN (SELECT tenant_id, event_id FROM sel) RETURNING 1),"
+                  " r AS (UPDATE gc_runs g SET inbox_deleted ="
+                  "   inbox_deleted + (SELECT count(*) FROM d)"
+                  "   WHERE g.id = $2::bigint RETURNING 1)"
+                  " SELECT (SELECT count(*) FROM d)"
+                  "  WHERE co_assert((SELECT count(*) FROM r) = 1,"
+                  "                  'gc_runs row of this run')",
+                  2, v, &rc, errstr, errstr_size);
+        if (!res)
+                return rc;
+        return read_row(res, "gc late batch", rows, 1, errstr, errstr_size);
+}
+
+int store_gc_end(struct store *st, int64_t run_id, bool late_done, char *errstr,
                  size_t errstr_size)
 {
         char id[24];
-        const char *v[1] = { id };
+        const char *v[2] = { id, late_done ? "t" : "f" };
         PGresult *res;
         int rc;
 
         snprintf(id, sizeof(id), "%" PRId64, run_id);
-        res =
-            run(st, "gc end",
-                "UPDATE gc_runs SET finished_at = now() WHERE id = $1::bigint",
-                1, v, &rc, errstr, errstr_size);
+        res = run(st, "gc end",
+                  "UPDATE gc_runs SET finished_at = now(),"
+                  "  late_through = CASE WHEN $2::boolean THEN started_at"
+                  "    - key_retention_ms * interval '1 millisecond' END"
+                  " WHERE id = $1::bigint",
+                  2, v, &rc, errstr, errstr_size);
         if (!res)
                 return rc;
         PQclear(res);

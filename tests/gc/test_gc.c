@@ -397,7 +397,7 @@ static const char *jstr(json_t *d, const char *name)
 
 /* After gc: copies of collected intents through a real consume. */
 static void replay_after_gc(struct scenario *sc, struct sim *s,
-                            char ev_orig[][40])
+                            char ev_orig[][40], char ev_copy[40])
 {
         struct co c;
         struct intent_spec ok0 = spec("gc-ok-0", "o-ok-0", "pm_tok_0");
@@ -459,6 +459,7 @@ static void replay_after_gc(struct scenario *sc, struct sim *s,
                  "copy of a collected success: %s",
                  json_dumps(d, JSON_COMPACT));
         json_decref(d);
+        snprintf(ev_copy, 40, "%s", ev_a);
         /* the intent's first event is its payment's (0017), which gc
          * keeps: its redelivery is a duplicate, answered once, ever */
         SC_CHECK(sc_wait_consumed(sc, T_WAIT), "not consumed");
@@ -511,14 +512,122 @@ static void replay_after_gc(struct scenario *sc, struct sim *s,
         audit_clean(sc);
 }
 
+/*
+ * The copies answered after their keys became tombstones (replay_after_gc:
+ * two replays and a conflict) are in the inbox; a month later gc deletes
+ * them, and them only: not the old inbox row of a key in review, not a
+ * row older than the window the runs before covered. A redelivery of a
+ * collected copy is answered again under the same result event id (a
+ * downstream drops it).
+ */
+static void late_copies(struct scenario *sc, struct sim *s, const char *ev_copy)
+{
+        struct gc_result dry, run, again;
+        struct intent_spec ok0 = spec("gc-ok-0", "o-ok-0", "pm_tok_0");
+        char result_id[40], q[256];
+        long last;
+        struct co c;
+
+#define LATE_ROWS                                                              \
+        "SELECT count(*) FROM inbox i JOIN payments k USING (tenant_id,"       \
+        " idem_key) WHERE k.tombstoned_at IS NOT NULL"
+        SC_CHECK(sc_sql_long(sc, LATE_ROWS) == 3,
+                 "%ld inbox rows of tombstones, want the 3 late copies",
+                 sc_sql_long(sc, LATE_ROWS));
+        snprintf(result_id, sizeof(result_id), "%s",
+                 sc_sql(sc,
+                        "SELECT event_id FROM outbox WHERE"
+                        " intent_event_id = '%s'",
+                        ev_copy));
+        /* within the retention: nothing to do */
+        co_cmd(sc, NULL, "gc", "--dry-run --json", &dry);
+        SC_CHECK(dry.rc == 0 && jnum(&dry, "deleted.inbox_late_copies") == 0,
+                 "late copies within the retention counted");
+        gc_free(&dry);
+
+        /* a month later, for the runs and the copies alike; the review
+         * key's copy too (its key is no tombstone: its batch deletes it) */
+        SC_CHECK(sc_sql(sc, "UPDATE gc_runs SET started_at = started_at -"
+                            " interval '30 days', finished_at = finished_at -"
+                            " interval '30 days', late_through = late_through"
+                            " - interval '30 days' RETURNING 1"),
+                 "ageing the runs");
+        SC_CHECK(sc_sql_long(sc, "WITH u AS (UPDATE inbox SET received_at ="
+                                 " received_at - interval '30 days' RETURNING"
+                                 " 1) SELECT count(*) FROM u") >= 4,
+                 "ageing the inbox");
+        /* a row before the window the finished runs covered: not a late
+         * copy (one recorded after its key's run is inside the window),
+         * never read: the window is what keeps gc's cost to the copies
+         * received since the last run */
+        SC_CHECK(sc_sql(sc, "INSERT INTO inbox (event_id, tenant_id,"
+                            " idem_key, disposition, received_at) SELECT"
+                            " 'ev-before-window', tenant_id, idem_key,"
+                            " 'replay', now() - interval '400 days' FROM"
+                            " payments WHERE idem_key = 'gc-ok-1'"
+                            " RETURNING 1"),
+                 "a row before the window");
+
+        /* the held and the parked keys, published since, go too: their
+         * inbox holds no copy */
+        co_cmd(sc, NULL, "gc", "--dry-run --json", &dry);
+        SC_CHECK(dry.rc == 0 && jnum(&dry, "tombstones") == 2 &&
+                     jnum(&dry, "deleted.inbox_late_copies") == 3 &&
+                     jnum(&dry, "deleted.inbox") == 3,
+                 "dry run: the 3 late copies");
+        co_cmd(sc, "-X gc.batch_size=2", "gc", "--json", &run);
+        SC_CHECK(run.rc == 0 && jnum(&run, "tombstones") == 2 &&
+                     jnum(&run, "deleted.inbox_late_copies") == 3 &&
+                     jnum(&run, "deleted.inbox") == 3,
+                 "the run: the 3 late copies");
+        SC_CHECK(sc_sql_long(sc, "SELECT count(*) FROM gc_runs WHERE id ="
+                                 " (SELECT max(id) FROM gc_runs) AND"
+                                 " inbox_deleted = 3 AND late_through IS NOT"
+                                 " NULL AND finished_at IS NOT NULL") == 1,
+                 "gc_runs: the run's late copies and its window");
+        SC_CHECK(sc_sql_long(sc, LATE_ROWS) == 1 &&
+                     sc_sql_long(sc, "SELECT count(*) FROM inbox WHERE"
+                                     " event_id IN ('ev-before-window',"
+                                     " 'ev-r2')") == 2,
+                 "gc deleted other inbox rows than the late copies");
+        co_cmd(sc, NULL, "gc", "--json", &again);
+        SC_CHECK(again.rc == 0 &&
+                     jnum(&again, "deleted.inbox_late_copies") == 0,
+                 "second run");
+        gc_free(&dry);
+        gc_free(&run);
+        gc_free(&again);
+
+        /* the collected copy redelivered: answered again, same id */
+        last = sc_sql_long(sc, "SELECT coalesce(max(id), 0) FROM outbox");
+        co_start(sc, &c, "consume", s, fast, NULL);
+        ok0.event_id = ev_copy;
+        sc_produce_intent(sc, -1, &ok0, NULL);
+        sc_flush(sc);
+        snprintf(q, sizeof(q),
+                 "SELECT count(*) = 1 FROM outbox WHERE id > %ld AND"
+                 " intent_event_id = '%s'",
+                 last, ev_copy);
+        SC_CHECK(sc_wait_sql(sc, q, T_WAIT), "the collected copy's answer");
+        SC_CHECK(sc_sql_long(sc,
+                             "SELECT count(*) FROM outbox WHERE id > %ld"
+                             " AND event_id = '%s' AND status = 'succeeded'",
+                             last, result_id) == 1,
+                 "the copy's second answer has another event id than %s",
+                 result_id);
+        SC_CHECK(co_stop(&c, SIGTERM, 60000) == 0, "consume exit");
+#undef LATE_ROWS
+}
+
 static void tombstones_and_replay(void)
 {
         struct scenario sc;
         struct sim s;
         struct co c;
         struct gc_result dry, dry4, run, again;
-        char ev[11][40], fp0[64], fp1[64], keys0[64], keys1[64], pay0[64],
-            pay1[64], un0[64], un1[64], led0[64], led1[64], cd[128], cr[128];
+        char ev[11][40], ev_copy[40], fp0[64], fp1[64], keys0[64], keys1[64],
+            pay0[64], pay1[64], un0[64], un1[64], led0[64], led1[64], cd[128],
+            cr[128];
         struct intent_spec is[11];
         long exp_inbox, exp_outbox;
 
@@ -690,7 +799,8 @@ static void tombstones_and_replay(void)
         fingerprint(&sc, fp1);
         SC_CHECK(!strcmp(fp0, fp1), "the second run changed a row");
 
-        replay_after_gc(&sc, &s, ev);
+        replay_after_gc(&sc, &s, ev, ev_copy);
+        late_copies(&sc, &s, ev_copy);
         printf("tombstones_and_replay: 9 tombstones, dry run = run, the "
                "rest untouched, copies replayed without a charge\n");
         gc_free(&dry);
