@@ -76,6 +76,39 @@ static void sleep_ms(int64_t ms, const atomic_int *stop)
 }
 
 /*
+ * One batch of the keys (late false: up to n keys into *c) or of the late
+ * copies (late true: up to n rows, counted in c->inbox), timed into r.
+ * 0 done, 1 failed or stopped.
+ */
+static int one_batch(struct store *st, struct gc_report *r, bool late, int n,
+                     struct store_gc_counts *c, const atomic_int *stop)
+{
+        char err[1024];
+        int64_t t0, dt;
+        int rc;
+
+        memset(c, 0, sizeof(*c));
+        if (stopped(stop)) {
+                r->interrupted = true;
+                return 1;
+        }
+        t0 = time_mono_ms();
+        rc = late ? store_gc_late_batch(st, r->run_id, n, &c->inbox, err,
+                                        sizeof(err))
+                  : store_gc_batch(st, r->run_id, r->key_ms, n, c, err,
+                                   sizeof(err));
+        if (rc != STORE_OK) {
+                fprintf(stderr, "chargeonce gc: %s\n", err);
+                return 1;
+        }
+        dt = time_mono_ms() - t0;
+        r->batches++;
+        if (dt > r->longest_ms)
+                r->longest_ms = dt;
+        return 0;
+}
+
+/*
  * The inbox's late copies, after the keys: batches until none is left.
  * 0 done, 1 failed or stopped (the run then records no late_through: the
  * next one covers this window again).
@@ -84,31 +117,17 @@ static int run_late(struct store *st, const struct ops_gc_opts *o,
                     struct gc_report *r, struct progress *pg,
                     const atomic_int *stop)
 {
-        char err[1024];
-
         for (;;) {
-                int64_t n, t0, dt;
+                struct store_gc_counts c;
 
-                if (stopped(stop)) {
-                        r->interrupted = true;
+                if (one_batch(st, r, true, (int)o->batch_size, &c, stop))
                         return 1;
-                }
-                t0 = time_mono_ms();
-                if (store_gc_late_batch(st, r->run_id, (int)o->batch_size, &n,
-                                        err, sizeof(err)) != STORE_OK) {
-                        fprintf(stderr, "chargeonce gc: %s\n", err);
-                        return 1;
-                }
-                dt = time_mono_ms() - t0;
-                r->batches++;
-                if (dt > r->longest_ms)
-                        r->longest_ms = dt;
-                r->late += n;
-                r->done.inbox += n;
+                r->late += c.inbox;
+                r->done.inbox += c.inbox;
                 progress_update(
                     pg, "%" PRId64 " batches, %" PRId64 " late copies deleted",
                     r->batches, r->late);
-                if (n < o->batch_size)
+                if (c.inbox < o->batch_size)
                         return 0;
                 if (o->batch_pause_ms > 0)
                         sleep_ms(o->batch_pause_ms, stop);
@@ -133,22 +152,9 @@ static int run_batches(struct store *st, const struct ops_gc_opts *o,
         while (left > 0) {
                 struct store_gc_counts c;
                 int n = (int)(batch < left ? batch : left);
-                int64_t t0, dt;
 
-                if (stopped(stop)) {
-                        r->interrupted = true;
+                if (one_batch(st, r, false, n, &c, stop))
                         return 1;
-                }
-                t0 = time_mono_ms();
-                if (store_gc_batch(st, r->run_id, r->key_ms, n, &c, err,
-                                   sizeof(err)) != STORE_OK) {
-                        fprintf(stderr, "chargeonce gc: %s\n", err);
-                        return 1;
-                }
-                dt = time_mono_ms() - t0;
-                r->batches++;
-                if (dt > r->longest_ms)
-                        r->longest_ms = dt;
                 r->done.tombstones += c.tombstones;
                 r->done.inbox += c.inbox;
                 r->done.evidence += c.evidence;
