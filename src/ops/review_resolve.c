@@ -191,6 +191,19 @@ static int refuse(const struct ops_review_resolve *a, const char *why,
         return 1;
 }
 
+
+/* The common tail of the --json answers: the masked key, the actor, the
+ * gateway's evidence; printed and freed. */
+static void print_doc(json_t *doc, const char *masked, const char *actor,
+                      json_t *gw)
+{
+        json_object_set_new(doc, "idempotency_key_masked", json_string(masked));
+        json_object_set_new(doc, "actor", json_string(actor));
+        json_object_set(doc, "gateway", gw);
+        json_dumpf(doc, stdout, JSON_INDENT(2));
+        putchar('\n');
+        json_decref(doc);
+}
 /* Steps 4: the transaction and what is said about it. */
 static int apply(struct store *st, const struct ops_review_resolve *a,
                  const struct store_review_payment *p, const char *actor,
@@ -267,13 +280,7 @@ static int apply(struct store *st, const struct ops_review_resolve *a,
                                                  : json_null());
                 json_object_set_new(doc, "result_event_id",
                                     json_string(out.result_event_id));
-                json_object_set_new(doc, "idempotency_key_masked",
-                                    json_string(m));
-                json_object_set_new(doc, "actor", json_string(actor));
-                json_object_set(doc, "gateway", gw);
-                json_dumpf(doc, stdout, JSON_INDENT(2));
-                putchar('\n');
-                json_decref(doc);
+                print_doc(doc, m, actor, gw);
         } else {
                 printf("changed: payment %s resolved as %s%s%s by %s\n"
                        "result %s (resolves_review) goes to the result "
@@ -310,13 +317,7 @@ static int dry(const struct ops_review_resolve *a,
                 json_object_set_new(doc, "provider_charge_id",
                                     v->charge_id ? json_string(v->charge_id)
                                                  : json_null());
-                json_object_set_new(doc, "idempotency_key_masked",
-                                    json_string(m));
-                json_object_set_new(doc, "actor", json_string(actor));
-                json_object_set(doc, "gateway", gw);
-                json_dumpf(doc, stdout, JSON_INDENT(2));
-                putchar('\n');
-                json_decref(doc);
+                print_doc(doc, m, actor, gw);
         } else {
                 printf("dry run: payment %s would be resolved as %s%s%s by "
                        "%s (%s);\na result with resolves_review would go to "
