@@ -146,6 +146,7 @@ static void fill_http(struct cmd_opts *o, const struct settings *st)
         h->alive_timeout_ms = st->http_alive_timeout_ms;
         h->refresh_ms       = st->metrics_refresh_interval_ms;
         h->audit_ms         = st->metrics_audit_interval_ms;
+        h->audit_timeout_ms = st->metrics_audit_timeout_ms;
         h->actor            = o->owner;
         h->production       = !strcmp(st->security_mode, "production");
         o->http_enabled     = *st->http_listen != '\0';

@@ -27,6 +27,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -545,6 +546,9 @@ struct http *http_new(const struct http_opts *o, char *errstr,
 
         if (!(h = http_new_checked(o, errstr, errstr_size)))
                 return NULL;
+        /* no audit has completed: not a healthy 0 (docs/operations.md) */
+        metrics_set(o->metrics, METRIC_INVARIANT_VIOLATIONS, NAN);
+        metrics_set(o->metrics, METRIC_WEBHOOK_CONTRADICTIONS, NAN);
         if (http_pool_init(&h->pool, o->db_connections) < 0) {
                 why = errno;
                 snprintf(errstr, errstr_size, "http: %s", strerror(why));

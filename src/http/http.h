@@ -68,6 +68,7 @@ struct http_opts {
         int db_connections; /* webhook.db_connections */
         int64_t tolerance_ms, alive_timeout_ms;
         int64_t refresh_ms, audit_ms; /* metrics.*_interval */
+        int64_t audit_timeout_ms;     /* metrics.audit_timeout */
         const char *actor; /* who applies webhooks (evidence): worker id */
         /* security.mode = production: a replication that may lose
          * commits is logged as a warning (docs/deployment.md) */

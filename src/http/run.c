@@ -22,14 +22,13 @@
 #include <stdio.h>
 #include <time.h>
 
-/* The audit view may take longer than a probe: its own timeout. */
-#define HTTP_AUDIT_STATEMENT_MS 30000
-#define HTTP_LOOP_MS            100
+#define HTTP_LOOP_MS 100
 
 struct gauge_loop {
         struct store *st;
-        bool failing; /* the last read failed: logged already */
-        int repl;     /* the replication mode logged last, or -1 */
+        bool failing;       /* the last read failed: logged already */
+        bool audit_failing; /* the last audit failed: logged already */
+        int repl;           /* the replication mode logged last, or -1 */
 };
 
 static struct log_ctx run_ctx(void)
@@ -138,36 +137,75 @@ static void replication(struct http *h, struct gauge_loop *g)
                      "ids after the group is rewound (docs/deployment.md)");
 }
 
+/* The audit's statement_timeout: metrics.audit_timeout, at most half of
+ * http.alive_timeout (the loop does not beat while the audit runs). */
+static int64_t audit_timeout_ms(const struct http *h)
+{
+        int64_t t = h->o.audit_timeout_ms, half = h->o.alive_timeout_ms / 2;
+
+        return half > 0 && t > half ? half : t;
+}
+
+/*
+ * One periodic audit: the invariant violations and the open webhook
+ * contradictions. Only a complete audit moves the audit gauges (both
+ * values, the time it ended, its duration); a failed or cancelled one
+ * counts in chargeonce_audit_failures_total and leaves them as they were,
+ * so chargeonce_audit_last_success_timestamp_seconds ages (alert
+ * ChargeonceAuditStale) and the violations keep the last complete
+ * audit's count (NaN before the first, never a healthy-looking 0).
+ */
 static void audit(struct http *h, struct gauge_loop *g)
 {
+        struct metrics *m         = h->o.metrics;
         struct store_violation *v = NULL;
-        size_t n                  = 0;
+        int64_t timeout_ms        = audit_timeout_ms(h);
+        int64_t t0                = time_mono_ms();
         int64_t contradictions    = 0;
+        struct log_ctx lc         = run_ctx();
+        size_t n                  = 0;
         char err[512];
         int rc = STORE_ERR_CONN;
 
         /* store_ping sets the session's statement_timeout for the audit */
         if (loop_store(h, g, err, sizeof(err)) &&
-            (rc = store_ping(g->st, HTTP_AUDIT_STATEMENT_MS, err,
-                             sizeof(err))) == STORE_OK &&
+            (rc = store_ping(g->st, timeout_ms, err, sizeof(err))) ==
+                STORE_OK &&
             (rc = store_invariant_violations(g->st, &v, &n, err,
                                              sizeof(err))) == STORE_OK) {
-                metrics_set(h->o.metrics, METRIC_INVARIANT_VIOLATIONS,
-                            (double)n);
                 store_violations_free(v, n);
                 rc = store_webhook_contradictions_count(
-                    g->st, HTTP_AUDIT_STATEMENT_MS, &contradictions, err,
-                    sizeof(err));
-                if (rc == STORE_OK)
-                        metrics_set(h->o.metrics, METRIC_WEBHOOK_CONTRADICTIONS,
-                                    (double)contradictions);
+                    g->st, timeout_ms, &contradictions, err, sizeof(err));
         }
-        loop_result(g, "audit", rc, err);
+        for (char *p = err; rc != STORE_OK && *p; p++)
+                if (*p == '\n' || *p == '\t')
+                        *p = ' '; /* libpq's messages: one line */
+        if (rc != STORE_OK) {
+                metrics_inc(m, METRIC_AUDIT_FAILURES, 0);
+                if (!g->audit_failing)
+                        log_warn(&lc,
+                                 "http: audit: %s (after %" PRId64
+                                 " ms, metrics.audit_timeout %" PRId64
+                                 " ms; the audit gauges keep the last "
+                                 "complete audit's values)",
+                                 err, time_mono_ms() - t0, timeout_ms);
+                g->audit_failing = true;
+                return;
+        }
+        if (g->audit_failing)
+                log_info(&lc, "http: audit: complete again");
+        g->audit_failing = false;
+        metrics_set(m, METRIC_INVARIANT_VIOLATIONS, (double)n);
+        metrics_set(m, METRIC_WEBHOOK_CONTRADICTIONS, (double)contradictions);
+        metrics_set(m, METRIC_AUDIT_DURATION,
+                    (double)(time_mono_ms() - t0) / 1000.0);
+        metrics_set(m, METRIC_AUDIT_LAST_SUCCESS,
+                    (double)time_wall_ms() / 1000.0);
 }
 
 int http_run(struct http *h, const atomic_int *stop)
 {
-        struct gauge_loop g     = { NULL, false, -1 };
+        struct gauge_loop g     = { NULL, false, false, -1 };
         struct flow_tick gauges = { 0 }, audits = { 0 };
         int loop = metrics_loop_register(h->o.metrics, "http");
         int rc   = 0;

@@ -547,6 +547,141 @@ static void metrics_names(void)
                  "no build_info or process_* metrics: %s", a.body);
 }
 
+/* The text of the value of the first line of /metrics starting with
+ * line_prefix (a metric name and a space), into out. */
+static void metric_text(int port, const char *line_prefix, char *out,
+                        size_t outsz)
+{
+        struct answer a;
+        const char *p;
+
+        get(port, "/metrics", &a);
+        SC_CHECK(a.status == 200, "/metrics answered %ld", a.status);
+        for (p = a.body; (p = strstr(p, line_prefix)); p++)
+                if (p == a.body || p[-1] == '\n') {
+                        p += strlen(line_prefix);
+                        snprintf(out, outsz, "%.*s", (int)strcspn(p, "\n"), p);
+                        return;
+                }
+        SC_CHECK(false, "/metrics has no %s", line_prefix);
+}
+
+static double metric_double(int port, const char *line_prefix)
+{
+        char v[64];
+
+        metric_text(port, line_prefix, v, sizeof(v));
+        return strtod(v, NULL);
+}
+
+#define AUDIT_OK   "chargeonce_audit_last_success_timestamp_seconds "
+#define AUDIT_FAIL "chargeonce_audit_failures_total "
+#define AUDIT_VIOL "chargeonce_invariant_violations "
+#define AUDIT_CONT "chargeonce_webhook_contradictions "
+
+/* Waits up to timeout_ms for the failures counter to reach at least n. */
+static void audit_wait_failures(int port, long n, int timeout_ms)
+{
+        long got = 0;
+
+        for (int t = 0; t < timeout_ms && (got = metric(port, AUDIT_FAIL)) < n;
+             t += 100)
+                usleep(100 * 1000);
+        SC_CHECK(got >= n, "%ld failed audits, want at least %ld", got, n);
+}
+
+/* Holds an ACCESS EXCLUSIVE lock on payments on a connection of its own
+ * (NULL: releases it), so that every audit waits for it. */
+static PGconn *audit_lock(PGconn *held)
+{
+        PGresult *res;
+
+        if (held) {
+                PQfinish(held); /* the transaction ends with the session */
+                return NULL;
+        }
+        held = PQconnectdb(scenario()->conninfo);
+        SC_CHECK(PQstatus(held) == CONNECTION_OK, "lock connection: %s",
+                 PQerrorMessage(held));
+        res = PQexec(held, "BEGIN; LOCK TABLE payments IN ACCESS EXCLUSIVE "
+                           "MODE");
+        SC_CHECK(PQresultStatus(res) == PGRES_COMMAND_OK, "LOCK: %s",
+                 PQresultErrorMessage(res));
+        PQclear(res);
+        return held;
+}
+
+/*
+ * The audit's own health (docs/operations.md, ChargeonceAuditStale). A
+ * `chargeonce webhook` audits every second, each audit cancelled after
+ * 300 ms. Started while a lock on payments makes every audit wait: its
+ * audits time out and are counted, no audit completed (the time 0) and the
+ * violations read NaN, not a healthy 0. The lock released, an audit
+ * completes: 0 violations and the time it ended. Locked again: the
+ * failures count on, the time of the last complete audit stays while the
+ * clock moves (its age grows), the violations keep the last count. Then
+ * one completes again.
+ */
+static void audit_health(void)
+{
+        static const char *const xs[] = { "webhook.secret=" SECRET,
+                                          "metrics.audit_interval=1s",
+                                          "metrics.audit_timeout=300ms", NULL };
+        PGconn *lock                  = audit_lock(NULL);
+        struct co c;
+        char v[64];
+        double t1, now;
+        long failed;
+        int port;
+
+        co_start(scenario(), &c, "webhook", NULL, xs, NULL);
+        port = co_http_port(&c);
+        audit_wait_failures(port, 2, 20000);
+        SC_CHECK(metric_double(port, AUDIT_OK) == 0,
+                 "an audit completed under the lock");
+        metric_text(port, AUDIT_VIOL, v, sizeof(v));
+        SC_CHECK(!strcmp(v, "NaN"), "violations before any audit: %s", v);
+        metric_text(port, AUDIT_CONT, v, sizeof(v));
+        SC_CHECK(!strcmp(v, "NaN"), "contradictions before any audit: %s", v);
+
+        lock = audit_lock(lock);
+        for (int t = 0; t < 20000 && metric_double(port, AUDIT_OK) == 0;
+             t += 100)
+                usleep(100 * 1000);
+        t1  = metric_double(port, AUDIT_OK);
+        now = (double)time(NULL);
+        SC_CHECK(t1 > now - 30 && t1 <= now + 1,
+                 "last complete audit at %.3f, now %.0f", t1, now);
+        metric_text(port, AUDIT_VIOL, v, sizeof(v));
+        SC_CHECK(!strcmp(v, "0"), "violations after an audit: %s", v);
+        metric_text(port, AUDIT_CONT, v, sizeof(v));
+        SC_CHECK(!strcmp(v, "0"), "contradictions after an audit: %s", v);
+        SC_CHECK(metric_double(port, "chargeonce_audit_duration_seconds ") <
+                     0.3,
+                 "a complete audit longer than its timeout");
+
+        /* the audits after t1 fail: t1 stays, the clock goes on */
+        lock   = audit_lock(lock);
+        failed = metric(port, AUDIT_FAIL);
+        t1     = metric_double(port, AUDIT_OK);
+        audit_wait_failures(port, failed + 3, 20000);
+        SC_CHECK(metric_double(port, AUDIT_OK) == t1,
+                 "the last complete audit moved under the lock");
+        SC_CHECK((double)time(NULL) - t1 >= 2,
+                 "the last complete audit's age did not grow: %.3f",
+                 (double)time(NULL) - t1);
+        metric_text(port, AUDIT_VIOL, v, sizeof(v));
+        SC_CHECK(!strcmp(v, "0"), "violations after failed audits: %s", v);
+
+        lock = audit_lock(lock);
+        for (int t = 0; t < 20000 && metric_double(port, AUDIT_OK) == t1;
+             t += 100)
+                usleep(100 * 1000);
+        SC_CHECK(metric_double(port, AUDIT_OK) > t1,
+                 "no audit completed after the lock");
+        SC_CHECK(co_stop(&c, SIGTERM, 30000) == 0, "webhook did not stop");
+}
+
 static void healthz(void)
 {
         struct answer a;
@@ -942,6 +1077,7 @@ int main(int argc, char **argv)
                 { "id_in_logs", id_in_logs, NULL, NULL },
                 { "replay", replay, NULL, NULL },
                 { "metrics_names", metrics_names, NULL, NULL },
+                { "audit_health", audit_health, NULL, NULL },
                 { "healthz", healthz, NULL, NULL },
                 { "readyz_consumer", readyz_consumer, NULL, NULL },
                 { "readyz_db", readyz_db, NULL, NULL },

@@ -135,6 +135,7 @@ def alerts(root, known):
             used |= check_expr(where, r.get("expr"), known)
     need = {
         "chargeonce_invariant_violations", "chargeonce_webhook_contradictions",
+        "chargeonce_audit_last_success_timestamp_seconds",
         "chargeonce_processing_oldest_seconds",
         "chargeonce_outbox_oldest_unpublished_seconds",
         "chargeonce_outbox_unpublished", "chargeonce_review_payments",

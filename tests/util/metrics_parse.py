@@ -10,6 +10,7 @@ usage: metrics_parse.py --sample <metrics_sample binary> --def metrics.def
 Exit 77 (skipped) when prometheus_client is not installed.
 """
 import argparse
+import math
 import os
 import subprocess
 import sys
@@ -94,6 +95,8 @@ def main():
         (("chargeonce_consumer_lag", {"partition": "3"}), 12),
         (("chargeonce_consumer_lag", {"partition": "0"}), 5),
         (("chargeonce_webhook_contradictions", {}), -0.5),
+        (("chargeonce_audit_last_success_timestamp_seconds", {}),
+         1796000000.25),
         (("chargeonce_gateway_request_duration_seconds_count", {}), 7),
         (("chargeonce_gateway_request_duration_seconds_sum", {}),
          0.0004 + 0.003 + 0.003 + 0.07 + 0.7 + 3 + 42),
@@ -102,6 +105,9 @@ def main():
         got = value(name, **labels)
         if abs(got - v) > 1e-9 * max(1.0, abs(v)):
             fail("%s %r = %r, want %r" % (name, labels, got, v))
+    # a gauge with no value yet (the audit's before the first one) is NaN
+    if not math.isnan(value("chargeonce_invariant_violations")):
+        fail("chargeonce_invariant_violations is not NaN")
     # what the sample runs, and its own process read from /proc/self
     if value("chargeonce_build_info", version="9.8.7",
              commit="abcdef012345") != 1:

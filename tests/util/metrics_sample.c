@@ -9,6 +9,7 @@
  */
 #include "util/metrics.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -39,7 +40,9 @@ int main(void)
         metrics_lag_set(m, parts, lags, 3);
         metrics_set(m, METRIC_CONSUMER_JOINED, 1);
         metrics_inc(m, METRIC_WEBHOOKS, MW_CONTRADICTION);
-        metrics_set(m, METRIC_INVARIANT_VIOLATIONS, 0);
+        /* no audit completed yet (docs/operations.md) */
+        metrics_set(m, METRIC_INVARIANT_VIOLATIONS, NAN);
+        metrics_set(m, METRIC_AUDIT_LAST_SUCCESS, 1796000000.25);
         metrics_set(m, METRIC_WEBHOOK_CONTRADICTIONS, -0.5);
         metrics_set_build(m, "9.8.7", "abcdef012345");
         buf_init(&b, 1 << 20);
