@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * http/run: http_run(), the loop beside the server: beats (healthz sees
- * it), refreshes the database gauges every metrics.refresh_interval and
- * the audit gauges every metrics.audit_interval, on a connection of its
- * own, every read bounded by a statement_timeout.
+ * it), refreshes the database gauges every metrics.refresh_interval on a
+ * connection of its own, and every metrics.audit_interval runs the
+ * invariant audit on another, if this process is the database's auditor
+ * (store/audit.h: the one that holds the audit lock), every read bounded
+ * by a statement_timeout.
  *
  * Must never: hold up the server (it runs on its own threads), or stop
  * on a database error (the gauges keep their last value; logged once per
@@ -12,6 +14,7 @@
 #include "http/http_int.h"
 
 #include "flow/flow.h"
+#include "store/audit.h"
 #include "store/gauges.h"
 #include "store/store.h"
 #include "util/log.h"
@@ -19,16 +22,19 @@
 #include "util/timeutil.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <time.h>
 
 #define HTTP_LOOP_MS 100
 
 struct gauge_loop {
-        struct store *st;
-        bool failing;       /* the last read failed: logged already */
-        bool audit_failing; /* the last audit failed: logged already */
-        int repl;           /* the replication mode logged last, or -1 */
+        struct store *st;       /* the gauges' session */
+        struct store *audit_st; /* the audit's: may hold the audit lock */
+        bool failing;           /* the last read failed: logged already */
+        bool audit_failing;     /* the last audit failed: logged already */
+        int repl;               /* the replication mode logged last, or -1 */
+        int leader; /* the audit leadership logged last (0, 1), or -1 */
 };
 
 static struct log_ctx run_ctx(void)
@@ -146,12 +152,75 @@ static int64_t audit_timeout_ms(const struct http *h)
         return half > 0 && t > half ? half : t;
 }
 
+/* The audit's session, connected, or NULL (err set). */
+static struct store *audit_store(struct http *h, struct gauge_loop *g,
+                                 char *err, size_t errsz)
+{
+        if (!g->audit_st)
+                g->audit_st = store_connect_timeout(
+                    h->o.conninfo, HTTP_DB_CONNECT_S, err, errsz);
+        return g->audit_st;
+}
+
+/* This process audits the database, or stops doing so (lead < 0: not
+ * known, the lock could not be asked for). Logged when it changes. */
+static void audit_leader(struct http *h, struct gauge_loop *g, int lead)
+{
+        struct metrics *m = h->o.metrics;
+        struct log_ctx lc = run_ctx();
+
+        if (lead >= 0)
+                metrics_set(m, METRIC_AUDIT_LEADER, (double)lead);
+        if (lead == g->leader || lead < 0)
+                return;
+        if (lead)
+                log_info(&lc,
+                         "http: audit: this process audits the "
+                         "database (advisory lock " STORE_AUDIT_LOCK_KEY ")");
+        else
+                log_info(
+                    &lc,
+                    "http: audit: another process audits the "
+                    "database (it holds advisory lock " STORE_AUDIT_LOCK_KEY
+                    "); this one tries again every "
+                    "metrics.audit_interval");
+        if (!lead && g->leader == 1) {
+                /* what this process counted is no longer the database's
+                 * news: the auditor's gauges say it */
+                metrics_set(m, METRIC_INVARIANT_VIOLATIONS, NAN);
+                metrics_set(m, METRIC_WEBHOOK_CONTRADICTIONS, NAN);
+        }
+        g->leader = lead;
+}
+
+static void audit_failed(struct http *h, struct gauge_loop *g, int64_t t0,
+                         int64_t timeout_ms, char *err)
+{
+        struct log_ctx lc = run_ctx();
+
+        for (char *p = err; *p; p++)
+                if (*p == '\n' || *p == '\t')
+                        *p = ' '; /* libpq's messages: one line */
+        metrics_inc(h->o.metrics, METRIC_AUDIT_FAILURES, 0);
+        if (!g->audit_failing)
+                log_warn(&lc,
+                         "http: audit: %s (after %" PRId64
+                         " ms, metrics.audit_timeout %" PRId64
+                         " ms; the audit gauges keep the last complete "
+                         "audit's values)",
+                         err, time_mono_ms() - t0, timeout_ms);
+        g->audit_failing = true;
+}
+
 /*
  * One periodic audit: the invariant violations and the open webhook
- * contradictions. Only a complete audit moves the audit gauges (both
- * values, the time it ended, its duration); a failed or cancelled one
- * counts in chargeonce_audit_failures_total and leaves them as they were,
- * so chargeonce_audit_last_success_timestamp_seconds ages (alert
+ * contradictions, on the audit's own session, by the database's auditor
+ * only (store_audit_lead: one process per database holds the lock; the
+ * others skip, chargeonce_audit_leader 0). Only a complete audit moves
+ * the audit gauges (both values, the time it ended, its duration); a
+ * failed or cancelled one counts in chargeonce_audit_failures_total and
+ * leaves them as they were, so
+ * chargeonce_audit_last_success_timestamp_seconds ages (alert
  * ChargeonceAuditStale) and the violations keep the last complete
  * audit's count (NaN before the first, never a healthy-looking 0).
  */
@@ -163,33 +232,28 @@ static void audit(struct http *h, struct gauge_loop *g)
         int64_t t0                = time_mono_ms();
         int64_t contradictions    = 0;
         struct log_ctx lc         = run_ctx();
+        bool lead                 = false;
         size_t n                  = 0;
         char err[512];
-        int rc = STORE_ERR_CONN;
+        int rc;
 
-        /* store_ping sets the session's statement_timeout for the audit */
-        if (loop_store(h, g, err, sizeof(err)) &&
-            (rc = store_ping(g->st, timeout_ms, err, sizeof(err))) ==
-                STORE_OK &&
-            (rc = store_invariant_violations(g->st, &v, &n, err,
+        if (!audit_store(h, g, err, sizeof(err))) {
+                audit_failed(h, g, t0, timeout_ms, err);
+                return;
+        }
+        rc = store_audit_lead(g->audit_st, timeout_ms, &lead, err, sizeof(err));
+        audit_leader(h, g, rc == STORE_OK ? lead : -1);
+        if (rc == STORE_OK && !lead)
+                return;
+        if (rc == STORE_OK &&
+            (rc = store_invariant_violations(g->audit_st, &v, &n, err,
                                              sizeof(err))) == STORE_OK) {
                 store_violations_free(v, n);
                 rc = store_webhook_contradictions_count(
-                    g->st, timeout_ms, &contradictions, err, sizeof(err));
+                    g->audit_st, timeout_ms, &contradictions, err, sizeof(err));
         }
-        for (char *p = err; rc != STORE_OK && *p; p++)
-                if (*p == '\n' || *p == '\t')
-                        *p = ' '; /* libpq's messages: one line */
         if (rc != STORE_OK) {
-                metrics_inc(m, METRIC_AUDIT_FAILURES, 0);
-                if (!g->audit_failing)
-                        log_warn(&lc,
-                                 "http: audit: %s (after %" PRId64
-                                 " ms, metrics.audit_timeout %" PRId64
-                                 " ms; the audit gauges keep the last "
-                                 "complete audit's values)",
-                                 err, time_mono_ms() - t0, timeout_ms);
-                g->audit_failing = true;
+                audit_failed(h, g, t0, timeout_ms, err);
                 return;
         }
         if (g->audit_failing)
@@ -205,7 +269,7 @@ static void audit(struct http *h, struct gauge_loop *g)
 
 int http_run(struct http *h, const atomic_int *stop)
 {
-        struct gauge_loop g     = { NULL, false, false, -1 };
+        struct gauge_loop g     = { NULL, NULL, false, false, -1, -1 };
         struct flow_tick gauges = { 0 }, audits = { 0 };
         int loop = metrics_loop_register(h->o.metrics, "http");
         int rc   = 0;
@@ -233,5 +297,6 @@ int http_run(struct http *h, const atomic_int *stop)
         }
         metrics_loop_unregister(h->o.metrics, loop);
         store_destroy(g.st);
+        store_destroy(g.audit_st); /* the audit lock goes with it */
         return rc;
 }

@@ -682,6 +682,87 @@ static void audit_health(void)
         SC_CHECK(co_stop(&c, SIGTERM, 30000) == 0, "webhook did not stop");
 }
 
+/* The holders of the audit lock in the scenario's database
+ * (store/audit.h: bigint key 7461290002, classid 1, objid 3166322706). */
+#define AUDIT_LOCK_HOLDERS                                                     \
+        "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)"  \
+        " WHERE l.locktype = 'advisory' AND l.classid = 1"                     \
+        " AND l.objid = 3166322706 AND l.objsubid = 1 AND l.granted"           \
+        " AND l.database = (SELECT oid FROM pg_database"                       \
+        "  WHERE datname = current_database())"                                \
+        " AND a.application_name = 'chargeonce audit'"
+
+/* Waits up to timeout_ms until port's process is the auditor and has
+ * completed an audit. */
+static bool audit_wait_leader(int port, int timeout_ms)
+{
+        for (int t = 0; t < timeout_ms; t += 100) {
+                if (metric(port, "chargeonce_audit_leader ") == 1 &&
+                    metric_double(port, AUDIT_OK) > 0)
+                        return true;
+                usleep(100 * 1000);
+        }
+        return false;
+}
+
+/*
+ * One auditor per database: two `chargeonce webhook` on one database, each
+ * trying every second. One holds the audit lock (one holder in pg_locks,
+ * on a session named "chargeonce audit") and audits: leader 1, the time of
+ * its last complete audit, 0 violations. The other skips every audit and
+ * says so: leader 0, no complete audit (time 0, violations NaN), and no
+ * failure counted. The auditor stopped, its lock goes with its session and
+ * the other takes it at its next try and audits.
+ */
+static void audit_one_leader(void)
+{
+        static const char *const xs[] = { "webhook.secret=" SECRET,
+                                          "metrics.audit_interval=1s", NULL };
+        struct co c[2];
+        int port[2], lead = -1;
+        char v[64];
+
+        for (int i = 0; i < 2; i++) {
+                co_start(scenario(), &c[i], "webhook", NULL, xs, NULL);
+                port[i] = co_http_port(&c[i]);
+        }
+        for (int t = 0; t < 20000 && lead < 0; t += 100) {
+                for (int i = 0; i < 2 && lead < 0; i++)
+                        if (metric_double(port[i], AUDIT_OK) > 0)
+                                lead = i;
+                if (lead < 0)
+                        usleep(100 * 1000);
+        }
+        SC_CHECK(lead >= 0, "no process completed an audit");
+        usleep(2500 * 1000); /* the other tried at least twice */
+        for (int i = 0; i < 2; i++) {
+                long leader = metric(port[i], "chargeonce_audit_leader ");
+
+                SC_CHECK(leader == (i == lead), "process %d: leader %ld", i,
+                         leader);
+                SC_CHECK(metric(port[i], AUDIT_FAIL) == 0,
+                         "process %d counted failed audits", i);
+                metric_text(port[i], AUDIT_VIOL, v, sizeof(v));
+                SC_CHECK(!strcmp(v, i == lead ? "0" : "NaN"),
+                         "process %d: violations %s", i, v);
+        }
+        SC_CHECK(metric_double(port[1 - lead], AUDIT_OK) == 0,
+                 "the other process completed an audit");
+        SC_CHECK(sc_sql_long(scenario(), AUDIT_LOCK_HOLDERS) == 1,
+                 "audit lock holders: %ld",
+                 sc_sql_long(scenario(), AUDIT_LOCK_HOLDERS));
+
+        SC_CHECK(co_stop(&c[lead], SIGTERM, 30000) == 0,
+                 "auditor did not stop");
+        SC_CHECK(audit_wait_leader(port[1 - lead], 20000),
+                 "the other process did not take the audit over");
+        SC_CHECK(sc_sql_long(scenario(), AUDIT_LOCK_HOLDERS) == 1,
+                 "audit lock holders after the takeover: %ld",
+                 sc_sql_long(scenario(), AUDIT_LOCK_HOLDERS));
+        SC_CHECK(co_stop(&c[1 - lead], SIGTERM, 30000) == 0,
+                 "webhook did not stop");
+}
+
 static void healthz(void)
 {
         struct answer a;
@@ -1078,6 +1159,7 @@ int main(int argc, char **argv)
                 { "replay", replay, NULL, NULL },
                 { "metrics_names", metrics_names, NULL, NULL },
                 { "audit_health", audit_health, NULL, NULL },
+                { "audit_one_leader", audit_one_leader, NULL, NULL },
                 { "healthz", healthz, NULL, NULL },
                 { "readyz_consumer", readyz_consumer, NULL, NULL },
                 { "readyz_db", readyz_db, NULL, NULL },
