@@ -8,6 +8,11 @@
 #     tombstones and a gc backlog, refunds, resolved reviews with the
 #     operator's evidence, webhooks, copies, conflicts, rejected intents,
 #     results not yet published, nothing parked;
+#   * the schema of 0016/0017: the payment row is the key (the
+#     idempotency_keys view reads one key per payment, its derived
+#     result_event_id naming the payment's result), the inbox holds copies
+#     only (no 'new' row), the ledger is one ledger_postings row per
+#     posting (ledger_entries reads two per posting);
 #   * the tombstones hold what gc leaves (src/store/gc.c) and the audit's
 #     mark (outbox_cleanup) covers every result gc removed;
 #   * refused: a database not migrated, one holding data (without
@@ -61,7 +66,7 @@ check "the rate is reported" \
 	"$(grep -Ec '^history: filled 20000 payments in [0-9.]+ s: [0-9]+ payments/s' "$tmp/out")" = 1
 check "4 chunks reported progress" "$(grep -c 'payments/s$' "$tmp/err")" = 4
 check "the size of every table is reported" \
-	"$(grep -Ec '^size (payments|idempotency_keys|inbox|outbox|ledger_transactions|ledger_entries|webhook_events|gateway_evidence) [0-9]+' "$tmp/out")" = 8
+	"$(grep -Ec '^size (payments|inbox|outbox|ledger_postings|webhook_events|gateway_evidence) [0-9]+' "$tmp/out")" = 6
 
 # the audit
 audit=(audit)
@@ -86,18 +91,16 @@ for s in succeeded failed review processing; do
 	same payments.status.$s "SELECT count(*) FROM payments WHERE status = '$s'"
 done
 same payments.refunded "SELECT count(*) FROM payments WHERE refunded_at IS NOT NULL"
-same idempotency_keys "SELECT count(*) FROM idempotency_keys"
-same idempotency_keys.tombstoned \
+same payments.tombstoned \
 	"SELECT count(*) FROM idempotency_keys WHERE tombstoned_at IS NOT NULL"
-same ledger_transactions.kind.charge \
+same ledger_postings.kind.charge \
 	"SELECT count(*) FROM ledger_transactions WHERE kind = 'charge'"
-same ledger_transactions.kind.refund \
+same ledger_postings.kind.refund \
 	"SELECT count(*) FROM ledger_transactions WHERE kind = 'refund'"
-same ledger_entries "SELECT count(*) FROM ledger_entries"
-for t in inbox outbox gateway_evidence webhook_events; do
+for t in ledger_postings inbox outbox gateway_evidence webhook_events; do
 	same $t "SELECT count(*) FROM $t"
 done
-for d in new in_progress replay conflict rejected; do
+for d in in_progress replay conflict rejected; do
 	same inbox.disposition.$d "SELECT count(*) FROM inbox WHERE disposition = '$d'"
 done
 same outbox.unpublished "SELECT count(*) FROM outbox WHERE published_at IS NULL"
@@ -117,8 +120,8 @@ share payments.status.succeeded 925 955
 share payments.status.failed 45 65
 share payments.status.review 2 9
 share payments.refunded 3 15
-share idempotency_keys.tombstoned 350 650
-share idempotency_keys.gc_backlog 350 650
+share payments.tombstoned 350 650
+share payments.gc_backlog 350 650
 share inbox.disposition.replay 20 80
 share inbox.disposition.rejected 5 15
 share webhook_events.result.ignored 150 350
@@ -137,28 +140,34 @@ for k in inbox.disposition.in_progress inbox.disposition.conflict \
 	outbox.status.failed.replayed; do
 	check "$k > 0" "$(c $k)" -gt 0
 done
-check "ledger: two entries per posting" \
-	"$(q "SELECT (SELECT count(*) FROM ledger_entries) = 2 * (SELECT count(*) FROM ledger_transactions)")" = t
+check "ledger: two entries per posting (the views over ledger_postings)" \
+	"$(q "SELECT (SELECT count(*) FROM ledger_entries) = 2 * (SELECT count(*) FROM ledger_postings)")" = t
+check "keys: one per payment (the view over payments)" \
+	"$(q "SELECT (SELECT count(*) FROM idempotency_keys) = (SELECT count(*) FROM payments)")" = t
+check "the inbox holds copies only: no 'new' row (0017)" \
+	"$(q "SELECT count(*) FROM inbox WHERE disposition = 'new'")" = 0
+check "the key's derived result_event_id names the payment's result" \
+	"$(q "SELECT count(*) FROM idempotency_keys k WHERE k.tombstoned_at IS NULL AND k.state = 'final' AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.payment_id = k.payment_id AND o.event_id = k.result_event_id AND NOT o.replayed)")" = 0
 check "created over the year up to now" \
 	"$(q "SELECT min(created_at) < now() - interval '364 days' AND max(created_at) > now() - interval '1 hour' FROM payments")" = t
-check "request hashes of 32 bytes, provider keys of 64 hex digits" \
-	"$(q "SELECT bool_and(octet_length(k.request_hash) = 32 AND p.provider_key ~ '^[0-9a-f]{64}$') FROM idempotency_keys k JOIN payments p USING (payment_id)")" = t
+check "request hashes and first messages' digests of 32 bytes, provider keys of 64 hex digits" \
+	"$(q "SELECT bool_and(octet_length(request_hash) = 32 AND octet_length(msg_digest) = 32 AND provider_key ~ '^[0-9a-f]{64}$') FROM payments")" = t
 check "expires_at = created_at + 7 days" \
-	"$(q "SELECT bool_and(expires_at = created_at + interval '7 days') FROM idempotency_keys")" = t
+	"$(q "SELECT bool_and(expires_at = created_at + interval '7 days') FROM payments")" = t
 check "every result payload is JSON naming its own event id and status" \
 	"$(q "SELECT bool_and((payload::json->>'event_id')::uuid = event_id AND payload::json->>'status' = status AND (payload::json->>'replayed')::boolean = replayed) FROM outbox")" = t
 
 # the tombstones are what gc leaves
 check "tombstones: payment method cleared, only succeeded or failed" \
-	"$(q "SELECT count(*) FROM idempotency_keys k JOIN payments p USING (payment_id) WHERE k.tombstoned_at IS NOT NULL AND (p.payment_method IS NOT NULL OR p.status NOT IN ('succeeded', 'failed') OR k.expires_at >= k.tombstoned_at)")" = 0
+	"$(q "SELECT count(*) FROM payments p WHERE p.tombstoned_at IS NOT NULL AND (p.payment_method IS NOT NULL OR p.status NOT IN ('succeeded', 'failed') OR p.expires_at >= p.tombstoned_at OR p.finished_at + interval '7 days' >= p.tombstoned_at)")" = 0
 check "tombstones: no inbox row of the key, no result of the payment" \
-	"$(q "SELECT count(*) FROM idempotency_keys k WHERE k.tombstoned_at IS NOT NULL AND (EXISTS (SELECT 1 FROM inbox i WHERE i.tenant_id = k.tenant_id AND i.idem_key = k.idem_key) OR EXISTS (SELECT 1 FROM outbox o WHERE o.payment_id = k.payment_id))")" = 0
+	"$(q "SELECT count(*) FROM payments k WHERE k.tombstoned_at IS NOT NULL AND (EXISTS (SELECT 1 FROM inbox i WHERE i.tenant_id = k.tenant_id AND i.idem_key = k.idem_key) OR EXISTS (SELECT 1 FROM outbox o WHERE o.payment_id = k.payment_id))")" = 0
 check "tombstones: no evidence from before gc's run" \
-	"$(q "SELECT count(*) FROM idempotency_keys k JOIN gateway_evidence e USING (payment_id) WHERE e.at < k.tombstoned_at")" = 0
+	"$(q "SELECT count(*) FROM payments k JOIN gateway_evidence e USING (payment_id) WHERE e.at < k.tombstoned_at")" = 0
 check "outbox_cleanup covers every payment gc removed the results of" \
-	"$(q "SELECT (SELECT max(p.finished_at) FROM payments p JOIN idempotency_keys k USING (payment_id) WHERE k.tombstoned_at IS NOT NULL) <= published_through FROM outbox_cleanup")" = t
+	"$(q "SELECT (SELECT max(p.finished_at) FROM payments p WHERE p.tombstoned_at IS NOT NULL) <= published_through FROM outbox_cleanup")" = t
 check "every other final payment has its result" \
-	"$(q "SELECT count(*) FROM payments p JOIN idempotency_keys k USING (payment_id) WHERE k.tombstoned_at IS NULL AND p.status <> 'processing' AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.payment_id = p.payment_id AND NOT o.replayed)")" = 0
+	"$(q "SELECT count(*) FROM payments p WHERE p.tombstoned_at IS NULL AND p.status <> 'processing' AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.payment_id = p.payment_id AND NOT o.replayed)")" = 0
 
 # refused: a database holding data, without --append
 set +e
