@@ -93,8 +93,7 @@ static int one_batch(struct store *st, struct gc_report *r, bool late, int n,
                 return 1;
         }
         t0 = time_mono_ms();
-        rc = late ? store_gc_late_batch(st, r->run_id, n, &c->inbox, err,
-                                        sizeof(err))
+        rc = late ? store_gc_late_batch(st, r->run_id, n, c, err, sizeof(err))
                   : store_gc_batch(st, r->run_id, r->key_ms, n, c, err,
                                    sizeof(err));
         if (rc != STORE_OK) {
@@ -124,6 +123,7 @@ static int run_late(struct store *st, const struct ops_gc_opts *o,
                         return 1;
                 r->late += c.inbox;
                 r->done.inbox += c.inbox;
+                r->done.outbox += c.outbox;
                 progress_update(
                     pg, "%" PRId64 " batches, %" PRId64 " late copies deleted",
                     r->batches, r->late);
@@ -248,6 +248,7 @@ int ops_gc_run(const struct ops_gc_opts *o, const struct ops_gc_args *a,
                const atomic_int *stop)
 {
         struct gc_report r;
+        struct store_gc_counts late;
         struct progress pg;
         struct store *st;
         char err[1024];
@@ -265,13 +266,15 @@ int ops_gc_run(const struct ops_gc_opts *o, const struct ops_gc_args *a,
         }
         progress_init(&pg, stderr, "gc", false);
         if (a->dry_run) {
-                rc = store_gc_count(st, r.key_ms, a->limit, &r.done, err,
-                                    sizeof(err)) == STORE_OK &&
-                             store_gc_late_count(st, r.key_ms, &r.late, err,
-                                                 sizeof(err)) == STORE_OK
-                         ? 0
-                         : 1;
-                r.done.inbox += r.late;
+                rc     = store_gc_count(st, r.key_ms, a->limit, &r.done, err,
+                                        sizeof(err)) == STORE_OK &&
+                             store_gc_late_count(st, r.key_ms, &late, err,
+                                                     sizeof(err)) == STORE_OK
+                             ? 0
+                             : 1;
+                r.late = late.inbox;
+                r.done.inbox += late.inbox;
+                r.done.outbox += late.outbox;
                 if (rc)
                         fprintf(stderr, "chargeonce gc: %s\n", err);
         } else {

@@ -81,17 +81,20 @@ int store_gc_batch(struct store *st, int64_t run_id, int64_t key_retention_ms,
  * The inbox's late copies: rows of keys that are tombstones, recorded
  * after their key's batch (a copy answered as a replay or a conflict),
  * older than key_retention_ms, received since the window the finished
- * runs before covered (gc_runs.late_through, 0018). The dry run counts
- * them (read-only); a batch deletes up to max of them, run run_id's
- * window, and adds the count to its inbox_deleted in the same statement
- * (*rows 0: none left that is not locked). The work follows what was
- * received since the last run, not the size of the inbox.
+ * runs before covered (gc_runs.late_through, 0018), whose answer is
+ * published or names no payment; with each, its published answer that
+ * names the payment (a replay), as a key's batch does. The dry run
+ * counts them (read-only: out->inbox, out->outbox); a batch deletes up to
+ * max of them, run run_id's window, and adds the counts to the run's row
+ * in the same statement (out->inbox 0: none left that is not locked). The
+ * work follows what was received since the last run, not the size of
+ * the inbox.
  */
 int store_gc_late_count(struct store *st, int64_t key_retention_ms,
-                        int64_t *rows, char *errstr,
+                        struct store_gc_counts *out, char *errstr,
                         size_t errstr_size) CO_MUST_CHECK;
 int store_gc_late_batch(struct store *st, int64_t run_id, int max,
-                        int64_t *rows, char *errstr,
+                        struct store_gc_counts *out, char *errstr,
                         size_t errstr_size) CO_MUST_CHECK;
 /*
  * Sets the run's finished_at, and when late_done (every late copy of its

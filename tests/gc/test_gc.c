@@ -524,7 +524,7 @@ static void late_copies(struct scenario *sc, struct sim *s, const char *ev_copy)
 {
         struct gc_result dry, run, again;
         struct intent_spec ok0 = spec("gc-ok-0", "o-ok-0", "pm_tok_0");
-        char result_id[40], q[256];
+        char result_id[40], q[256], cd[128], cr[128];
         long last;
         struct co c;
 
@@ -580,6 +580,19 @@ static void late_copies(struct scenario *sc, struct sim *s, const char *ev_copy)
                      jnum(&run, "deleted.inbox_late_copies") == 3 &&
                      jnum(&run, "deleted.inbox") == 3,
                  "the run: the 3 late copies");
+        counts(&dry, cd, sizeof(cd));
+        counts(&run, cr, sizeof(cr));
+        SC_CHECK(!strcmp(cd, cr), "dry run said %s, the run did %s", cd, cr);
+        /* the two replays' published answers went with their copies;
+         * the conflict's names no payment: relay.retention's */
+        SC_CHECK(sc_sql_long(sc, "SELECT count(*) FROM outbox o JOIN"
+                                 " payments k USING (payment_id) WHERE"
+                                 " k.tombstoned_at IS NOT NULL AND"
+                                 " o.replayed") == 0 &&
+                     sc_sql_long(sc, "SELECT count(*) FROM outbox WHERE"
+                                     " status = 'conflict' AND idem_key ="
+                                     " 'gc-ok-2'") == 1,
+                 "the late copies' answers");
         SC_CHECK(sc_sql_long(sc, "SELECT count(*) FROM gc_runs WHERE id ="
                                  " (SELECT max(id) FROM gc_runs) AND"
                                  " inbox_deleted = 3 AND late_through IS NOT"
@@ -615,7 +628,14 @@ static void late_copies(struct scenario *sc, struct sim *s, const char *ev_copy)
                              last, result_id) == 1,
                  "the copy's second answer has another event id than %s",
                  result_id);
+        SC_CHECK(sc_wait_sql(sc,
+                             "SELECT count(*) = 0 FROM outbox WHERE"
+                             " published_at IS NULL AND parked_at IS NULL",
+                             T_WAIT),
+                 "outbox not published");
         SC_CHECK(co_stop(&c, SIGTERM, 60000) == 0, "consume exit");
+        /* one row of that event id, not two: no result_event_id_reused */
+        audit_clean(sc);
 #undef LATE_ROWS
 }
 
