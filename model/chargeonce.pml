@@ -12,9 +12,11 @@
  * after a crash of the consumer that held them, once more on its own
  * (a rebalance's copy) and again after an operator's rewind.
  *
- * Actors: NW consume processes, one reconciler, one relay (each may crash
- * at any step and restarts at once; any of them may stall between two
- * steps for as long as the others need, i.e. be frozen past its lease),
+ * Actors: NW consume processes, one reconciler (holding up to NR items of
+ * the payment at once: a takeover round takes its own expired item over
+ * again), one relay (each may crash at any step and restarts at once; any
+ * of them may stall between two steps for as long as the others need,
+ * i.e. be frozen past its lease),
  * the gateway (one outcome per provider key; answers lost; a status
  * query; webhooks, duplicated, late), an operator (review resolutions,
  * gc), time (leases expire, the payment ages past review_after, the
@@ -69,6 +71,15 @@
 #ifndef WITH_REVIEW
 #define WITH_REVIEW 1 /* an operator resolves review payments */
 #endif
+#ifndef NR
+#define NR 1 /* the reconciler's items of the payment in hand at once (2: it
+              * takes its own item over again while the first is in hand) */
+#endif
+#ifndef SHARED_WORKER_ID
+#define SHARED_WORKER_ID 0 /* W2 runs under W1's worker.id: change 3's
+                            * frozen predecessor and its successor, both
+                            * live (finding F4) */
+#endif
 
 /* ------------------------------------------------------------------ */
 /* the guards of the real code (a mutant redefines exactly one)        */
@@ -76,6 +87,12 @@
 /* store_settle_batch: "AND p.lease_epoch = i.lease_epoch" */
 #ifndef G_SETTLE_EPOCH
 #define G_SETTLE_EPOCH(row, held) ((row) == (held))
+#endif
+/* store_settle_batch: "AND p.lease_owner = ($10::text[])[i.ord]", the
+ * owner name the item holds its epoch under (settle_item.lease_owner: the
+ * consumer's worker.id, the reconciler's <worker.id>/reconcile) */
+#ifndef G_SETTLE_OWNER
+#define G_SETTLE_OWNER(row, own) ((row) == (own))
 #endif
 /* store_settle_batch: "AND p.status = 'processing'" */
 #ifndef G_SETTLE_PROCESSING
@@ -106,12 +123,12 @@
 #define G_REVIEW_RULE(q, succ)                                                 \
 	((succ) && (q) == G_CHARGED || !(succ) && (q) != G_CHARGED)
 #endif
-/* FINDING F1 (not in src/ yet: model/README.md): the replay's outbox
- * write (store_outbox_batch) is made only while the key still holds the
- * outcome the claim read; otherwise the item is claimed again. Today's
- * code writes it whatever the key holds now: model/findings/. */
+/* store_outbox_batch (cur, ok): a replay is written only while its
+ * payment still holds the replayed status (read FOR SHARE); else nothing,
+ * the inbox row included, and the item is stale: claim_again
+ * (src/pipeline/jobs.c) claims the copy again (F1, fixed in 7724dd1) */
 #ifndef G_REPLAY_CURRENT
-#define G_REPLAY_CURRENT(st) (P.k_on && P.k_fin && P.k_st == (st))
+#define G_REPLAY_CURRENT(p, st) (P.p_on && P.p_pid == (p) && P.p_st == (st))
 #endif
 /* store_takeover_expired: "AND lease_expires_at < now()" */
 #ifndef G_TAKEOVER_EXPIRED
@@ -155,9 +172,14 @@
 #define REQ_OF(e) ((e) == E3 -> RB : RA)
 #define EBIT(e) (1 << (e))
 
-#define RID (NW + 1)   /* the reconciler's lease owner name */
+#define RID (NW + 1)   /* the reconciler: its first item, its owner name */
 #define RELAY (NW + 2) /* the relay (crash requests only) */
-#define NACT (NW + 3)
+#define RID2 (NW + 3)  /* the reconciler's second item (NR 2) */
+#define NACT (NW + 4)
+
+/* the lease owner name actor me writes (store: lease_owner): a consumer's
+ * worker.id, the reconciler's "<worker.id>/reconcile" for every item */
+#define OWN_OF(me) ((me) >= RID -> RID : (SHARED_WORKER_ID && (me) == 2 -> 1 : (me)))
 
 #define G_NONE 0     /* the gateway has no outcome for the key */
 #define G_CHARGED 1  /* charged (200/201 succeeded) */
@@ -170,7 +192,7 @@
 #define C_REPLAY 3
 #define C_CONFLICT 4
 #define C_DUP 5
-#define C_STALE 6 /* F1: the key moved since the claim read it */
+#define C_STALE 6 /* the payment moved since the claim read it (F1) */
 
 #define ST_NONE 7 /* no status (not in status.pml) */
 
@@ -260,14 +282,13 @@ byte g_at[MAXPID + 1]; /* the clock when it stored that outcome */
 bit lok[NACT];       /* each holder's own view: my lease still holds */
 bit crash_req[NACT]; /* time to crash (set by env) */
 byte r_hold = 255;   /* the reconciler held the payment (a wait) at clk */
+bit r_hand;          /* its first item has a grant in hand, not settled */
+bit r_retook;        /* its second item took the payment over (once) */
 
 byte crashes, lost, redelivered, nwebhook, failovers, gcs;
 
 /* ghosts: never reverted by a failover */
 byte ntok;               /* lease grants made */
-byte s_ntok;             /* ntok when the standby last caught up */
-byte lost_lo = 255;      /* grants lost in the failover: lost_lo.. */
-byte lost_hi;            /* ..lost_hi */
 byte nch;                /* charges made (charge ids) */
 byte nrid;               /* results written (result event ids) */
 short pubset;            /* result event ids published */
@@ -437,15 +458,16 @@ inline grant(tok)
 	fi
 }
 
-/* P3: a fenced write by the holder of grant tok is by the current one
- * (a grant lost with the standby's lag may be matched by a new grant
- * with the same epoch: model/README.md, findings) */
+/* P3: a fenced write by the holder of grant tok is by the current one.
+ * No exception (F3 fixed in 7724dd1): a grant lost in a failover is given
+ * again with the same epoch, but under another owner name, which the
+ * settle's owner fence tells apart. Not when the same owner name gets it
+ * again: the reconciler's second item (NR 2) or a successor under the
+ * same worker.id (SHARED_WORKER_ID): finding F4, model/findings/. */
 #if !WITH_FAILOVER
 #define GRANT_OK(tok) ((tok) == P.p_ep)
-#elif defined(P3_STRICT)
-#define GRANT_OK(tok) ((tok) == P.p_tok)
 #else
-#define GRANT_OK(tok) ((tok) == P.p_tok || (tok) >= lost_lo && (tok) <= lost_hi)
+#define GRANT_OK(tok) ((tok) == P.p_tok)
 #endif
 
 /* P4: nothing the gateway does contradicts a stored failed outcome */
@@ -493,22 +515,33 @@ inline gw_query(p, ans, ch)
 }
 
 /*
- * store_settle_batch for one payment: fenced by status and epoch; the
- * payment final, the key final with its status, the outbox result, in
+ * store_settle_batch for one payment: fenced by status, epoch and owner;
+ * the payment final, the key final with its status, the outbox result, in
  * one statement. res: 1 ok, 2 fenced or already, 3 no payment row.
  */
+#define SETTLE_FENCE(ep, me)                                                   \
+	(G_SETTLE_PROCESSING(P.p_st) && G_SETTLE_EPOCH(P.p_ep, ep) &&          \
+	 G_SETTLE_OWNER(P.p_own, OWN_OF(me)))
+
 inline settle(me, pay, ep, tok, s, ch, res)
 {
 	if
 	:: me == RID ->
 		printf("MSC: R settles payment %d as %d with epoch %d\n", pay, s, ep)
+	:: me == RID2 ->
+		printf("MSC: R' settles payment %d as %d with epoch %d\n", pay, s,
+		       ep)
 	:: else ->
 		printf("MSC: W%d settles payment %d as %d with epoch %d\n", me, pay,
 		       s, ep)
 	fi;
+	/* every write out of processing clears lease_owner and only a
+	 * processing payment gets one, so a settle (which always names its
+	 * owner) that passes the owner fence finds the payment processing:
+	 * the status guard is implied (model/README.md, "Mutants") */
+	CHECK_MODEL(P.p_own == 0 || P.p_st == ST_PROCESSING);
 	if
-	:: P.p_on && P.p_pid == pay && G_SETTLE_PROCESSING(P.p_st) &&
-	   G_SETTLE_EPOCH(P.p_ep, ep) ->
+	:: P.p_on && P.p_pid == pay && SETTLE_FENCE(ep, me) ->
 		CHECK_P3(GRANT_OK(tok));
 		move(s);
 		if
@@ -534,10 +567,9 @@ inline settle(me, pay, ep, tok, s, ch, res)
 		:: else -> skip
 		fi;
 		res = 1
-	:: P.p_on && P.p_pid == pay &&
-	   !(G_SETTLE_PROCESSING(P.p_st) && G_SETTLE_EPOCH(P.p_ep, ep)) ->
-		printf("MSC:   fenced (the row: status %d, epoch %d): nothing written\n",
-		       P.p_st, P.p_ep);
+	:: P.p_on && P.p_pid == pay && !SETTLE_FENCE(ep, me) ->
+		printf("MSC:   fenced (the row: status %d, epoch %d, owner %d): nothing written\n",
+		       P.p_st, P.p_ep, P.p_own);
 		res = 2
 	:: !(P.p_on && P.p_pid == pay) ->
 		printf("MSC:   no payment row\n");
@@ -550,7 +582,12 @@ inline renew(me, pay, ep, tok)
 {
 	if
 	:: P.p_on && P.p_pid == pay && P.p_st == ST_PROCESSING &&
-	   P.p_ep == ep && P.p_own == me ->
+	   P.p_ep == ep && P.p_own == OWN_OF(me) ->
+		if
+		:: me == RID -> printf("MSC: R renews its lease: epoch %d\n", ep)
+		:: me == RID2 -> printf("MSC: R' renews its lease: epoch %d\n", ep)
+		:: else -> printf("MSC: W%d renews its lease: epoch %d\n", me, ep)
+		fi;
 		CHECK_P3(GRANT_OK(tok));
 		P.p_live = 1;
 		lok[me] = 1
@@ -611,7 +648,7 @@ inline claim_tx(me)
 			P.k_fin = 0; P.k_st = 0; P.k_tomb = 0;
 			P.p_on = 1; P.p_pid = pay;
 			P.p_st = ST_PROCESSING; P.p_ep = 1;
-			P.p_own = me; P.p_live = 1; P.p_ch = 0;
+			P.p_own = OWN_OF(me); P.p_live = 1; P.p_ch = 0;
 			grant(tok);
 			ep = 1;
 			lok[me] = 1;
@@ -753,10 +790,10 @@ again:
 			atomic {
 				if
 				:: !(P.ib & EBIT(e)) && res == C_REPLAY &&
-				   !G_REPLAY_CURRENT(st) ->
+				   !G_REPLAY_CURRENT(pay, st) ->
 					res = C_STALE
 				:: !(P.ib & EBIT(e)) &&
-				   (res == C_CONFLICT || G_REPLAY_CURRENT(st)) ->
+				   (res == C_CONFLICT || G_REPLAY_CURRENT(pay, st)) ->
 					P.ib = P.ib | EBIT(e);
 					if
 					:: res == C_REPLAY -> outbox(r, st, pay, sch, 1)
@@ -789,7 +826,8 @@ again:
 			/* change 3: restarted with the same worker.id, it
 			 * expires its predecessor's leases at once */
 			if
-			:: P.p_on && P.p_st == ST_PROCESSING && P.p_own == me ->
+			:: P.p_on && P.p_st == ST_PROCESSING &&
+			   P.p_own == OWN_OF(me) ->
 				P.p_live = 0
 			:: else -> skip
 			fi;
@@ -805,7 +843,7 @@ again:
 /* ------------------------------------------------------------------ */
 /* the reconciler (src/reconcile/)                                      */
 
-proctype reconciler()
+proctype reconciler(byte me)
 {
 	byte pay, ep, tok, res, ans, ch, s;
 
@@ -820,27 +858,46 @@ end_idle:
 		 * one reconciler nothing else can act on the payment or the
 		 * key at the gateway meanwhile (no other lease holder can
 		 * post, no webhook or review exists for an unused key).
+		 * The second item (NR 2) is the same reconciler's takeover
+		 * round taking the payment over again while its first item
+		 * still has a grant in hand (its answer late, its lease not
+		 * renewed in time): the same owner name, the next epoch.
 		 */
 		atomic {
 			P.p_on && P.p_st == ST_PROCESSING &&
-			G_TAKEOVER_EXPIRED(P.p_live) && r_hold != clk;
+			G_TAKEOVER_EXPIRED(P.p_live) && r_hold != clk &&
+			(me == RID || r_hand && !r_retook);
 			P.p_ep++;
 			assert(BOUND_model_bound_exceeded && P.p_ep < 15);
-			P.p_own = RID;
+			P.p_own = OWN_OF(me);
 			P.p_live = 1;
 			grant(tok);
 			pay = P.p_pid;
 			ep = P.p_ep;
-			lok[RID] = 1;
-			printf("MSC: R takes payment %d over: epoch %d\n", pay, ep);
+			lok[me] = 1;
+			if
+			:: me == RID ->
+				printf("MSC: R takes payment %d over: epoch %d\n", pay, ep)
+			:: else ->
+				printf("MSC: R' (the reconciler's second item) takes payment %d over: epoch %d\n",
+				       pay, ep)
+			fi;
 			gw_query(pay, ans, ch);
-			printf("MSC: R asks the gateway: %d\n", ans);
+			if
+			:: me == RID -> printf("MSC: R asks the gateway: %d\n", ans)
+			:: else -> printf("MSC: R' asks the gateway: %d\n", ans)
+			fi;
 			if
 			:: ans == G_NONE && clk < K_REVIEW ->
-				renew(RID, pay, ep, tok);
+				renew(me, pay, ep, tok);
 				if
-				:: G_PRESEND_LEASE(lok[RID]) ->
-					printf("MSC: R posts payment %d again\n", pay);
+				:: G_PRESEND_LEASE(lok[me]) ->
+					if
+					:: me == RID ->
+						printf("MSC: R posts payment %d again\n", pay)
+					:: else ->
+						printf("MSC: R' posts payment %d again\n", pay)
+					fi;
 					gw_post(pay, ans, ch)
 				:: else -> ans = G_NOTSENT
 				fi
@@ -856,29 +913,47 @@ end_idle:
 			:: else ->
 				/* wait: act_waits holds the lease for the backoff */
 				r_hold = clk;
-				printf("MSC: R waits\n");
-				lok[RID] = 0;
+				if
+				:: me == RID -> printf("MSC: R waits\n")
+				:: else -> printf("MSC: R' waits\n")
+				fi;
+				lok[me] = 0;
 				pay = 0; ep = 0; tok = 0; res = 0; ans = 0; ch = 0;
 				s = ST_NONE
+			fi;
+			if
+			:: NR > 1 && me == RID && s != ST_NONE -> r_hand = 1
+			:: me != RID -> r_retook = 1
+			:: else -> skip
 			fi
 		};
 		if
 		:: s != ST_NONE ->
-			/* act_settles: store_settle_batch with the epoch taken */
+			/* act_settles: store_settle_batch with the epoch taken,
+			 * under the reconciler's owner name */
 			atomic {
-				settle(RID, pay, ep, tok, s, ch, res);
-				lok[RID] = 0;
+				settle(me, pay, ep, tok, s, ch, res);
+				lok[me] = 0;
 				pay = 0; ep = 0; tok = 0; res = 0; ans = 0; ch = 0;
-				s = 0
+				s = 0;
+				if
+				:: me == RID -> r_hand = 0
+				:: else -> skip
+				fi
 			}
 		:: else -> s = 0
 		fi
 	} unless {
 		atomic {
-			crash_req[RID] ->
-			crash_req[RID] = 0;
-			lok[RID] = 0;
-			printf("MSC: R crashes and restarts\n");
+			crash_req[me] ->
+			crash_req[me] = 0;
+			lok[me] = 0;
+			if
+			:: me == RID ->
+				r_hand = 0;
+				printf("MSC: R crashes and restarts\n")
+			:: else -> skip
+			fi;
 			pay = 0; ep = 0; tok = 0; res = 0; ans = 0; ch = 0; s = 0
 		}
 	}
@@ -1062,7 +1137,7 @@ end_idle:
 		a = 0;
 		/* the standby lags by less than a clock step */
 		if
-		:: WITH_FAILOVER && failovers == 0 -> COPY_DB(S, P); s_ntok = ntok
+		:: WITH_FAILOVER && failovers == 0 -> COPY_DB(S, P)
 		:: else -> skip
 		fi;
 		clk++;
@@ -1103,7 +1178,11 @@ end_idle:
 		:: a = RID
 		:: WITH_FAILOVER -> a = RELAY /* the relay runs only then */
 		fi;
-		crash_req[a] = 1
+		crash_req[a] = 1;
+		if
+		:: a == RID && NR > 1 -> crash_req[RID2] = 1 /* one process */
+		:: else -> skip
+		fi
 	}
 	:: atomic {
 		/* change 3 with a frozen predecessor: a process started with
@@ -1156,16 +1235,13 @@ proctype failover()
 end_idle:
 	do
 	:: atomic {
-		COPY_DB(S, P);
-		s_ntok = ntok
+		COPY_DB(S, P)
 	}
 	:: atomic {
 		failovers == 0;
 		failovers++;
 		rewinding = 1;
 		COPY_DB(P, S);
-		lost_lo = s_ntok + 1;
-		lost_hi = ntok;
 		printf("MSC: failover: the commits since the standby caught up are lost\n");
 		break
 	}
@@ -1214,7 +1290,11 @@ init
 		:: NW > 1 -> run consumer(2)
 		:: else -> skip
 		fi;
-		run reconciler();
+		run reconciler(RID);
+		if
+		:: NR > 1 -> run reconciler(RID2)
+		:: else -> skip
+		fi;
 		if
 		:: WITH_FAILOVER -> run relay()
 		:: else -> skip
