@@ -27,6 +27,8 @@
 #include <time.h>
 
 #define HTTP_LOOP_MS 100
+/* Violations an audit logs one by one at most. */
+#define HTTP_AUDIT_LOG_MAX 5
 
 struct gauge_loop {
         struct store *st;       /* the gauges' session */
@@ -34,7 +36,9 @@ struct gauge_loop {
         bool failing;           /* the last read failed: logged already */
         bool audit_failing;     /* the last audit failed: logged already */
         int repl;               /* the replication mode logged last, or -1 */
-        int leader; /* the audit leadership logged last (0, 1), or -1 */
+        int leader;       /* the audit leadership logged last (0, 1), or -1 */
+        bool behind;      /* the last audit had not caught up: logged */
+        int64_t reported; /* violations logged last, or -1 */
 };
 
 static struct log_ctx run_ctx(void)
@@ -212,64 +216,123 @@ static void audit_failed(struct http *h, struct gauge_loop *g, int64_t t0,
         g->audit_failing = true;
 }
 
-/*
- * One periodic audit: the invariant violations and the open webhook
- * contradictions, on the audit's own session, by the database's auditor
- * only (store_audit_lead: one process per database holds the lock; the
- * others skip, chargeonce_audit_leader 0). Only a complete audit moves
- * the audit gauges (both values, the time it ended, its duration); a
- * failed or cancelled one counts in chargeonce_audit_failures_total and
- * leaves them as they were, so
- * chargeonce_audit_last_success_timestamp_seconds ages (alert
- * ChargeonceAuditStale) and the violations keep the last complete
- * audit's count (NaN before the first, never a healthy-looking 0).
- */
-static void audit(struct http *h, struct gauge_loop *g)
+/* Logs what a step found when it differs from what was logged last: the
+ * kinds and payments (never a key; the detail holds none), at most a
+ * few. */
+static void audit_report(struct gauge_loop *g, const struct store_violation *v,
+                         size_t n)
 {
-        struct metrics *m         = h->o.metrics;
-        struct store_violation *v = NULL;
-        int64_t timeout_ms        = audit_timeout_ms(h);
-        int64_t t0                = time_mono_ms();
-        int64_t contradictions    = 0;
-        struct log_ctx lc         = run_ctx();
-        bool lead                 = false;
-        size_t n                  = 0;
+        struct log_ctx lc = run_ctx();
+
+        if ((int64_t)n == g->reported)
+                return;
+        if (n == 0) {
+                if (g->reported > 0)
+                        log_info(
+                            &lc,
+                            "http: audit: no invariant violation any more");
+                g->reported = 0;
+                return;
+        }
+        g->reported = (int64_t)n;
+        log_error(&lc,
+                  "http: audit: %zu invariant violation(s); `chargeonce audit "
+                  "--full` lists every one",
+                  n);
+        for (size_t i = 0; i < n && i < HTTP_AUDIT_LOG_MAX; i++)
+                log_error(&lc, "http: audit: %s payment %s: %s", v[i].kind,
+                          v[i].payment_id[0] ? v[i].payment_id : "-",
+                          v[i].detail ? v[i].detail : "");
+}
+
+/*
+ * One periodic audit, by the database's auditor only (store_audit_lead:
+ * one process per database holds the lock; the others skip it,
+ * chargeonce_audit_leader 0): steps of store_audit_step, each checking
+ * what was written since the last one, until it has caught up (or half
+ * of metrics.audit_timeout has gone: true, run it again at once), then
+ * the open webhook contradictions. A step's violations set the gauge at
+ * once. Only an audit that caught up is complete: the time it ended and
+ * its duration; a failed or cancelled one counts in
+ * chargeonce_audit_failures_total and leaves the gauges as they were, so
+ * chargeonce_audit_last_success_timestamp_seconds ages (alert
+ * ChargeonceAuditStale), as it does while the audit cannot catch up,
+ * and the violations keep the last count (NaN before the first, never a
+ * healthy-looking 0).
+ */
+static bool audit(struct http *h, struct gauge_loop *g)
+{
+        struct metrics *m           = h->o.metrics;
+        struct store_violation *v   = NULL;
+        int64_t timeout_ms          = audit_timeout_ms(h);
+        int64_t t0                  = time_mono_ms();
+        int64_t contradictions      = 0;
+        struct log_ctx lc           = run_ctx();
+        struct store_audit_info inf = { 0, false, false };
+        bool lead                   = false;
+        size_t n                    = 0;
         char err[512];
         int rc;
 
         if (!audit_store(h, g, err, sizeof(err))) {
                 audit_failed(h, g, t0, timeout_ms, err);
-                return;
+                return false;
         }
         rc = store_audit_lead(g->audit_st, timeout_ms, &lead, err, sizeof(err));
         audit_leader(h, g, rc == STORE_OK ? lead : -1);
         if (rc == STORE_OK && !lead)
-                return;
-        if (rc == STORE_OK &&
-            (rc = store_invariant_violations(g->audit_st, &v, &n, err,
-                                             sizeof(err))) == STORE_OK) {
+                return false;
+        while (rc == STORE_OK) {
                 store_violations_free(v, n);
+                rc = store_audit_step(g->audit_st, STORE_AUDIT_STEP_ROWS, &v,
+                                      &n, &inf, err, sizeof(err));
+                if (rc != STORE_OK)
+                        break;
+                if (inf.started) {
+                        log_info(&lc, "http: audit: no audit cursor yet: it "
+                                      "starts at the ends of the outbox, the "
+                                      "ledger and the evidence now; what was "
+                                      "written before is `chargeonce audit "
+                                      "--full`'s");
+                        continue; /* a step that checks, at once */
+                }
+                metrics_add(m, METRIC_AUDIT_ROWS, 0, (uint64_t)inf.rows);
+                metrics_set(m, METRIC_INVARIANT_VIOLATIONS, (double)n);
+                audit_report(g, v, n);
+                if (!inf.behind || time_mono_ms() - t0 >= timeout_ms / 2)
+                        break;
+        }
+        store_violations_free(v, n);
+        if (rc == STORE_OK)
                 rc = store_webhook_contradictions_count(
                     g->audit_st, timeout_ms, &contradictions, err, sizeof(err));
-        }
         if (rc != STORE_OK) {
                 audit_failed(h, g, t0, timeout_ms, err);
-                return;
+                return false;
         }
         if (g->audit_failing)
                 log_info(&lc, "http: audit: complete again");
         g->audit_failing = false;
-        metrics_set(m, METRIC_INVARIANT_VIOLATIONS, (double)n);
         metrics_set(m, METRIC_WEBHOOK_CONTRADICTIONS, (double)contradictions);
+        if (inf.behind) {
+                if (!g->behind)
+                        log_info(&lc, "http: audit: more written since the "
+                                      "last audit than one step reads: "
+                                      "catching up");
+                g->behind = true;
+                return true;
+        }
+        g->behind = false;
         metrics_set(m, METRIC_AUDIT_DURATION,
                     (double)(time_mono_ms() - t0) / 1000.0);
         metrics_set(m, METRIC_AUDIT_LAST_SUCCESS,
                     (double)time_wall_ms() / 1000.0);
+        return false;
 }
 
 int http_run(struct http *h, const atomic_int *stop)
 {
-        struct gauge_loop g     = { NULL, NULL, false, false, -1, -1 };
+        struct gauge_loop g = { NULL, NULL, false, false, -1, -1, false, -1 };
         struct flow_tick gauges = { 0 }, audits = { 0 };
         int loop = metrics_loop_register(h->o.metrics, "http");
         int rc   = 0;
@@ -291,8 +354,8 @@ int http_run(struct http *h, const atomic_int *stop)
                 now = time_mono_ms();
                 if (flow_tick_due(&gauges, now))
                         refresh(h, &g);
-                if (flow_tick_due(&audits, now))
-                        audit(h, &g);
+                if (flow_tick_due(&audits, now) && audit(h, &g))
+                        audits.next_ms = 0; /* behind: on at once */
                 nanosleep(&ts, NULL);
         }
         metrics_loop_unregister(h->o.metrics, loop);

@@ -1,14 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * store/audit: the periodic audit's session and its lock (audit.h).
+ * store/audit: the periodic audit's session, its lock and its steps
+ * (audit.h; docs/data-model.md, "The periodic audit").
  *
- * One simple-query round trip per call, never prepared: it runs once per
- * metrics.audit_interval, and its SET lines must come first on every
- * session (a reconnect forgets them).
+ * Simple-query round trips, never prepared: they run once per
+ * metrics.audit_interval, the lead's SET lines come first on every
+ * session (a reconnect forgets them), and a step's statement is planned
+ * with its own parameters.
  *
  * Must never: wait for the lock (pg_try_advisory_lock only), or take it a
  * second time on the session that holds it (the lock count would grow by
- * one per audit for the session's life).
+ * one per audit for the session's life); write anything but
+ * audit_cursor; read a table of the history but through an index; drop
+ * a hole before the transactions that might fill it have ended; take a
+ * table lock but to make a missing cursor.
  */
 #include "store/audit.h"
 #include "store/store_int.h"
@@ -60,5 +65,463 @@ int store_audit_lead(struct store *st, int64_t timeout_ms, bool *leader,
                                                      : STORE_ERR_CONN;
         }
         PQclear(res);
+        return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* the incremental step                                                 */
+
+/* The feed tables, as the barrier names them. */
+#define AUDIT_FEED_TABLES                                                      \
+        "'outbox'::regclass, 'ledger_postings'::regclass,"                     \
+        " 'gateway_evidence'::regclass"
+
+/* Whether the transactions of the last barrier have all ended (then every
+ * id up to its sequence values is committed or never will be); no row:
+ * no cursor yet. Before the step's snapshot. */
+#define AUDIT_RESOLVED_SQL                                                     \
+        "SELECT c.pending_vxids IS NULL OR NOT EXISTS (SELECT 1"               \
+        " FROM pg_locks l WHERE l.virtualtransaction = ANY (c.pending_vxids))" \
+        " FROM audit_cursor c WHERE c.id = 1"
+
+/* The feeds' sequence values, then (another statement: after them) the
+ * transactions that may hold an id up to them: every insert holds a
+ * RowExclusiveLock on its table from before it draws its id to its end.
+ * The sequences must hand out ids one at a time (CACHE 1, identity's
+ * default): a session's cached ids would be drawn later than read here. */
+#define AUDIT_SEQ_SQL                                                          \
+        "SELECT coalesce(pg_sequence_last_value(pg_get_serial_sequence("       \
+        "'outbox', 'id')::regclass), 0),"                                      \
+        " coalesce(pg_sequence_last_value(pg_get_serial_sequence("             \
+        "'ledger_postings', 'id')::regclass), 0),"                             \
+        " coalesce(pg_sequence_last_value(pg_get_serial_sequence("             \
+        "'gateway_evidence', 'id')::regclass), 0),"                            \
+        " (SELECT bool_and(seqcache = 1) FROM pg_sequence WHERE seqrelid IN"   \
+        " (pg_get_serial_sequence('outbox', 'id')::regclass,"                  \
+        " pg_get_serial_sequence('ledger_postings', 'id')::regclass,"          \
+        " pg_get_serial_sequence('gateway_evidence', 'id')::regclass))"
+
+#define AUDIT_WRITERS_SQL                                                      \
+        "SELECT coalesce(array_agg(DISTINCT l.virtualtransaction), '{}')"      \
+        " FROM pg_locks l WHERE l.locktype = 'relation'"                       \
+        " AND l.mode = 'RowExclusiveLock'"                                     \
+        " AND l.database = (SELECT oid FROM pg_database"                       \
+        "  WHERE datname = current_database())"                                \
+        " AND l.relation IN (" AUDIT_FEED_TABLES ")"                           \
+        " AND l.pid IS DISTINCT FROM pg_backend_pid()"
+
+/* No cursor: one at the feeds' ends. Under SHARE locks no insert into a
+ * feed is in flight, so every id up to the sequences' values is
+ * committed or aborted: what was written before is `audit --full`'s. */
+#define AUDIT_START_SQL                                                        \
+        "BEGIN; SET LOCAL lock_timeout = 1000;"                                \
+        " LOCK TABLE outbox, ledger_postings, gateway_evidence IN SHARE MODE;" \
+        " INSERT INTO audit_cursor (id, outbox_through, postings_through,"     \
+        " evidence_through) SELECT 1,"                                         \
+        " coalesce(pg_sequence_last_value(pg_get_serial_sequence("             \
+        "'outbox', 'id')::regclass), 0),"                                      \
+        " coalesce(pg_sequence_last_value(pg_get_serial_sequence("             \
+        "'ledger_postings', 'id')::regclass), 0),"                             \
+        " coalesce(pg_sequence_last_value(pg_get_serial_sequence("             \
+        "'gateway_evidence', 'id')::regclass), 0)"                             \
+        " ON CONFLICT (id) DO NOTHING; COMMIT"
+
+/*
+ * One feed f (audit_cursor's f_through, f_holes, f_pending) of table T:
+ *   f_tail  the next rows after f_through, at most $1 (the index, in id
+ *           order);
+ *   f_hole  the rows that have become visible in the ranges passed
+ *           before while not visible (holes);
+ *   f_end   f_through and how far the tail reached;
+ *   f_left  the holes after this step: every range of ids of the old
+ *           holes and of the tail's span that no visible row holds, less
+ *           the ids up to f_pending when the last barrier's transactions
+ *           have ended ($2), since those can no longer appear.
+ */
+#define AUDIT_FEED(f, T)                                                       \
+        ", " #f "_tail AS (SELECT t.id, t.payment_id FROM c, LATERAL"          \
+        " (SELECT id, payment_id FROM " #T " WHERE id > c." #f "_through"      \
+        " ORDER BY id LIMIT $1) t)"                                            \
+        ", " #f "_hole AS (SELECT h.r, t.id, t.payment_id"                     \
+        " FROM c, unnest(c." #f "_holes) AS h(r), LATERAL"                     \
+        " (SELECT id, payment_id FROM " #T                                     \
+        " WHERE id >= lower(h.r) AND id < upper(h.r)) t)"                      \
+        ", " #f "_end AS (SELECT c." #f "_through AS lo,"                      \
+        " coalesce((SELECT max(id) FROM " #f "_tail), c." #f "_through)"       \
+        " AS hi, (SELECT count(*) FROM " #f "_tail) AS n,"                     \
+        " (SELECT count(*) FROM " #f "_hole) AS late FROM c)"                  \
+        ", " #f "_seg AS (SELECT h.r FROM c, unnest(c." #f "_holes) AS h(r)"   \
+        " UNION ALL SELECT int8range(e.lo + 1, e.hi + 1) FROM " #f "_end e"    \
+        " WHERE e.hi > e.lo)"                                                  \
+        ", " #f "_pts AS (SELECT r, lower(r) - 1 AS id FROM " #f "_seg"        \
+        " UNION ALL SELECT r, upper(r) FROM " #f "_seg"                        \
+        " UNION ALL SELECT r, id FROM " #f "_hole"                             \
+        " UNION ALL SELECT int8range(e.lo + 1, e.hi + 1), t.id"                \
+        " FROM " #f "_tail t, " #f "_end e)"                                   \
+        ", " #f "_left AS (SELECT CASE WHEN $2 AND c." #f "_pending"           \
+        " IS NOT NULL THEN int8range(x.id + 1, x.nxt)"                         \
+        " - int8range(NULL, c." #f "_pending, '[]')"                           \
+        " ELSE int8range(x.id + 1, x.nxt) END AS r"                            \
+        " FROM (SELECT id, lead(id) OVER (PARTITION BY lower(r) ORDER BY id) " \
+        "AS nxt"                                                               \
+        " FROM " #f "_pts) x, c WHERE x.nxt > x.id + 1)"
+
+#define AUDIT_FEED_SET(f, v)                                                   \
+        " " #f "_through = (SELECT hi FROM " #f "_end),"                       \
+        " " #f "_holes = coalesce((SELECT array_agg(r ORDER BY r)"             \
+        " FROM " #f "_left WHERE NOT isempty(r)), '{}'),"                      \
+        " " #f "_pending = CASE WHEN $2 THEN " v "::bigint"                    \
+        " ELSE c." #f "_pending END,"
+
+#define AUDIT_FINAL "('succeeded', 'failed', 'review')"
+
+/*
+ * What the checks need of each subject payment p, read once: its
+ * postings (ledger_postings' primary key) and its results
+ * (outbox_payment_idx), each summed up in one index scan. Most payments
+ * are healthy; the kinds that name a row read the rows again for the few
+ * that are not.
+ */
+#define AUDIT_SUMMARY                                                          \
+        "SELECT p.payment_id, p.tenant_id, p.status, p.amount, p.currency,"    \
+        " p.finished_at, p.refunded_at, l.postings, l.charges, l.refund_id,"   \
+        " l.bad_amount, l.bad_accounts, o.originals, o.latest_id,"             \
+        " o.latest_status, o.finals, o.resolving, o.dup_event_id FROM p"       \
+        " CROSS JOIN LATERAL (SELECT count(*) AS postings,"                    \
+        " count(*) FILTER (WHERE l.kind = 'charge') AS charges,"               \
+        " min(l.id) FILTER (WHERE l.kind = 'refund') AS refund_id,"            \
+        " coalesce(bool_or(l.amount <> p.amount"                               \
+        " OR l.currency <> p.currency), false) AS bad_amount,"                 \
+        " coalesce(bool_or(l.debit_account <> CASE l.kind WHEN 'charge'"       \
+        " THEN 'customer_funds:' ELSE 'merchant_payable:' END || l.tenant_id"  \
+        " OR l.credit_account <> CASE l.kind WHEN 'charge'"                    \
+        " THEN 'merchant_payable:' ELSE 'customer_funds:' END"                 \
+        " || l.tenant_id), false) AS bad_accounts"                             \
+        " FROM ledger_postings l WHERE l.payment_id = p.payment_id) l"         \
+        " CROSS JOIN LATERAL (SELECT"                                          \
+        " count(*) FILTER (WHERE NOT o.replayed) AS originals,"                \
+        " (array_agg(o.id ORDER BY o.id DESC) FILTER (WHERE NOT o.replayed"    \
+        " AND o.status IN " AUDIT_FINAL "))[1] AS latest_id,"                  \
+        " (array_agg(o.status ORDER BY o.id DESC) FILTER (WHERE NOT"           \
+        " o.replayed AND o.status IN " AUDIT_FINAL "))[1] AS latest_status,"   \
+        " count(*) FILTER (WHERE NOT o.replayed AND o.status IN " AUDIT_FINAL  \
+        " AND NOT o.resolves_review) AS finals,"                               \
+        " count(*) FILTER (WHERE NOT o.replayed AND o.resolves_review)"        \
+        " AS resolving,"                                                       \
+        " count(DISTINCT o.event_id) <> count(*) AS dup_event_id"              \
+        " FROM outbox o WHERE o.payment_id = p.payment_id) o"
+
+/*
+ * The checks of invariant_violations (sql/0002 .. 0012) for the subject
+ * payments (ps: their summaries; unk: subject ids that no payment has;
+ * wp: those named by evidence, which every webhook applied writes, for
+ * their webhooks: webhook_events_payment_idx), every table reached by an
+ * index on the payment id, never by a scan.
+ * Left to the whole view (`chargeonce audit --full`):
+ * provider_key_reused (no index on provider keys: 0012), a result event
+ * id reused across payments, results of a key that name another payment
+ * or none; and the kinds that cannot happen any more: unbalanced_posting
+ * (one amount per posting, 0016) and the key kinds (the key is the
+ * payment row, 0017).
+ */
+#define AUDIT_CHECKS                                                           \
+        "SELECT 'succeeded_without_posting'::text AS kind, ps.payment_id,"     \
+        " ps.tenant_id, NULL::bigint AS ledger_txn_id, NULL::bigint AS"        \
+        " outbox_id, 'no ledger posting'::text AS detail FROM ps"              \
+        " WHERE ps.status = 'succeeded' AND ps.charges = 0"                    \
+        " UNION ALL SELECT 'posting_not_succeeded', ps.payment_id,"            \
+        " ps.tenant_id, l.id, NULL,"                                           \
+        " l.kind || ' posting, payment status ' || ps.status"                  \
+        " FROM ps JOIN ledger_postings l ON l.payment_id = ps.payment_id"      \
+        " WHERE ps.status <> 'succeeded' AND ps.postings > 0"                  \
+        " UNION ALL SELECT 'posting_amount_mismatch', ps.payment_id,"          \
+        " ps.tenant_id, l.id, NULL, 'posting ' || l.amount || ' ' ||"          \
+        " l.currency || ' entries ' || l.amount || ' payment ' || ps.amount"   \
+        " || ' ' || ps.currency FROM ps JOIN ledger_postings l"                \
+        " ON l.payment_id = ps.payment_id WHERE ps.bad_amount"                 \
+        " AND (l.amount <> ps.amount OR l.currency <> ps.currency)"            \
+        " UNION ALL SELECT 'posting_wrong_accounts', ps.payment_id,"           \
+        " ps.tenant_id, l.id, NULL,"                                           \
+        " l.kind || ' posting with entries on other accounts'"                 \
+        " FROM ps JOIN ledger_postings l ON l.payment_id = ps.payment_id"      \
+        " WHERE ps.bad_accounts AND (l.debit_account <> CASE l.kind"           \
+        " WHEN 'charge' THEN 'customer_funds:' ELSE 'merchant_payable:' END"   \
+        " || l.tenant_id OR l.credit_account <> CASE l.kind WHEN 'charge'"     \
+        " THEN 'merchant_payable:' ELSE 'customer_funds:' END || l.tenant_id)" \
+        " UNION ALL SELECT 'refund_without_charge', ps.payment_id,"            \
+        " ps.tenant_id, ps.refund_id, NULL,"                                   \
+        " 'refund posting without a charge posting' FROM ps"                   \
+        " WHERE ps.refund_id IS NOT NULL AND ps.charges = 0"                   \
+        " UNION ALL SELECT 'refund_flag_mismatch', ps.payment_id,"             \
+        " ps.tenant_id, ps.refund_id, NULL, CASE WHEN ps.refund_id IS NULL"    \
+        " THEN 'refunded_at set, no refund posting'"                           \
+        " ELSE 'refund posting, refunded_at not set' END FROM ps"              \
+        " WHERE (ps.refunded_at IS NOT NULL) <> (ps.refund_id IS NOT NULL)"    \
+        " UNION ALL SELECT 'final_without_result', ps.payment_id,"             \
+        " ps.tenant_id, NULL, NULL,"                                           \
+        " 'payment ' || ps.status || ' has no result row' FROM ps, cl"         \
+        " WHERE ps.status <> 'processing' AND ps.originals = 0"                \
+        " AND NOT (ps.finished_at <= cl.published_through)"                    \
+        " UNION ALL SELECT 'result_status_mismatch', ps.payment_id,"           \
+        " ps.tenant_id, NULL, ps.latest_id,"                                   \
+        " 'result ' || ps.latest_status || ', payment ' || ps.status FROM ps"  \
+        " WHERE ps.latest_status <> ps.status"                                 \
+        " UNION ALL SELECT 'duplicate_final_result', ps.payment_id,"           \
+        " d.tenant_id, NULL, d.first, d.nf || ' final results, ' || d.nr ||"   \
+        " ' resolving a review' FROM ps CROSS JOIN LATERAL (SELECT"            \
+        " o.tenant_id, o.idem_key, min(o.id) AS first,"                        \
+        " count(*) FILTER (WHERE NOT o.resolves_review) AS nf,"                \
+        " count(*) FILTER (WHERE o.resolves_review) AS nr,"                    \
+        " count(*) FILTER (WHERE NOT o.resolves_review"                        \
+        " AND o.status <> 'review') AS nfr FROM outbox o"                      \
+        " WHERE o.payment_id = ps.payment_id AND NOT o.replayed"               \
+        " AND o.status IN " AUDIT_FINAL                                        \
+        " GROUP BY o.tenant_id, o.idem_key) d, cl"                             \
+        " WHERE (ps.finals > 1 OR ps.resolving > 0)"                           \
+        " AND (d.nf > 1 OR d.nr > 1 OR (d.nr = 1 AND d.nfr > 0)"               \
+        " OR (d.nr = 1 AND d.nf = 0 AND NOT coalesce((SELECT"                  \
+        " min(x.created_at) FROM payments x WHERE x.tenant_id = d.tenant_id"   \
+        " AND x.idem_key = d.idem_key) <= cl.published_through, false)))"      \
+        " UNION ALL SELECT 'result_for_unknown_payment', o.payment_id,"        \
+        " o.tenant_id, NULL, o.id, 'result names a missing payment'"           \
+        " FROM unk JOIN outbox o ON o.payment_id = unk.payment_id"             \
+        " UNION ALL SELECT 'result_event_id_reused', ps.payment_id,"           \
+        " ps.tenant_id, NULL, o.id, 'result event id ' || o.event_id ||"       \
+        " ' on ' || o.n || ' outbox rows' FROM ps CROSS JOIN LATERAL"          \
+        " (SELECT o.event_id, min(o.id) AS id, count(*) AS n FROM outbox o"    \
+        " WHERE o.payment_id = ps.payment_id GROUP BY o.event_id"              \
+        " HAVING count(*) > 1) o WHERE ps.dup_event_id"                        \
+        " UNION ALL SELECT 'webhook_without_result', wp.payment_id, NULL,"     \
+        " NULL, NULL, 'webhook ' || left(w.webhook_id, 64) ||"                 \
+        " ' has no result' FROM wp JOIN webhook_events w"                      \
+        " ON w.payment_id = wp.payment_id WHERE w.result IS NULL"
+
+/*
+ * The step: $1 rows per feed at most, $2 the last barrier resolved (read
+ * before this transaction's snapshot), $3..$5 the feeds' sequence values
+ * and $6 the writers read for the next barrier. Its first row is the
+ * step's own (kind NULL: ledger_txn_id the rows read, outbox_id 1 when a
+ * feed had more), then the violations. What it found is kept in
+ * audit_cursor.open_payments (the payment ids, those no payment has
+ * included) and checked again at every step until it holds.
+ */
+static const char step_sql[] =
+    "WITH c AS (SELECT * FROM audit_cursor WHERE id = 1 FOR UPDATE)" AUDIT_FEED(
+        outbox, outbox) AUDIT_FEED(postings, ledger_postings)
+        AUDIT_FEED(
+            evidence,
+            gateway_evidence) ", sp AS (SELECT DISTINCT s.payment_id FROM ("
+                              " SELECT payment_id FROM outbox_tail UNION ALL"
+                              " SELECT payment_id FROM outbox_hole UNION ALL"
+                              " SELECT payment_id FROM postings_tail UNION ALL"
+                              " SELECT payment_id FROM postings_hole UNION ALL"
+                              " SELECT payment_id FROM evidence_tail UNION ALL"
+                              " SELECT payment_id FROM evidence_hole UNION ALL"
+                              " SELECT unnest(c.open_payments) FROM c) s"
+                              " WHERE s.payment_id IS NOT NULL)"
+                              ", p AS (SELECT x.payment_id, x.tenant_id, "
+                              "x.status, x.amount,"
+                              " x.currency, x.finished_at, x.refunded_at FROM "
+                              "sp"
+                              " JOIN payments x ON x.payment_id = "
+                              "sp.payment_id)"
+                              ", unk AS (SELECT payment_id FROM sp EXCEPT "
+                              "SELECT payment_id FROM p)"
+                              ", wp AS (SELECT DISTINCT s.payment_id FROM ("
+                              " SELECT payment_id FROM evidence_tail UNION ALL"
+                              " SELECT payment_id FROM evidence_hole UNION ALL"
+                              " SELECT unnest(c.open_payments) FROM c) s"
+                              " WHERE s.payment_id IS NOT NULL)"
+                              ", ps AS (" AUDIT_SUMMARY ")"
+                              ", cl AS (SELECT published_through FROM "
+                              "outbox_cleanup WHERE id = 1)"
+                              ", v AS (" AUDIT_CHECKS ")"
+                              ", up AS (UPDATE audit_cursor a "
+                              "SET" AUDIT_FEED_SET(outbox, "$3")
+                                  AUDIT_FEED_SET(postings, "$4") AUDIT_FEED_SET(
+                                      evidence,
+                                      "$5") " pending_vxids = CASE WHEN $2 "
+                                            "THEN $6::text[]"
+                                            " ELSE c.pending_vxids END,"
+                                            " open_payments = coalesce((SELECT "
+                                            "array_agg(DISTINCT payment_id)"
+                                            " FROM v WHERE payment_id IS NOT "
+                                            "NULL), '{}'),"
+                                            " audited_at = now(), steps = "
+                                            "a.steps + 1,"
+                                            " last_rows = (SELECT n + late "
+                                            "FROM outbox_end)"
+                                            " + (SELECT n + late FROM "
+                                            "postings_end)"
+                                            " + (SELECT n + late FROM "
+                                            "evidence_end),"
+                                            " last_violations = (SELECT "
+                                            "count(*) FROM v)"
+                                            " FROM c WHERE a.id = c.id"
+                                            " RETURNING a.last_rows, (SELECT n "
+                                            "FROM outbox_end) >= $1"
+                                            " OR (SELECT n FROM postings_end) "
+                                            ">= $1"
+                                            " OR (SELECT n FROM evidence_end) "
+                                            ">= $1 AS behind)"
+                                            " SELECT NULL::text, NULL::uuid, "
+                                            "NULL::text, up.last_rows,"
+                                            " up.behind::int::bigint, "
+                                            "NULL::text, 0 AS o FROM up"
+                                            " UNION ALL SELECT kind, "
+                                            "payment_id, tenant_id, "
+                                            "ledger_txn_id,"
+                                            " outbox_id, detail, 1 FROM v "
+                                            "ORDER BY 7, 1, 2";
+
+/* The plans of the step: index scans only (docs/data-model.md). */
+#define AUDIT_BEGIN_SQL                                                        \
+        "BEGIN ISOLATION LEVEL REPEATABLE READ;"                               \
+        " SET LOCAL enable_seqscan = off; SET LOCAL enable_hashjoin = off;"    \
+        " SET LOCAL enable_mergejoin = off"
+
+/* Runs sql (simple query), expecting a result status; the result in
+ * *keep when asked, else cleared. */
+static int run(PGconn *conn, const char *what, const char *sql,
+               ExecStatusType expect, PGresult **keep, char *errstr,
+               size_t errstr_size)
+{
+        PGresult *res = PQexec(conn, sql);
+        int rc        = STORE_OK;
+
+        if (PQresultStatus(res) != expect) {
+                store_format_error(res, conn, what, errstr, errstr_size);
+                rc = store_error_rc(res, conn);
+                PQclear(res);
+                return rc;
+        }
+        if (keep)
+                *keep = res;
+        else
+                PQclear(res);
+        return rc;
+}
+
+/* Ends the transaction after a failure, if the connection lives. */
+static void rollback(PGconn *conn)
+{
+        if (PQstatus(conn) == CONNECTION_OK)
+                PQclear(PQexec(conn, "ROLLBACK"));
+}
+
+/* The barrier for the next step: the sequences, then the writers. *seq
+ * and *vx are the results (PQclear). */
+static int barrier(PGconn *conn, PGresult **seq, PGresult **vx, char *errstr,
+                   size_t errstr_size)
+{
+        int rc;
+
+        *seq = *vx = NULL;
+        rc = run(conn, "audit sequences", AUDIT_SEQ_SQL, PGRES_TUPLES_OK, seq,
+                 errstr, errstr_size);
+        if (rc != STORE_OK)
+                return rc;
+        if (PQgetvalue(*seq, 0, 3)[0] != 't') {
+                snprintf(errstr, errstr_size,
+                         "audit: a sequence of outbox, ledger_postings or "
+                         "gateway_evidence has a CACHE above 1: the audit "
+                         "could miss ids drawn from a session's cache; ALTER "
+                         "SEQUENCE ... CACHE 1");
+                PQclear(*seq);
+                *seq = NULL;
+                return STORE_ERR_SCHEMA;
+        }
+        rc = run(conn, "audit writers", AUDIT_WRITERS_SQL, PGRES_TUPLES_OK, vx,
+                 errstr, errstr_size);
+        if (rc != STORE_OK) {
+                PQclear(*seq);
+                *seq = NULL;
+        }
+        return rc;
+}
+
+int store_audit_step(struct store *st, int64_t limit,
+                     struct store_violation **out, size_t *n_out,
+                     struct store_audit_info *info, char *errstr,
+                     size_t errstr_size)
+{
+        PGconn *conn  = store_pgconn(st);
+        PGresult *res = NULL, *seq = NULL, *vx = NULL;
+        struct store_violation *v = NULL;
+        const char *params[6];
+        char lim[24];
+        int rc;
+
+        *out   = NULL;
+        *n_out = 0;
+        memset(info, 0, sizeof(*info));
+        if (!conn || PQstatus(conn) != CONNECTION_OK) {
+                snprintf(errstr, errstr_size, "no database connection");
+                return STORE_ERR_CONN;
+        }
+        rc = run(conn, "audit barrier", AUDIT_RESOLVED_SQL, PGRES_TUPLES_OK,
+                 &res, errstr, errstr_size);
+        if (rc != STORE_OK)
+                return rc;
+        if (PQntuples(res) == 0) {
+                PQclear(res);
+                info->started = true;
+                rc            = run(conn, "audit cursor", AUDIT_START_SQL,
+                                    PGRES_COMMAND_OK, NULL, errstr, errstr_size);
+                if (rc != STORE_OK)
+                        rollback(conn);
+                return rc;
+        }
+        params[1] = PQgetvalue(res, 0, 0)[0] == 't' ? "t" : "f";
+        PQclear(res);
+        res = NULL;
+        if ((rc = barrier(conn, &seq, &vx, errstr, errstr_size)) != STORE_OK)
+                return rc;
+        snprintf(lim, sizeof(lim), "%" PRId64, limit > 0 ? limit : 1);
+        params[0] = lim;
+        params[2] = PQgetvalue(seq, 0, 0);
+        params[3] = PQgetvalue(seq, 0, 1);
+        params[4] = PQgetvalue(seq, 0, 2);
+        params[5] = PQgetvalue(vx, 0, 0);
+        if ((rc = run(conn, "audit begin", AUDIT_BEGIN_SQL, PGRES_COMMAND_OK,
+                      NULL, errstr, errstr_size)) != STORE_OK)
+                goto fail;
+        res = PQexecParams(conn, step_sql, 6, NULL, params, NULL, NULL, 0);
+        if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) < 1) {
+                store_format_error(res, conn, "audit step", errstr,
+                                   errstr_size);
+                rc = PQresultStatus(res) == PGRES_TUPLES_OK
+                         ? STORE_ERR /* no cursor row: someone removed it */
+                         : store_error_rc(res, conn);
+                goto fail;
+        }
+        if ((rc = run(conn, "audit commit", "COMMIT", PGRES_COMMAND_OK, NULL,
+                      errstr, errstr_size)) != STORE_OK)
+                goto fail;
+        info->rows   = store_i64_field(res, 0, 3);
+        info->behind = store_i64_field(res, 0, 4) != 0;
+        v            = store_rows_calloc(res, sizeof(*v));
+        for (int r = 1; r < PQntuples(res); r++) {
+                struct store_violation *x = &v[r - 1];
+
+                store_copy_field(res, r, 0, x->kind, sizeof(x->kind));
+                store_copy_field(res, r, 1, x->payment_id,
+                                 sizeof(x->payment_id));
+                x->tenant_id     = store_strdup_field(res, r, 2);
+                x->ledger_txn_id = store_i64_field(res, r, 3);
+                x->outbox_id     = store_i64_field(res, r, 4);
+                x->detail        = store_strdup_field(res, r, 5);
+        }
+        *out   = v;
+        *n_out = (size_t)PQntuples(res) - 1;
+        PQclear(res);
+        PQclear(seq);
+        PQclear(vx);
+        return STORE_OK;
+fail:
+        rollback(conn);
+        PQclear(res);
+        PQclear(seq);
+        PQclear(vx);
         return rc;
 }

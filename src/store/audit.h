@@ -7,8 +7,9 @@
  * it goes with the session (a broken connection, the process's end), and
  * another process takes it at its next try.
  *
- * Must never: write anything; hold the lock on any connection but the
- * audit's own (a pooled or reset connection would lose it silently).
+ * Must never: write anything but its cursor (audit_cursor); hold the
+ * lock on any connection but the audit's own (a pooled or reset
+ * connection would lose it silently).
  */
 #ifndef CO_STORE_AUDIT_H
 #define CO_STORE_AUDIT_H
@@ -35,5 +36,38 @@
  */
 int store_audit_lead(struct store *st, int64_t timeout_ms, bool *leader,
                      char *errstr, size_t errstr_size) CO_MUST_CHECK;
+
+/*
+ * One step of the periodic audit (docs/data-model.md, "The periodic
+ * audit"): reads, in ONE repeatable-read transaction, the rows of the
+ * three feeds (outbox, ledger_postings, gateway_evidence) written since
+ * the last step (at most `limit` new rows per feed, and every row passed
+ * before that was not yet visible), checks the invariants of the payments
+ * they name and of the payments and results the last step found wrong,
+ * and moves audit_cursor. Never reads a table but through an index (the
+ * step's plans have sequential scans, hash and merge joins off), so its
+ * cost follows the rows written since the last step, not the tables.
+ *
+ * *out (owned by the caller, store_violations_free) gets what this step
+ * found (0: healthy as far as the periodic audit looks); *info what it
+ * read. A database without a cursor gets one at the feeds' ends (a short
+ * SHARE lock of the three tables, lock_timeout 1 s), and nothing is read
+ * (info->started). The session must be store_audit_lead's auditor's.
+ * STORE_OK, or a negative STORE_ERR* with the reason (nothing moved).
+ */
+/* Rows of each feed a daemon's step reads at most: a minute of ~800
+ * intents a second in one step. */
+#define STORE_AUDIT_STEP_ROWS 50000
+
+struct store_audit_info {
+        int64_t rows; /* feed rows read (new ones, and late ones) */
+        bool behind;  /* a feed had more new rows than `limit` */
+        bool started; /* there was no cursor: made now, nothing read */
+};
+
+int store_audit_step(struct store *st, int64_t limit,
+                     struct store_violation **out, size_t *n_out,
+                     struct store_audit_info *info, char *errstr,
+                     size_t errstr_size) CO_MUST_CHECK;
 
 #endif

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define SECRET  "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -763,6 +764,135 @@ static void audit_one_leader(void)
                  "webhook did not stop");
 }
 
+/* Waits up to timeout_ms until port's violations gauge reads want. */
+static bool audit_wait_violations(int port, const char *want, int timeout_ms)
+{
+        char v[64] = "";
+
+        for (int t = 0; t < timeout_ms; t += 100) {
+                metric_text(port, AUDIT_VIOL, v, sizeof(v));
+                if (!strcmp(v, want))
+                        return true;
+                usleep(100 * 1000);
+        }
+        fprintf(stderr, "violations: %s, want %s\n", v, want);
+        return false;
+}
+
+/* `chargeonce audit ARGS` on the scenario's database: its exit status;
+ * stdout and stderr into out and err (NUL-terminated, cut to size). */
+static int audit_cli(const char *args, char *out, size_t outsz, char *err,
+                     size_t errsz)
+{
+        char line[4096], errpath[400];
+        FILE *p, *f;
+        size_t n = 0;
+        int st;
+
+        snprintf(errpath, sizeof(errpath), "%s/audit-cli-stderr.log",
+                 scenario()->dir);
+        snprintf(line, sizeof(line), "'%s' -X 'db.conninfo=%s' audit %s 2>'%s'",
+                 getenv("CHARGEONCE_BIN"), scenario()->conninfo, args, errpath);
+        p = popen(line, "r");
+        SC_CHECK(p, "popen");
+        out[0] = '\0';
+        while (n < outsz - 1 && fgets(out + n, (int)(outsz - n), p))
+                n += strlen(out + n);
+        st     = pclose(p);
+        err[0] = '\0';
+        if ((f = fopen(errpath, "r"))) {
+                err[fread(err, 1, errsz - 1, f)] = '\0';
+                fclose(f);
+        }
+        printf("  chargeonce audit %s -> %d\n  stdout: %s  stderr: %.600s\n",
+               args, WIFEXITED(st) ? WEXITSTATUS(st) : -1, out, err);
+        return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/*
+ * The periodic audit reads what is written after it started: a succeeded
+ * payment whose result is written without its ledger posting is counted
+ * (and logged) by the auditor within an interval or two, and every row it
+ * read is counted. While it audits, `chargeonce audit --incremental` is
+ * refused. Stopped, what it found stays open in the database: `audit
+ * --incremental` lists it again (exit 1), as `audit --full` does. The
+ * posting written, `--incremental` finds nothing (exit 0), and a new
+ * auditor's gauge reads 0.
+ */
+static void audit_finds(void)
+{
+        static const char *const xs[] = { "webhook.secret=" SECRET,
+                                          "metrics.audit_interval=1s", NULL };
+        const char *pid               = "5d0f5c61-3a2e-4b8f-9a51-0c1d2e3f4a5b";
+        char out[8192], err[8192];
+        struct co c;
+        char *log;
+        int port;
+
+        co_start(scenario(), &c, "webhook", NULL, xs, NULL);
+        port = co_http_port(&c);
+        SC_CHECK(audit_wait_leader(port, 20000), "no complete audit");
+        sc_sql(scenario(),
+               "INSERT INTO payments (payment_id, tenant_id, idem_key,"
+               " order_id, customer_id, amount, currency, status,"
+               " provider_key, provider_charge_id, intent_event_id,"
+               " finished_at, request_hash, expires_at) VALUES ('%s',"
+               " 'tenant-h', 'key-h', 'ord-h', 'cus-h', 4200, 'VND',"
+               " 'succeeded', 'pk-h', 'ch_h', 'ev-h', now(),"
+               " sha256('h'::bytea), now() + interval '7 days')",
+               pid);
+        sc_sql(scenario(),
+               "INSERT INTO outbox (event_id, message_key, tenant_id,"
+               " idem_key, payment_id, intent_event_id, status, payload)"
+               " VALUES (gen_random_uuid(), 'tenant-h/key-h', 'tenant-h',"
+               " 'key-h', '%s', 'ev-h', 'succeeded', '{}')",
+               pid);
+        SC_CHECK(audit_wait_violations(port, "1", 20000),
+                 "the result without its posting was not found");
+        SC_CHECK(metric(port, "chargeonce_audit_rows_total ") >= 1,
+                 "no audited row counted");
+        SC_CHECK(audit_cli("--incremental", out, sizeof(out), err,
+                           sizeof(err)) == 1 &&
+                     strstr(err, "another process is the database's auditor"),
+                 "audit --incremental beside the auditor");
+        SC_CHECK(co_stop(&c, SIGTERM, 30000) == 0, "webhook did not stop");
+        log = log_text(&c);
+        SC_CHECK(strstr(log, "http: audit: succeeded_without_posting payment "
+                             "5d0f5c61-3a2e-4b8f-9a51-0c1d2e3f4a5b"),
+                 "the violation was not logged");
+        free(log);
+
+        SC_CHECK(audit_cli("--incremental", out, sizeof(out), err,
+                           sizeof(err)) == 1 &&
+                     strstr(out, "\"kind\":\"succeeded_without_posting\","
+                                 "\"payment_id\":\"5d0f5c61-3a2e-4b8f-9a51-"
+                                 "0c1d2e3f4a5b\""),
+                 "audit --incremental: the open violation");
+        SC_CHECK(audit_cli("--full", out, sizeof(out), err, sizeof(err)) == 1 &&
+                     strstr(out, "succeeded_without_posting"),
+                 "audit --full: the violation");
+        sc_sql(scenario(),
+               "INSERT INTO ledger_postings (payment_id, kind, tenant_id,"
+               " amount, currency, debit_account, credit_account) VALUES"
+               " ('%s', 'charge', 'tenant-h', 4200, 'VND',"
+               " 'customer_funds:tenant-h', 'merchant_payable:tenant-h')",
+               pid);
+        SC_CHECK(audit_cli("--incremental", out, sizeof(out), err,
+                           sizeof(err)) == 0 &&
+                     strstr(err, "no invariant violation"),
+                 "audit --incremental after the repair");
+        SC_CHECK(audit_cli("--full --incremental", out, sizeof(out), err,
+                           sizeof(err)) == 2,
+                 "--full and --incremental together");
+
+        co_start(scenario(), &c, "webhook", NULL, xs, NULL);
+        port = co_http_port(&c);
+        SC_CHECK(audit_wait_leader(port, 20000), "no complete audit");
+        SC_CHECK(audit_wait_violations(port, "0", 20000),
+                 "the violation stays after its posting");
+        SC_CHECK(co_stop(&c, SIGTERM, 30000) == 0, "webhook did not stop");
+}
+
 static void healthz(void)
 {
         struct answer a;
@@ -1160,6 +1290,7 @@ int main(int argc, char **argv)
                 { "metrics_names", metrics_names, NULL, NULL },
                 { "audit_health", audit_health, NULL, NULL },
                 { "audit_one_leader", audit_one_leader, NULL, NULL },
+                { "audit_finds", audit_finds, NULL, NULL },
                 { "healthz", healthz, NULL, NULL },
                 { "readyz_consumer", readyz_consumer, NULL, NULL },
                 { "readyz_db", readyz_db, NULL, NULL },
