@@ -190,15 +190,29 @@ static void planted_violations(void)
 {
         struct store_violation *v = NULL;
         size_t nv                 = 0;
-        char err[512];
+        char err[512], accounts_def[1024];
+        PGresult *res;
 
 #define PLANT(...) CHECK(st_exec(pg, true, __VA_ARGS__))
         PLANT("UPDATE payments SET status = 'succeeded', provider_charge_id "
               "= 'ch_x' WHERE payment_id = '%s'",
               c[2].payment_id);
+        /* unbalanced_posting and posting_wrong_accounts (c[3]): a
+         * posting has one amount (0016) and its CHECK keeps its accounts;
+         * the audit does not trust the CHECK (0020): dropped for the
+         * plant, put back below */
+        res = PQexec(pg, "SELECT pg_get_constraintdef(oid) FROM pg_constraint"
+                         " WHERE conname = 'ledger_postings_accounts'");
+        REQUIRE(PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1);
+        snprintf(accounts_def, sizeof(accounts_def), "%s",
+                 PQgetvalue(res, 0, 0));
+        PQclear(res);
+        PLANT("ALTER TABLE ledger_postings DROP CONSTRAINT "
+              "ledger_postings_accounts");
         PLANT("SET session_replication_role = replica");
-        /* unbalanced_posting (c[3]) cannot be planted any more: a
-         * posting has one amount (0016) */
+        PLANT("UPDATE ledger_postings SET debit_account = credit_account "
+              "WHERE payment_id = '%s'",
+              c[3].payment_id);
         PLANT("UPDATE ledger_postings SET amount = amount + 5 WHERE "
               "payment_id = '%s'",
               c[4].payment_id);
@@ -241,6 +255,8 @@ static void planted_violations(void)
         CHECK(has(v, nv, "succeeded_without_posting", c[2].payment_id));
         CHECK(has(v, nv, "posting_not_succeeded", c[1].payment_id));
         CHECK(has(v, nv, "posting_amount_mismatch", c[4].payment_id));
+        CHECK(has(v, nv, "unbalanced_posting", c[3].payment_id));
+        CHECK(has(v, nv, "posting_wrong_accounts", c[3].payment_id));
         CHECK(has(v, nv, "final_without_result", c[9].payment_id));
         CHECK(has(v, nv, "result_status_mismatch", c[10].payment_id));
         CHECK(has(v, nv, "duplicate_final_result", NULL));
@@ -255,6 +271,14 @@ static void planted_violations(void)
                 CHECK(strcmp(v[i].payment_id, c[13].payment_id) != 0);
         }
         store_violations_free(v, nv);
+        PLANT("SET session_replication_role = replica");
+        PLANT("UPDATE ledger_postings SET debit_account = 'customer_funds:' "
+              "|| tenant_id WHERE payment_id = '%s'",
+              c[3].payment_id);
+        PLANT("SET session_replication_role = origin");
+        PLANT("ALTER TABLE ledger_postings ADD CONSTRAINT "
+              "ledger_postings_accounts %s",
+              accounts_def);
 }
 
 static int setup(void)
