@@ -784,7 +784,7 @@ static bool audit_wait_violations(int port, const char *want, int timeout_ms)
 static int audit_cli(const char *args, char *out, size_t outsz, char *err,
                      size_t errsz)
 {
-        char line[4096], errpath[400];
+        char line[8192], errpath[2300];
         FILE *p, *f;
         size_t n = 0;
         int st;
