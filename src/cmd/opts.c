@@ -14,9 +14,11 @@
 
 #include <errno.h>
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The kafka.* properties and the group member's static identity
@@ -48,17 +50,35 @@ static int fill_kafka(struct cmd_opts *o, const struct config *cfg,
 static void fill_owner(struct cmd_opts *o, const struct settings *st)
 {
         char host[64];
+        unsigned char nonce[STORE_LEASE_NONCE_BYTES];
+        struct timespec ts;
 
         if (*st->worker_id) {
-                snprintf(o->owner, sizeof(o->owner), "%s", st->worker_id);
+                snprintf(o->owner_name, sizeof(o->owner_name), "%s",
+                         st->worker_id);
         } else {
                 if (gethostname(host, sizeof(host)) != 0)
                         snprintf(host, sizeof(host), "host");
                 host[sizeof(host) - 1] = '\0';
-                snprintf(o->owner, sizeof(o->owner), "%s:%d", host,
+                snprintf(o->owner_name, sizeof(o->owner_name), "%s:%d", host,
                          (int)getpid());
         }
-        snprintf(o->rec_owner, sizeof(o->rec_owner), "%s/reconcile", o->owner);
+        snprintf(o->rec_owner_name, sizeof(o->rec_owner_name), "%s/reconcile",
+                 o->owner_name);
+        /* unique, not secret: the clock and the pid if OpenSSL fails */
+        if (!crypto_random(nonce, sizeof(nonce))) {
+                uint64_t x;
+
+                clock_gettime(CLOCK_REALTIME, &ts);
+                x = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+                x ^= (uint64_t)getpid() << 40;
+                for (size_t i = 0; i < sizeof(nonce); i++)
+                        nonce[i] = (unsigned char)(x >> (8 * i));
+        }
+        store_lease_owner_instance(o->owner_name, nonce, o->owner,
+                                   sizeof(o->owner));
+        store_lease_owner_instance(o->rec_owner_name, nonce, o->rec_owner,
+                                   sizeof(o->rec_owner));
 }
 
 static void fill_gateway(struct gateway_opts *go, const struct settings *st)
@@ -93,6 +113,7 @@ static void fill_pipeline(struct cmd_opts *o, const struct settings *st)
         p->conninfo          = st->db_conninfo;
         p->db_connections    = (int)st->db_connections;
         p->owner             = o->owner;
+        p->owner_name        = o->owner_name;
         p->topic             = st->topic_intents;
         p->topic_dlq         = st->topic_dlq;
         p->group             = st->group_id;
@@ -147,7 +168,7 @@ static void fill_http(struct cmd_opts *o, const struct settings *st)
         h->refresh_ms       = st->metrics_refresh_interval_ms;
         h->audit_ms         = st->metrics_audit_interval_ms;
         h->audit_timeout_ms = st->metrics_audit_timeout_ms;
-        h->actor            = o->owner;
+        h->actor            = o->owner_name;
         h->production       = !strcmp(st->security_mode, "production");
         o->http_enabled     = *st->http_listen != '\0';
 }
@@ -158,6 +179,7 @@ static void fill_reconcile(struct cmd_opts *o, const struct settings *st)
 
         r->conninfo          = st->db_conninfo;
         r->owner             = o->rec_owner;
+        r->owner_name        = o->rec_owner_name;
         r->gateway           = &o->gateway;
         r->lease_ms          = st->lease_duration_ms;
         r->interval_ms       = st->reconcile_interval_ms;

@@ -22,8 +22,17 @@ struct config;
 /* Everything one process runs with. Strings point into the configuration,
  * which must outlive it; owner names live here. */
 struct cmd_opts {
-        char owner[128];           /* worker.id, else "<host>:<pid>" */
-        char rec_owner[192];       /* owner + "/reconcile" */
+        /* The lease owner names: the name (worker.id, else "<host>:<pid>";
+         * "/reconcile" appended for the reconciler) and this process's
+         * instance of it, "<name>#<16 hex>" (a random nonce per start). A
+         * lease is granted to the instance: a successor under the same
+         * worker.id, or a predecessor frozen past a failover that lost its
+         * grant, holds another owner name, which the settle and the
+         * renewal fence out. */
+        char owner_name[128];
+        char owner[160];
+        char rec_owner_name[144];
+        char rec_owner[176];
         struct kafka_prop *kprops; /* owned */
         char instance_id[256];     /* the member's group.instance.id */
         char instance_note[256];   /* why it is dynamic (see kconf.h) */

@@ -283,9 +283,10 @@ struct pipeline *pipeline_new(const struct pipeline_opts *o, char *errstr,
  * on a connection of its own; failures are logged, nothing else depends
  * on it):
  *  - at start: a predecessor with the same worker.id died (kill -9, a
- *    crash); its payments would wait lease.duration for a reconciler.
- *    Released, a reconciler takes them over at once, raising the epoch.
- *    Nothing of ours is under the name yet.
+ *    crash) or hangs; its payments would wait lease.duration for a
+ *    reconciler. Every instance of the name is released (its owner
+ *    differs from ours by the nonce), a reconciler takes them over at
+ *    once, raising the epoch. Nothing is ours yet.
  *  - at the end of a drain: payments claimed but never sent, or left
  *    unknown after the budget, are not ours to finish any more.
  */
@@ -298,8 +299,14 @@ static void release_leases(struct pipeline *pl, bool at_start)
 
         lc.component = "consume";
         st           = store_connect(pl->o.conninfo, err, sizeof(err));
-        if (!st || store_leases_release(st, pl->o.owner, &n, err,
-                                        sizeof(err)) != STORE_OK) {
+        /* at start every instance of the name, a predecessor's; at the
+         * end our own grants only (a successor may run beside us) */
+        if (!st ||
+            store_leases_release(st,
+                                 at_start && pl->o.owner_name ? pl->o.owner_name
+                                                              : pl->o.owner,
+                                 at_start && pl->o.owner_name, &n, err,
+                                 sizeof(err)) != STORE_OK) {
                 log_warn(&lc,
                          "leases of %s not released (%s): they expire "
                          "by themselves",

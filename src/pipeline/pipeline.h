@@ -36,7 +36,11 @@ struct pipeline;
 struct pipeline_opts {
         const char *conninfo;
         int db_connections;
-        const char *owner; /* lease owner name, e.g. "host:pid" */
+        /* the lease owner: this process's instance of owner_name,
+         * "<name>#<nonce>" (store_lease_owner_instance); at start the
+         * leases of owner_name's other instances, a predecessor's, are
+         * released. owner_name NULL: owner only. */
+        const char *owner, *owner_name;
         const char *topic, *topic_dlq, *group;
         const struct kafka_opts *kafka;
         const struct gateway_opts *gateway;

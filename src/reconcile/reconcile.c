@@ -165,7 +165,8 @@ static void adopt(struct reconciler *r, struct store_payment *p, size_t n,
 static void take_over(struct reconciler *r)
 {
         struct store_payment *p = NULL;
-        size_t n                = 0, room;
+        size_t n = 0, room, n_held = 0;
+        const char **held;
         int64_t db_now, sent;
         int rc;
         char err[512];
@@ -181,8 +182,16 @@ static void take_over(struct reconciler *r)
         r->st.rounds++;
         /* the lease runs from the statement's time, which is after this */
         sent = time_mono_ms();
-        rc = store_takeover_expired(r->db, r->o.owner, r->o.lease_ms, room, &p,
-                                    &n, err, sizeof(err));
+        /* never a payment an item of ours still holds: a failover may
+         * have lost that item's takeover, and the same owner's grant at
+         * the same epoch again would let its late settle pass the fence */
+        held = xcalloc(r->live.n ? r->live.n : 1, sizeof(*held));
+        for (struct flow_link *k = r->live.head; k; k = k->next)
+                held[n_held++] =
+                    FLOW_ENTRY(k, struct reconcile_item, link)->p->payment_id;
+        rc = store_takeover_expired(r->db, r->o.owner, r->o.lease_ms, room,
+                                    held, n_held, &p, &n, err, sizeof(err));
+        free(held);
         if (rc == STORE_ERR_SCHEMA) {
                 store_schema_explain(r->db, err, sizeof(err));
                 log_error(&lc,
@@ -299,10 +308,11 @@ static int set_timing(struct reconciler *r, char *errstr, size_t errstr_size)
 }
 
 /*
- * Expires the leases held under the reconciler's own name (at start: a
- * predecessor with the same worker.id died holding them; at the end: the
- * payments still in hand), so that a reconciler takes them over at once
- * instead of after lease.duration. The takeover raises the epoch.
+ * Expires the leases held under the reconciler's own name (at start:
+ * every instance of it, a predecessor with the same worker.id died or
+ * hangs holding them; at the end: our instance's, the payments still in
+ * hand), so that a reconciler takes them over at once instead of after
+ * lease.duration. The takeover raises the epoch.
  */
 static void release_leases(struct reconciler *r, bool at_start)
 {
@@ -311,8 +321,10 @@ static void release_leases(struct reconciler *r, bool at_start)
         int64_t n = 0;
 
         log_ctx_init(&lc);
-        if (store_leases_release(r->db, r->o.owner, &n, err, sizeof(err)) !=
-            STORE_OK)
+        if (store_leases_release(
+                r->db,
+                at_start && r->o.owner_name ? r->o.owner_name : r->o.owner,
+                at_start && r->o.owner_name, &n, err, sizeof(err)) != STORE_OK)
                 log_warn(&lc,
                          "leases of %s not released (%s): they expire "
                          "by themselves",

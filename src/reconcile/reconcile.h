@@ -47,7 +47,9 @@ struct reconciler; /* opaque */
  * Strings and gateway are borrowed for the reconciler's life. */
 struct reconcile_opts {
         const char *conninfo;
-        const char *owner; /* lease owner name, e.g. "host:pid/reconcile" */
+        /* the lease owner, "<name>/reconcile#<nonce>", an instance of
+         * owner_name (as pipeline_opts) */
+        const char *owner, *owner_name;
         const struct gateway_opts *gateway;
         int64_t lease_ms, interval_ms, backoff_base_ms, backoff_max_ms;
         int64_t review_after_ms;  /* reconcile.review_after */

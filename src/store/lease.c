@@ -45,15 +45,17 @@ static const struct store_stmt renew_stmt = {
         " (extract(epoch FROM p.created_at) * 1000)::bigint"
 
 /*
- * $1 owner, $2 lease ms, $3 limit. The candidates are locked with SKIP
- * LOCKED, so a concurrent taker skips them; the UPDATE re-checks status
- * and expiry on the row it locked.
+ * $1 owner, $2 lease ms, $3 limit, $4 the payments the caller holds (not
+ * taken). The candidates are locked with SKIP LOCKED, so a concurrent
+ * taker skips them; the UPDATE re-checks status and expiry on the row it
+ * locked.
  */
 static const struct store_stmt takeover_stmt = {
         STORE_STMT_TAKEOVER, "co_takeover_expired",
         "WITH cand AS ("
         " SELECT payment_id FROM payments"
         "  WHERE status = 'processing' AND lease_expires_at < now()"
+        "    AND payment_id <> ALL ($4::uuid[])"
         "  ORDER BY lease_expires_at LIMIT $3"
         "  FOR UPDATE SKIP LOCKED"
         ")"
@@ -65,7 +67,7 @@ static const struct store_stmt takeover_stmt = {
         "  WHERE p.payment_id = cand.payment_id AND p.status = 'processing'"
         "    AND p.lease_expires_at < now()"
         " RETURNING" TAKEN_COLUMNS,
-        3
+        4
 };
 
 /* $1 payment id, $2 expected epoch, $3 owner, $4 lease ms. */
@@ -169,15 +171,17 @@ void store_payments_free(struct store_payment *p, size_t n)
 
 int store_takeover_expired(struct store *st, const char *owner,
                            int64_t lease_ms, size_t max,
+                           const char *const *held, size_t n_held,
                            struct store_payment **out, size_t *n_out,
                            char *errstr, size_t errstr_size)
 {
-        const char *values[3];
+        const char *values[4];
         char ms[24], lim[24];
         struct store_payment *p = NULL;
         size_t np               = 0;
         PGresult *res           = NULL;
         int rc                  = STORE_ERR;
+        struct pgarr ids;
 
         *out   = NULL;
         *n_out = 0;
@@ -189,10 +193,21 @@ int store_takeover_expired(struct store *st, const char *owner,
                 return STORE_OK;
         snprintf(ms, sizeof(ms), "%lld", (long long)lease_ms);
         snprintf(lim, sizeof(lim), "%zu", max);
+        store_pgarr_init(&ids);
+        for (size_t i = 0; i < n_held; i++)
+                store_pgarr_text(&ids, held[i]);
         values[0] = owner;
         values[1] = ms;
         values[2] = lim;
+        values[3] = store_pgarr_finish(&ids);
+        if (!values[3]) {
+                snprintf(errstr, errstr_size, "takeover: %zu held payments",
+                         n_held);
+                store_pgarr_free(&ids);
+                return STORE_ERR;
+        }
         res = store_exec(st, &takeover_stmt, values, &rc, errstr, errstr_size);
+        store_pgarr_free(&ids);
         if (!res)
                 return rc;
         p = store_rows_calloc(res, sizeof(*p));
@@ -255,20 +270,38 @@ int store_takeover_one(struct store *st, const char *payment_id,
         return rc;
 }
 
-int store_leases_release(struct store *st, const char *owner, int64_t *n,
-                         char *errstr, size_t errstr_size)
+void store_lease_owner_instance(
+    const char *name, const unsigned char nonce[STORE_LEASE_NONCE_BYTES],
+    char *out, size_t out_size)
+{
+        char hex[2 * STORE_LEASE_NONCE_BYTES + 1];
+
+        for (size_t i = 0; i < STORE_LEASE_NONCE_BYTES; i++)
+                snprintf(hex + 2 * i, 3, "%02x", nonce[i]);
+        snprintf(out, out_size, "%s#%s", name, hex);
+}
+
+int store_leases_release(struct store *st, const char *owner,
+                         bool every_instance, int64_t *n, char *errstr,
+                         size_t errstr_size)
 {
         /* lease_expires_at - 1 ms: expired for any takeover from now on,
-         * the epoch untouched (the takeover raises it: fencing as ever) */
+         * the epoch untouched (the takeover raises it: fencing as ever).
+         * $2: also every instance of the name $1 (store_lease_owner_instance:
+         * the name, '#', 16 hex digits) */
         static const struct store_stmt release_stmt = {
                 STORE_STMT_RELEASE, "co_leases_release",
                 "UPDATE payments SET lease_expires_at = now() - interval"
                 " '1 millisecond', updated_at = now()"
-                " WHERE status = 'processing' AND lease_owner = $1"
-                "   AND lease_expires_at >= now()",
-                1
+                " WHERE status = 'processing' AND lease_expires_at >= now()"
+                "   AND (lease_owner = $1"
+                "     OR ($2::boolean"
+                "         AND starts_with(lease_owner, $1 || '#')"
+                "         AND substr(lease_owner, length($1) + 2)"
+                "             ~ '^[0-9a-f]{16}$'))",
+                2
         };
-        const char *values[1] = { owner };
+        const char *values[2] = { owner, every_instance ? "t" : "f" };
         PGresult *res;
         int rc;
 

@@ -436,15 +436,31 @@ int store_lease_renew(struct store *st, struct lease_item *items, size_t n,
                       size_t errstr_size) CO_MUST_CHECK;
 
 /*
+ * A lease is granted to an owner instance, "<name>#<16 hex>": the owner
+ * name (worker.id, ...) and a random nonce drawn once per process start.
+ * Two processes under one worker.id (a successor and a predecessor frozen
+ * past its lease, whose grant a failover lost) hold different owners, so
+ * the settle's and the renewal's (owner, epoch) fence tells their grants
+ * apart even at the same epoch. out: at least strlen(name) + 18 bytes.
+ */
+#define STORE_LEASE_NONCE_BYTES 8
+void store_lease_owner_instance(
+    const char *name, const unsigned char nonce[STORE_LEASE_NONCE_BYTES],
+    char *out, size_t out_size);
+
+/*
  * Expires every lease `owner` holds on a processing payment, keeping the
  * epoch, so that a reconciler takes them over at once (raising the epoch:
- * any late write of the old holder is fenced). For an engine that starts
- * under the name of a predecessor that died (the same worker.id), and for
- * one that stops and leaves payments it will not finish. *n: leases
- * released. One statement.
+ * any late write of the old holder is fenced). every_instance: owner is a
+ * name, and the leases of all its instances are released (and those held
+ * under the bare name, by a version before instances): for an engine that
+ * starts under the name of a predecessor that died or hangs (the same
+ * worker.id). Else exactly owner's: for one that stops and leaves
+ * payments it will not finish. *n: leases released. One statement.
  */
-int store_leases_release(struct store *st, const char *owner, int64_t *n,
-                         char *errstr, size_t errstr_size) CO_MUST_CHECK;
+int store_leases_release(struct store *st, const char *owner,
+                         bool every_instance, int64_t *n, char *errstr,
+                         size_t errstr_size) CO_MUST_CHECK;
 
 /* A processing payment taken over by the reconciler. */
 struct store_payment {
@@ -474,9 +490,15 @@ void store_payments_free(struct store_payment *p, size_t n);
  * taker are skipped, so two takers never take the same payment. The
  * payment id and provider key stay the same. *out (owned by the caller,
  * store_payments_free) gets the taken rows, *n_out their number.
+ * held: the n_held payment ids the caller still works on, never taken:
+ * if a failover lost the caller's takeover of one, its item holds that
+ * grant in hand, and taking it again would give the same (owner, epoch)
+ * twice (the item's late settle would pass the fence). Taken once the
+ * item let it go.
  */
 int store_takeover_expired(struct store *st, const char *owner,
                            int64_t lease_ms, size_t max,
+                           const char *const *held, size_t n_held,
                            struct store_payment **out, size_t *n_out,
                            char *errstr, size_t errstr_size) CO_MUST_CHECK;
 

@@ -872,6 +872,97 @@ static void lease_owner_fence(void)
 }
 
 /*
+ * The same, when the second claim is made under the same worker name: a
+ * successor started with its predecessor's worker.id while the
+ * predecessor hangs, the predecessor's claim lost in a failover (found
+ * by the model, F4). The lease goes to an owner instance, the name and a
+ * nonce per process, so the predecessor's renewal and settle are fenced.
+ * Releasing the name's leases at start reaches every instance of it and
+ * nothing else.
+ */
+static void lease_instance_fence(void)
+{
+        static const unsigned char n1[STORE_LEASE_NONCE_BYTES] = { 1 },
+                                   n2[STORE_LEASE_NONCE_BYTES] = { 2 };
+        char o1[64], o2[64], other[64], evs[UUID_STR_LEN], sbuf[1024];
+        struct st_intent e;
+        struct claim_item a, b;
+        struct settle_item si;
+        struct lease_item li;
+        int64_t n;
+
+        store_lease_owner_instance("w-same", n1, o1, sizeof(o1));
+        store_lease_owner_instance("w-same", n2, o2, sizeof(o2));
+        CHECK(strcmp(o1, "w-same#0100000000000000") == 0);
+        CHECK(strcmp(o1, o2) != 0);
+        st_intent(&e, "t-inst", "inst-1", 57, 0);
+        st_item(&a, &e);
+        REQUIRE(store_claim_batch(st, &a, 1, o1, ST_LEASE_MS, ST_SECRET,
+                                  ST_SECRET_LEN, err, sizeof(err)) == STORE_OK);
+        REQUIRE(a.outcome == CLAIM_NEW);
+        REQUIRE(st_exec(pg, true,
+                        "DELETE FROM payments WHERE tenant_id = 't-inst'"));
+        st_item(&b, &e);
+        REQUIRE(store_claim_batch(st, &b, 1, o2, ST_LEASE_MS, ST_SECRET,
+                                  ST_SECRET_LEN, err, sizeof(err)) == STORE_OK);
+        REQUIRE(b.outcome == CLAIM_NEW);
+        CHECK_EQ_I(a.lease_epoch, b.lease_epoch);
+        /* the predecessor's renewal and settle */
+        memset(&li, 0, sizeof(li));
+        li.payment_id  = a.payment_id;
+        li.lease_epoch = a.lease_epoch;
+        REQUIRE(store_lease_renew(st, &li, 1, o1, ST_LEASE_MS, err,
+                                  sizeof(err)) == STORE_OK);
+        CHECK(!li.renewed);
+        st_settle_item(&si, &a, SETTLE_SUCCEEDED, evs, sbuf, sizeof(sbuf));
+        si.lease_owner = o1;
+        REQUIRE(settle(&si, 1) == STORE_OK);
+        CHECK_EQ_I(si.outcome, SETTLE_FENCED);
+        /* releasing exactly o1 (its stop) leaves o2's lease */
+        REQUIRE(store_leases_release(st, o1, false, &n, err, sizeof(err)) ==
+                STORE_OK);
+        CHECK_EQ_I(n, 0);
+        /* nor does the name of another worker whose name extends it */
+        REQUIRE(st_exec(pg, true,
+                        "UPDATE payments SET lease_owner = 'w-same#x' WHERE"
+                        " tenant_id = 't-inst'"));
+        REQUIRE(store_leases_release(st, "w-same", true, &n, err,
+                                     sizeof(err)) == STORE_OK);
+        CHECK_EQ_I(n, 0);
+        store_lease_owner_instance("w-same/reconcile", n2, other,
+                                   sizeof(other));
+        REQUIRE(st_exec(pg, true,
+                        "UPDATE payments SET lease_owner = '%s' WHERE"
+                        " tenant_id = 't-inst'",
+                        other));
+        REQUIRE(store_leases_release(st, "w-same", true, &n, err,
+                                     sizeof(err)) == STORE_OK);
+        CHECK_EQ_I(n, 0);
+        /* a successor's start releases every instance of its name */
+        REQUIRE(st_exec(pg, true,
+                        "UPDATE payments SET lease_owner = '%s' WHERE"
+                        " tenant_id = 't-inst'",
+                        o2));
+        REQUIRE(store_leases_release(st, "w-same", true, &n, err,
+                                     sizeof(err)) == STORE_OK);
+        CHECK_EQ_I(n, 1);
+        CHECK_EQ_I(st_count(pg, "SELECT count(*) FROM payments WHERE"
+                                " tenant_id = 't-inst' AND lease_expires_at <"
+                                " now() AND lease_epoch = 1"),
+                   1);
+        /* and the bare name (a version before instances) */
+        REQUIRE(st_exec(pg, true,
+                        "UPDATE payments SET lease_owner = 'w-same',"
+                        " lease_expires_at = now() + interval '1 minute'"
+                        " WHERE tenant_id = 't-inst'"));
+        REQUIRE(store_leases_release(st, "w-same", true, &n, err,
+                                     sizeof(err)) == STORE_OK);
+        CHECK_EQ_I(n, 1);
+        clear(&a, 1);
+        clear(&b, 1);
+}
+
+/*
  * A replay of a payment in review, written after the review was resolved
  * (the claim read review; a person or a webhook finished the payment
  * before the replay's write): nothing is written, not even the copy's
@@ -984,6 +1075,7 @@ int main(int argc, char **argv)
                 { "claim_again", claim_again, NULL, NULL },
                 { "result_id_sql", result_id_sql, NULL, NULL },
                 { "lease_owner_fence", lease_owner_fence, NULL, NULL },
+                { "lease_instance_fence", lease_instance_fence, NULL, NULL },
                 { "replay_stale", replay_stale, NULL, NULL },
                 { "no_violations", no_violations, NULL, NULL },
         };
