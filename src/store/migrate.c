@@ -5,9 +5,11 @@
  * leaves it either applied and recorded or not at all.
  */
 #include "store/migrate.h"
+#include "store/migrate_plan.h"
 #include "store/store_int.h"
 #include "util/crypto.h"
 #include "util/log.h"
+#include "util/xalloc.h"
 
 #include <libpq-fe.h>
 #include <stdbool.h>
@@ -199,6 +201,148 @@ done:
                     conn, "SELECT pg_advisory_unlock(" MIGRATE_LOCK_KEY ")"));
         PQfinish(conn);
         return r;
+}
+
+/* Adds name to p's relations once, with its size read on conn. */
+static int pending_rel(PGconn *conn, struct migrate_pending *p,
+                       const char *name, char *errstr, size_t errstr_size)
+{
+        struct migrate_rel *r;
+        const char *params[1] = { name };
+        PGresult *res;
+
+        if (!*name)
+                return 0;
+        for (size_t i = 0; i < p->n_rels; i++)
+                if (!strcmp(p->rels[i].name, name))
+                        return 0;
+        p->rels = xrealloc(p->rels, (p->n_rels + 1) * sizeof(*p->rels));
+        r       = &p->rels[p->n_rels++];
+        memset(r, 0, sizeof(*r));
+        snprintf(r->name, sizeof(r->name), "%s", name);
+        res = exec_params(conn,
+                          "SELECT greatest(c.reltuples, 0)::bigint,"
+                          " pg_total_relation_size(c.oid), c.relkind"
+                          "  FROM pg_class c WHERE c.oid = to_regclass($1)",
+                          1, params, PGRES_TUPLES_OK, "relation size", errstr,
+                          errstr_size);
+        if (!res)
+                return -1;
+        if (PQntuples(res) == 1) {
+                r->exists = true;
+                r->rows   = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+                r->bytes  = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+                r->kind   = PQgetvalue(res, 0, 2)[0];
+        }
+        PQclear(res);
+        return 0;
+}
+
+int store_migrate_pending(const char *conninfo, struct migrate_pending *out,
+                          char *errstr, size_t errstr_size)
+{
+        PGconn *conn;
+        PGresult *res = NULL;
+        int r         = -1;
+        bool have     = false;
+
+        memset(out, 0, sizeof(*out));
+        if (check_order(errstr, errstr_size) < 0)
+                return -1;
+        conn = store_pq_connect(conninfo, 0, "chargeonce migrate --plan");
+        if (PQstatus(conn) != CONNECTION_OK) {
+                snprintf(errstr, errstr_size, "database connection: %s",
+                         PQerrorMessage(conn));
+                goto done;
+        }
+        if (store_pq_session(conn, STORE_SESSION_ADMIN, errstr, errstr_size) !=
+            STORE_OK)
+                goto done;
+        res = exec_params(
+            conn, "SELECT to_regclass('schema_migrations') IS NOT NULL", 0,
+            NULL, PGRES_TUPLES_OK, "schema_migrations", errstr, errstr_size);
+        if (!res)
+                goto done;
+        have = !strcmp(PQgetvalue(res, 0, 0), "t");
+        PQclear(res);
+        res    = NULL;
+        out->m = xcalloc(migrations_embedded_n ? migrations_embedded_n : 1,
+                         sizeof(*out->m));
+        for (unsigned i = 0; i < migrations_embedded_n; i++) {
+                const struct migration_src *m = &migrations_embedded[i];
+                unsigned char d[CRYPTO_SHA256_LEN];
+                char hex[2 * CRYPTO_SHA256_LEN + 1], vbuf[16];
+                const char *params[1] = { vbuf };
+                struct migrate_step *steps;
+                size_t ns;
+
+                snprintf(vbuf, sizeof(vbuf), "%d", version_of(m->name));
+                if (have) {
+                        res = exec_params(conn,
+                                          "SELECT name, sha256 FROM"
+                                          " schema_migrations WHERE"
+                                          " version = $1::integer",
+                                          1, params, PGRES_TUPLES_OK, m->name,
+                                          errstr, errstr_size);
+                        if (!res)
+                                goto done;
+                        if (PQntuples(res) == 1) {
+                                crypto_sha256(m->sql, m->len, d);
+                                crypto_hex(d, sizeof(d), hex);
+                                if (strcmp(PQgetvalue(res, 0, 1), hex) != 0) {
+                                        snprintf(errstr, errstr_size,
+                                                 "%s: changed after it was "
+                                                 "applied (recorded as %s)",
+                                                 m->name,
+                                                 PQgetvalue(res, 0, 0));
+                                        goto done;
+                                }
+                                out->db_version = version_of(m->name);
+                                PQclear(res);
+                                res = NULL;
+                                continue;
+                        }
+                        PQclear(res);
+                        res = NULL;
+                }
+                out->m[out->n++] = m;
+                ns    = migrate_plan(m->sql, m->len, m->line0, NULL, 0);
+                steps = xcalloc(ns ? ns : 1, sizeof(*steps));
+                migrate_plan(m->sql, m->len, m->line0, steps, ns);
+                for (size_t k = 0; k < ns; k++)
+                        if (pending_rel(conn, out, steps[k].target, errstr,
+                                        errstr_size) < 0) {
+                                free(steps);
+                                goto done;
+                        }
+                free(steps);
+        }
+        if (have) {
+                res = exec_params(conn,
+                                  "SELECT coalesce(max(version), 0) FROM"
+                                  " schema_migrations",
+                                  0, NULL, PGRES_TUPLES_OK, "schema_migrations",
+                                  errstr, errstr_size);
+                if (!res)
+                        goto done;
+                out->db_version = atoi(PQgetvalue(res, 0, 0));
+                PQclear(res);
+                res = NULL;
+        }
+        r = 0;
+done:
+        PQclear(res);
+        PQfinish(conn);
+        if (r < 0)
+                store_migrate_pending_free(out);
+        return r;
+}
+
+void store_migrate_pending_free(struct migrate_pending *p)
+{
+        free(p->m);
+        free(p->rels);
+        memset(p, 0, sizeof(*p));
 }
 
 int store_migrate_known_version(void)

@@ -11,12 +11,15 @@
 
 #include "util/compiler.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct migration_src {
         const char *name; /* "0001_core.sql" */
         const char *sql;
         size_t len;
+        unsigned line0; /* the file's line of sql's first line (2: the
+                         * licence line is left out, cmake/embed_sql) */
 };
 
 /* Generated from sql/ at build time (co_sql). */
@@ -34,6 +37,34 @@ struct migrate_report {
  */
 int store_migrate_run(const char *conninfo, struct migrate_report *report,
                       char *errstr, size_t errstr_size) CO_MUST_CHECK;
+
+/* A relation a pending migration names, as the database holds it now. */
+struct migrate_rel {
+        char name[64];
+        bool exists;
+        long long rows;  /* pg_class.reltuples (an estimate), 0 if none */
+        long long bytes; /* pg_total_relation_size */
+        char kind;       /* pg_class.relkind: 'r' table, 'v' view, ... */
+};
+
+/* What `chargeonce migrate --plan` reads from the database. */
+struct migrate_pending {
+        int db_version; /* max(version) of schema_migrations, 0: none */
+        const struct migration_src **m; /* the migrations to apply, in order */
+        size_t n;
+        struct migrate_rel *rels; /* every relation their steps name */
+        size_t n_rels;
+};
+
+/*
+ * Reads, without changing anything, which of this binary's migrations the
+ * database lacks and the size of every relation their steps
+ * (migrate_plan.h) name. A recorded migration whose checksum differs is an
+ * error, as for store_migrate_run. 0, or -1 with errstr set.
+ */
+int store_migrate_pending(const char *conninfo, struct migrate_pending *out,
+                          char *errstr, size_t errstr_size) CO_MUST_CHECK;
+void store_migrate_pending_free(struct migrate_pending *p);
 
 /* The highest migration this binary carries (15 for 0015_...). */
 int store_migrate_known_version(void);

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * migrate_plan: what a migration will do to a live database, read from its
+ * SQL text without running it (`chargeonce migrate --plan`): one step per
+ * statement (and per statement of a DO block), the relation it locks and
+ * the lock PostgreSQL takes for that kind of statement (the table of
+ * "Explicit Locking" in PostgreSQL's manual), whether it makes the
+ * relation, and whether it may read or write every row of a table (an
+ * index build, a constraint's validation, a data move), which is where
+ * the time goes on a big database. Pure: no I/O.
+ *
+ * It reads the statements this project's migrations use (sql/: CREATE,
+ * ALTER, DROP, INSERT, UPDATE, DELETE, WITH, SELECT, LOCK, COMMENT, SET,
+ * DO with PL/pgSQL around them). A statement it does not know, and
+ * dynamic SQL (EXECUTE in a DO block), is a step marked unknown, never
+ * guessed; a unit test checks that every migration of sql/ has none but
+ * the dynamic ones.
+ */
+#ifndef CO_MIGRATE_PLAN_H
+#define CO_MIGRATE_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* PostgreSQL's table-level lock modes, weakest first. */
+enum migrate_lock {
+        MIGRATE_LOCK_NONE = 0,
+        MIGRATE_LOCK_ACCESS_SHARE,
+        MIGRATE_LOCK_ROW_SHARE,
+        MIGRATE_LOCK_ROW_EXCLUSIVE,
+        MIGRATE_LOCK_SHARE_UPDATE_EXCLUSIVE,
+        MIGRATE_LOCK_SHARE,
+        MIGRATE_LOCK_SHARE_ROW_EXCLUSIVE,
+        MIGRATE_LOCK_EXCLUSIVE,
+        MIGRATE_LOCK_ACCESS_EXCLUSIVE,
+};
+
+struct migrate_step {
+        char what[32];   /* "ALTER TABLE", "CREATE INDEX", "UPDATE", ... */
+        char target[64]; /* the relation locked or made; "" none */
+        enum migrate_lock lock;
+        bool creates;   /* the step makes target */
+        bool reads_all; /* may read or write every row of target */
+        bool in_do;     /* a statement of a DO block */
+        bool unknown;   /* not understood: read the statement */
+        unsigned line;  /* its first line: line0 + the lines before it */
+};
+
+/*
+ * The steps of the migration sql[0..len), whose first line is line line0
+ * of its file: writes at most max into out,
+ * returns how many there are (more than max: call again with more room).
+ */
+size_t migrate_plan(const char *sql, size_t len, unsigned line0,
+                    struct migrate_step *out, size_t max);
+
+/* "AccessExclusiveLock" ...: the name pg_locks gives; "-" for none. */
+const char *migrate_lock_name(enum migrate_lock l);
+
+/* What the lock stops while held: "reads and writes", "writes", or NULL
+ * for nothing the daemons do (they never run DDL). */
+const char *migrate_lock_blocks(enum migrate_lock l);
+
+#endif
