@@ -12,11 +12,12 @@
  * after a crash of the consumer that held them, once more on its own
  * (a rebalance's copy) and again after an operator's rewind.
  *
- * Actors: NW consume processes, one reconciler (holding up to NR items of
- * the payment at once: a takeover round takes its own expired item over
- * again), one relay (each may crash at any step and restarts at once; any
- * of them may stall between two steps for as long as the others need,
- * i.e. be frozen past its lease),
+ * Actors: NW consume processes (each its own lease owner instance), one
+ * reconciler (NR items of the payment, one after the other: a takeover
+ * round never takes over what an item still holds), one relay (each may
+ * crash at any step and restarts at once; any of them may stall between
+ * two steps for as long as the others need, i.e. be frozen past its
+ * lease),
  * the gateway (one outcome per provider key; answers lost; a status
  * query; webhooks, duplicated, late), an operator (review resolutions,
  * gc), time (leases expire, the payment ages past review_after, the
@@ -72,13 +73,15 @@
 #define WITH_REVIEW 1 /* an operator resolves review payments */
 #endif
 #ifndef NR
-#define NR 1 /* the reconciler's items of the payment in hand at once (2: it
-              * takes its own item over again while the first is in hand) */
+#define NR 1 /* the reconciler's items that may take the payment over (2:
+              * R and R', which only the takeover's guard keeps from
+              * holding it at once; finding F4) */
 #endif
 #ifndef SHARED_WORKER_ID
-#define SHARED_WORKER_ID 0 /* W2 runs under W1's worker.id: change 3's
-                            * frozen predecessor and its successor, both
-                            * live (finding F4) */
+#define SHARED_WORKER_ID 0 /* W2 runs under W1's worker.id: a successor
+                            * started beside a predecessor that hangs, both
+                            * live; W2's start releases the name's leases
+                            * (finding F4) */
 #endif
 
 /* ------------------------------------------------------------------ */
@@ -89,8 +92,8 @@
 #define G_SETTLE_EPOCH(row, held) ((row) == (held))
 #endif
 /* store_settle_batch: "AND p.lease_owner = ($10::text[])[i.ord]", the
- * owner name the item holds its epoch under (settle_item.lease_owner: the
- * consumer's worker.id, the reconciler's <worker.id>/reconcile) */
+ * owner the item holds its epoch under (settle_item.lease_owner: the
+ * process's instance of its name, OWN_OF) */
 #ifndef G_SETTLE_OWNER
 #define G_SETTLE_OWNER(row, own) ((row) == (own))
 #endif
@@ -134,6 +137,19 @@
 #ifndef G_TAKEOVER_EXPIRED
 #define G_TAKEOVER_EXPIRED(live) (!(live))
 #endif
+/* store_takeover_expired: "AND payment_id <> ALL ($4)", the payments the
+ * reconciler's live items hold (take_over, src/reconcile/reconcile.c;
+ * held: one bit per item holding the payment; F4, fixed in 717a663) */
+#ifndef G_TAKEOVER_NOT_HELD
+#define G_TAKEOVER_NOT_HELD(held) ((held) == 0)
+#endif
+/* fill_owner (src/cmd/opts.c), store_lease_owner_instance
+ * (src/store/lease.c): a lease is granted to this process's instance of
+ * its owner name, "<name>#<16 hex>", a nonce drawn at each start (0: to
+ * the name itself, as before 717a663; F4) */
+#ifndef G_OWNER_INSTANCE
+#define G_OWNER_INSTANCE 1
+#endif
 /* store_gc_batch and payment_key_retention_check: only keys past
  * idempotency.retention, itself no shorter than the topic's retention.ms
  * and gateway.key_retention */
@@ -172,14 +188,23 @@
 #define REQ_OF(e) ((e) == E3 -> RB : RA)
 #define EBIT(e) (1 << (e))
 
-#define RID (NW + 1)   /* the reconciler: its first item, its owner name */
+#define RID (NW + 1)   /* the reconciler: its first item, its owner */
 #define RELAY (NW + 2) /* the relay (crash requests only) */
 #define RID2 (NW + 3)  /* the reconciler's second item (NR 2) */
 #define NACT (NW + 4)
+#define IBIT(me) ((me) == RID -> 1 : 2) /* a reconciler item's bit */
 
-/* the lease owner name actor me writes (store: lease_owner): a consumer's
- * worker.id, the reconciler's "<worker.id>/reconcile" for every item */
-#define OWN_OF(me) ((me) >= RID -> RID : (SHARED_WORKER_ID && (me) == 2 -> 1 : (me)))
+/* the owner name of actor me (or of an owner as written in the row): a
+ * consumer's worker.id (W2's is W1's with SHARED_WORKER_ID), the
+ * reconciler's "<worker.id>/reconcile" for every item */
+#define NAME_OF(me) ((me) >= RID -> RID : (SHARED_WORKER_ID && (me) == 2 -> 1 : (me)))
+/* the lease owner actor me writes (store: lease_owner): its process's
+ * instance of its name, which the reconciler's items share. A process
+ * restarted after a crash keeps its number here: it holds nothing of the
+ * crashed one's in hand, and the crashed one's grants have no holder
+ * (a crash and a failover in one run could only make the model report
+ * more, never less: no scenario has both) */
+#define OWN_OF(me) (G_OWNER_INSTANCE -> ((me) >= RID -> RID : (me)) : NAME_OF(me))
 
 #define G_NONE 0     /* the gateway has no outcome for the key */
 #define G_CHARGED 1  /* charged (200/201 succeeded) */
@@ -282,8 +307,8 @@ byte g_at[MAXPID + 1]; /* the clock when it stored that outcome */
 bit lok[NACT];       /* each holder's own view: my lease still holds */
 bit crash_req[NACT]; /* time to crash (set by env) */
 byte r_hold = 255;   /* the reconciler held the payment (a wait) at clk */
-bit r_hand;          /* its first item has a grant in hand, not settled */
-bit r_retook;        /* its second item took the payment over (once) */
+byte r_held;         /* NR 2: the items that hold the payment (IBIT):
+                      * took it over and have not let it go */
 
 byte crashes, lost, redelivered, nwebhook, failovers, gcs;
 
@@ -459,11 +484,12 @@ inline grant(tok)
 }
 
 /* P3: a fenced write by the holder of grant tok is by the current one.
- * No exception (F3 fixed in 7724dd1): a grant lost in a failover is given
- * again with the same epoch, but under another owner name, which the
- * settle's owner fence tells apart. Not when the same owner name gets it
- * again: the reconciler's second item (NR 2) or a successor under the
- * same worker.id (SHARED_WORKER_ID): finding F4, model/findings/. */
+ * No exception: a grant lost in a failover is given again with the same
+ * epoch, but to another owner, which the settle's owner fence tells apart
+ * (F3, fixed in 7724dd1): another owner instance even under the same
+ * name, a successor under the same worker.id (SHARED_WORKER_ID), and
+ * never the reconciler's own item again while one of its items still
+ * holds the lost grant (NR 2) (F4, fixed in 717a663). */
 #if !WITH_FAILOVER
 #define GRANT_OK(tok) ((tok) == P.p_ep)
 #else
@@ -595,6 +621,20 @@ inline renew(me, pay, ep, tok)
 	fi
 }
 
+/* store_leases_release at the start of actor me's process,
+ * every_instance: the leases of every instance of its name on a
+ * processing payment expire, the epoch kept (a takeover raises it). Their
+ * holder's own view of its lease is not touched: a predecessor that hangs
+ * still believes it holds. */
+inline release_name(me)
+{
+	if
+	:: P.p_on && P.p_st == ST_PROCESSING && NAME_OF(P.p_own) == NAME_OF(me) ->
+		P.p_live = 0
+	:: else -> skip
+	fi
+}
+
 /* store/finish.c: a webhook's or an operator's finish (the payment
  * locked FOR UPDATE; lease cleared and lease_epoch + 1; key final; a
  * result that resolves_review when it was in review). */
@@ -697,6 +737,20 @@ proctype consumer(byte me)
 {
 	byte e = 255, r, pay, ep, tok, res, ans, ch, st, sch, tries, cclk;
 
+#if SHARED_WORKER_ID
+	/* W2 starts, at any moment, under W1's worker.id beside W1 (which
+	 * may hang): another instance of the name, whose start releases the
+	 * leases of every instance of it (release_leases at start,
+	 * src/pipeline/pipeline.c); W1's own view of its lease is kept */
+	if
+	:: me == 2 ->
+		atomic {
+			release_name(me);
+			printf("MSC: W2 starts under W1's worker.id: the name's leases expire\n")
+		}
+	:: else -> skip
+	fi;
+#endif
 end_idle:
 	do
 	:: {
@@ -823,14 +877,10 @@ again:
 			:: else -> skip
 			fi;
 			lok[me] = 0;
-			/* change 3: restarted with the same worker.id, it
-			 * expires its predecessor's leases at once */
-			if
-			:: P.p_on && P.p_st == ST_PROCESSING &&
-			   P.p_own == OWN_OF(me) ->
-				P.p_live = 0
-			:: else -> skip
-			fi;
+			/* change 3: restarted with the same worker.id (a new
+			 * instance), it expires the leases of every instance
+			 * of the name at once */
+			release_name(me);
 			printf("MSC: W%d crashes and restarts\n", me);
 			e = 255; r = 0; pay = 0; ep = 0; tok = 0; res = 0;
 			ans = 0; ch = 0; st = 0; sch = 0; tries = 0; cclk = 0
@@ -858,15 +908,16 @@ end_idle:
 		 * one reconciler nothing else can act on the payment or the
 		 * key at the gateway meanwhile (no other lease holder can
 		 * post, no webhook or review exists for an unused key).
-		 * The second item (NR 2) is the same reconciler's takeover
-		 * round taking the payment over again while its first item
-		 * still has a grant in hand (its answer late, its lease not
-		 * renewed in time): the same owner name, the next epoch.
+		 * The second item (NR 2, R') is another item of the same
+		 * reconciler, the same owner instance: a later takeover
+		 * round's. The takeover skips a payment an item still holds
+		 * (its answer late, its lease not renewed in time): without
+		 * that, R' would take over again the payment R holds.
 		 */
 		atomic {
 			P.p_on && P.p_st == ST_PROCESSING &&
 			G_TAKEOVER_EXPIRED(P.p_live) && r_hold != clk &&
-			(me == RID || r_hand && !r_retook);
+			G_TAKEOVER_NOT_HELD(r_held);
 			P.p_ep++;
 			assert(BOUND_model_bound_exceeded && P.p_ep < 15);
 			P.p_own = OWN_OF(me);
@@ -879,7 +930,7 @@ end_idle:
 			:: me == RID ->
 				printf("MSC: R takes payment %d over: epoch %d\n", pay, ep)
 			:: else ->
-				printf("MSC: R' (the reconciler's second item) takes payment %d over: epoch %d\n",
+				printf("MSC: R' (another item of the reconciler) takes payment %d over: epoch %d\n",
 				       pay, ep)
 			fi;
 			gw_query(pay, ans, ch);
@@ -922,22 +973,21 @@ end_idle:
 				s = ST_NONE
 			fi;
 			if
-			:: NR > 1 && me == RID && s != ST_NONE -> r_hand = 1
-			:: me != RID -> r_retook = 1
+			:: NR > 1 && s != ST_NONE -> r_held = r_held | IBIT(me)
 			:: else -> skip
 			fi
 		};
 		if
 		:: s != ST_NONE ->
 			/* act_settles: store_settle_batch with the epoch taken,
-			 * under the reconciler's owner name */
+			 * under the reconciler's owner instance */
 			atomic {
 				settle(me, pay, ep, tok, s, ch, res);
 				lok[me] = 0;
 				pay = 0; ep = 0; tok = 0; res = 0; ans = 0; ch = 0;
 				s = 0;
 				if
-				:: me == RID -> r_hand = 0
+				:: NR > 1 -> r_held = r_held & ~IBIT(me)
 				:: else -> skip
 				fi
 			}
@@ -949,9 +999,11 @@ end_idle:
 			crash_req[me] = 0;
 			lok[me] = 0;
 			if
-			:: me == RID ->
-				r_hand = 0;
-				printf("MSC: R crashes and restarts\n")
+			:: NR > 1 -> r_held = r_held & ~IBIT(me)
+			:: else -> skip
+			fi;
+			if
+			:: me == RID -> printf("MSC: R crashes and restarts\n")
 			:: else -> skip
 			fi;
 			pay = 0; ep = 0; tok = 0; res = 0; ans = 0; ch = 0; s = 0
@@ -1186,14 +1238,15 @@ end_idle:
 	}
 	:: atomic {
 		/* change 3 with a frozen predecessor: a process started with
-		 * W1's worker.id while W1 is stopped (not dead) expires W1's
-		 * leases at its start; W1's own view of its lease, a clock
+		 * W1's worker.id (another instance of its name) while W1 is
+		 * stopped (not dead) expires the leases of every instance of
+		 * the name at its start; W1's own view of its lease, a clock
 		 * reading, still says it holds (counted as a crash) */
 		WITH_TWIN && crashes < MAX_CRASH && P.p_on &&
-		P.p_st == ST_PROCESSING && P.p_own == 1 && P.p_live;
+		P.p_st == ST_PROCESSING && NAME_OF(P.p_own) == 1 && P.p_live;
 		crashes++;
 		P.p_live = 0;
-		printf("MSC: a process with W1's worker.id starts: W1's leases expire\n")
+		printf("MSC: a process with W1's worker.id starts: the name's leases expire\n")
 	}
 	:: atomic {
 		/* Kafka delivers a copy again (a rebalance), while the

@@ -70,9 +70,10 @@ declare -A SCEN=(
 	[gc]="-DNW=1 -DWITH_B=0 -DWITH_RETRY=1 -DMAX_REDELIVER=0 -DMAX_CRASH=0 -DWITH_FAILOVER=0 -DWITH_GC=1 -DMAX_WEBHOOK=2"
 	[live]="-DNW=1 -DWITH_B=1 -DWITH_RETRY=1 -DMAX_REDELIVER=0 -DMAX_CRASH=1 -DWITH_FAILOVER=0 -DWITH_GC=0"
 	[live_failover]="-DNW=1 -DWITH_B=0 -DWITH_RETRY=0 -DMAX_REDELIVER=0 -DMAX_CRASH=0 -DWITH_FAILOVER=1 -DWITH_GC=0"
-	[retake]="-DNW=1 -DWITH_B=0 -DWITH_RETRY=1 -DMAX_REDELIVER=0 -DMAX_CRASH=1 -DWITH_FAILOVER=0 -DWITH_GC=0 -DNR=2"
+	[failover_shared]="-DNW=2 -DWITH_B=0 -DWITH_RETRY=0 -DMAX_REDELIVER=0 -DMAX_CRASH=0 -DWITH_FAILOVER=1 -DWITH_GC=0 -DMAX_WEBHOOK=0 -DSHARED_WORKER_ID=1"
+	[retake_failover]="-DNW=1 -DWITH_B=0 -DWITH_RETRY=0 -DMAX_REDELIVER=0 -DMAX_CRASH=0 -DWITH_FAILOVER=1 -DWITH_GC=0 -DNR=2"
 )
-safety_order=(race conflict crash failover gc live live_failover retake)
+safety_order=(race conflict crash failover failover_shared gc live live_failover retake_failover)
 live_order=(live live_failover gc)
 
 declare -A PROP_NAME=(
