@@ -444,14 +444,22 @@ void pipeline_dispatch(struct pipeline *pl, struct item *it)
                 dlq_send(pl, it);
                 return;
         }
-        /* per-key order: the Kafka key, else tenant/key of the intent */
-        if (m->key_len > 0) {
+        /*
+         * Per-intent order: queued by the intent's own tenant/key, read
+         * from the value, whatever Kafka key the message carries, so that
+         * two messages of one intent are never at work at once in this
+         * process, whose owner instance would then hold two grants of one
+         * payment at one epoch if a failover lost the first claim
+         * (the model's A11). A message whose value names neither (never
+         * here: those are dead-lettered) keeps its Kafka key.
+         */
+        if (payment_result_key(it->in.tenant_id, it->in.idempotency_key,
+                               &it->qkey, &it->qkey_len) < 0) {
+                if (m->key_len == 0)
+                        abort();
                 it->qkey_len = m->key_len;
                 it->qkey     = xmalloc(m->key_len);
                 memcpy(it->qkey, m->key, m->key_len);
-        } else if (payment_result_key(it->in.tenant_id, it->in.idempotency_key,
-                                      &it->qkey, &it->qkey_len) < 0) {
-                abort();
         }
         if (keyq_push(pl->kq, it->qkey, it->qkey_len, &it->kn)) {
                 start_item(pl, it);

@@ -1090,6 +1090,60 @@ static void lost_claim(void)
 }
 
 /*
+ * Two messages of one intent under two Kafka keys (a producer that keys
+ * by something else) are handled one after the other, as the queue is
+ * the intent's own tenant/key: the first at a 1.5 s gateway, the client's
+ * retry (a new event id, another Kafka key, the same partition) claims
+ * only once it is finished, and is answered with its own replayed result.
+ * Queued by the Kafka key it was claimed beside the first, in progress,
+ * and got no result of its own; and after a failover that lost the first
+ * claim, the process would hold two grants of one payment at one epoch
+ * under one owner (the model's A11).
+ */
+static void intent_not_kafka_key(void)
+{
+        struct intent_spec is = { NULL,   "shop-k", "two-keys-0001", "o-2k",
+                                  450000, "VND",    "pm_tok_1" };
+        struct scenario sc;
+        struct sim s;
+        struct co c;
+        char *v1, *v2;
+        json_t *st;
+
+        sc_init(&sc, "twokeys", 1);
+        sim_start(&sc, &s, "--latency-ms 1500:1500");
+        co_start(&sc, &c, "consume", &s, NULL, NULL);
+        v1 = sc_intent_json(&is, NULL);
+        v2 = sc_intent_json(&is, NULL); /* a retry: a new event id */
+        sc_produce(&sc, 0, "customer-17", v1, strlen(v1));
+        sc_produce(&sc, 0, "customer-17/retry", v2, strlen(v2));
+        sc_flush(&sc);
+        SC_CHECK(sc_wait_consumed(&sc, T_WAIT), "not everything consumed");
+        SC_CHECK(sc_wait_sql(&sc,
+                             "SELECT count(*) = 2 FROM outbox WHERE tenant_id"
+                             " = 'shop-k'",
+                             T_WAIT),
+                 "two results (%ld): the retry waited for the first and "
+                 "was answered with a replay",
+                 results(&sc, "shop-k", "two-keys-0001", true));
+        SC_CHECK(results(&sc, "shop-k", "two-keys-0001", false) == 1,
+                 "one result of its own");
+        SC_CHECK(sc_sql_long(&sc, "SELECT count(*) FROM outbox WHERE"
+                                  " tenant_id = 'shop-k' AND replayed AND"
+                                  " status = 'succeeded'") == 1,
+                 "the retry's replayed result");
+        st = sim_stats(&s);
+        SC_CHECK(sim_charges_order(st, "shop-k", "o-2k") == 1, "charged once");
+        json_decref(st);
+        sc_check_invariants(&sc);
+        stop_ok(&c);
+        free(v1);
+        free(v2);
+        sim_stop(&s);
+        sc_cleanup(&sc);
+}
+
+/*
  * One hot key cannot take every in-flight slot: 60 copies of one intent
  * on partition 0 wait behind its first copy, which is at a 2 s gateway,
  * with room for 16 messages in flight and 4 per key. The 10 intents of
@@ -1554,6 +1608,7 @@ int main(int argc, char **argv)
                 { "schema_ahead", schema_ahead, NULL, NULL },
                 { "answer_lost", answer_lost, NULL, NULL },
                 { "hot_key", hot_key, NULL, NULL },
+                { "intent_not_kafka_key", intent_not_kafka_key, NULL, NULL },
                 { "dlq_unwritable", dlq_unwritable, NULL, NULL },
                 { "metrics_exact", metrics_exact, NULL, NULL },
         };
