@@ -7,6 +7,7 @@
 #include "store/inspect.h"
 #include "store/store.h"
 #include "store/store_int.h"
+#include "util/uuid.h"
 #include "util/xalloc.h"
 
 #include <libpq-fe.h>
@@ -25,8 +26,9 @@ static const char inspect_sql[] =
     "  SELECT tenant_id, idem_key FROM payments"
     "   WHERE $1 = 'event' AND intent_event_id = $2"
     "  UNION ALL"
+    /* by the primary key: $5 is the id when it is a UUID, else NULL */
     "  SELECT tenant_id, idem_key FROM payments"
-    "   WHERE $1 = 'payment' AND payment_id::text = lower($2)"
+    "   WHERE $1 = 'payment' AND payment_id = $5::uuid"
     "  UNION ALL"
     "  SELECT $3, $4 WHERE $1 = 'key' AND (EXISTS (SELECT 1 FROM"
     "   idempotency_keys WHERE tenant_id = $3 AND idem_key = $4) OR EXISTS"
@@ -52,13 +54,17 @@ static const char inspect_sql[] =
     "      lease_epoch, 'lease_expires_at', lease_expires_at, 'attempts',"
     "      attempts, 'intent_event_id', intent_event_id, 'created_at',"
     "      created_at, 'finished_at', finished_at) FROM p),"
+    /* a posting is both legs of one amount (0016): the entries the
+     * ledger_entries view gives it, debit first, read here from the row
+     * itself (through the view, by txn_id, a scan of the whole ledger) */
     "  'ledger', (SELECT json_agg(json_build_object('txn_id', t.id,"
     "      'amount', t.amount, 'currency', t.currency, 'created_at',"
-    "      t.created_at, 'entries', (SELECT json_agg(json_build_object("
-    "        'account', e.account, 'direction', e.direction, 'amount',"
-    "        e.amount) ORDER BY e.id) FROM ledger_entries e"
-    "        WHERE e.txn_id = t.id)))"
-    "      FROM ledger_transactions t JOIN p ON t.payment_id = p.payment_id),"
+    "      t.created_at, 'entries', json_build_array("
+    "        json_build_object('account', t.debit_account, 'direction',"
+    "          'debit', 'amount', t.amount),"
+    "        json_build_object('account', t.credit_account, 'direction',"
+    "          'credit', 'amount', t.amount))) ORDER BY t.id)"
+    "      FROM ledger_postings t JOIN p ON t.payment_id = p.payment_id),"
     "  'events', (SELECT json_agg(json_build_object('event_id', i.event_id,"
     "      'disposition', i.disposition, 'topic', i.topic, 'partition',"
     "      i.kafka_partition, 'offset', i.kafka_offset, 'received_at',"
@@ -91,7 +97,7 @@ int store_inspect(struct store *st, enum inspect_by by, const char *value,
                   size_t errstr_size)
 {
         static const char *const names[] = { "key", "event", "payment" };
-        const char *params[4]            = { names[by], value, "", "" };
+        const char *params[5]            = { names[by], value, "", "", NULL };
         char *copy                       = NULL, *slash;
         PGconn *conn                     = store_pgconn(st);
         PGresult *res;
@@ -110,7 +116,10 @@ int store_inspect(struct store *st, enum inspect_by by, const char *value,
                 params[2] = copy;
                 params[3] = slash + 1;
         }
-        res = PQexecParams(conn, inspect_sql, 4, NULL, params, NULL, NULL, 0);
+        /* not a UUID: no payment has it (the cast would fail) */
+        if (by == INSPECT_BY_PAYMENT && uuid_valid(value, strlen(value)))
+                params[4] = value;
+        res = PQexecParams(conn, inspect_sql, 5, NULL, params, NULL, NULL, 0);
         if (PQresultStatus(res) != PGRES_TUPLES_OK) {
                 store_format_error(res, conn, "inspect", errstr, errstr_size);
                 r = PQstatus(conn) == CONNECTION_OK ? STORE_ERR

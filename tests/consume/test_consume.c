@@ -25,6 +25,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -568,6 +569,25 @@ static void key_order(void)
                         SC_CHECK(json_array_size(
                                      json_object_get(doc, "ledger")) == 1,
                                  "inspect: 1 posting");
+                        {
+                                json_t *en = json_object_get(
+                                    json_array_get(
+                                        json_object_get(doc, "ledger"), 0),
+                                    "entries");
+                                json_t *d = json_array_get(en, 0);
+
+                                SC_CHECK(json_array_size(en) == 2 &&
+                                             !strcmp(json_string_value(
+                                                         json_object_get(
+                                                             d, "direction")),
+                                                     "debit") &&
+                                             !strncmp(json_string_value(
+                                                          json_object_get(
+                                                              d, "account")),
+                                                      "customer_funds:", 15),
+                                         "inspect: the posting's two legs, "
+                                         "the debit first");
+                        }
                         json_decref(doc);
                         snprintf(cmd, sizeof(cmd),
                                  "grep -qE 'key-order-0001|pm_tok' '%s'", path);
@@ -581,6 +601,22 @@ static void key_order(void)
                          getenv("CHARGEONCE_BIN"), sc.conninfo);
                 SC_CHECK(WEXITSTATUS(system(cmd)) == 1,
                          "inspect of an unknown key");
+                /* a payment id in capitals is the same id; one that is no
+                 * UUID names no payment */
+                for (char *q = pidbuf; *q; q++)
+                        *q = (char)toupper((unsigned char)*q);
+                snprintf(cmd, sizeof(cmd),
+                         "'%s' -X 'db.conninfo=%s' inspect --payment %s "
+                         ">/dev/null 2>&1",
+                         getenv("CHARGEONCE_BIN"), sc.conninfo, pidbuf);
+                SC_CHECK(WEXITSTATUS(system(cmd)) == 0,
+                         "inspect of a payment id in capitals");
+                snprintf(cmd, sizeof(cmd),
+                         "'%s' -X 'db.conninfo=%s' inspect --payment "
+                         "not-a-uuid >/dev/null 2>&1",
+                         getenv("CHARGEONCE_BIN"), sc.conninfo);
+                SC_CHECK(WEXITSTATUS(system(cmd)) == 1,
+                         "inspect of a payment id that is no UUID");
         }
 
         /* chargeonce audit: clean, then a planted inconsistency */
