@@ -89,7 +89,11 @@ static void plan_one(const struct migrate_pending *p,
                         fprintf(out, "not understood: read the statement");
                 else if (fresh)
                         fprintf(out, "made by this migration");
-                else if (r && r->exists)
+                else if (r && !r->exists)
+                        fprintf(out, "made by an earlier migration");
+                else if (r && r->kind == 'v')
+                        fprintf(out, "a view");
+                else if (r)
                         fprintf(out, "%s, %s%s",
                                 grouped(r->rows, b1, sizeof(b1)),
                                 size_str(r->bytes, b2, sizeof(b2)),

@@ -21,7 +21,7 @@
 #include <stdio.h>
 
 /* The rate of the estimate, in bytes per second (docs/upgrading.md). */
-#define OPS_MIGRATE_PLAN_BYTES_PER_S (25LL * 1000 * 1000)
+#define OPS_MIGRATE_PLAN_BYTES_PER_S (70LL * 1000 * 1000)
 
 /* Prints the plan for conninfo's database to out. 0, or -1 with errstr
  * set (the database unreachable, a recorded migration changed). */
