@@ -70,7 +70,12 @@ static void plan_one(const struct migrate_pending *p,
         bool any;
 
         migrate_plan(m->sql, m->len, m->line0, s, n);
-        fprintf(out, "\n%s\n", m->name);
+        fprintf(out, "\n%s%s\n", m->name,
+                !strncmp(m->sql, MIGRATE_NO_TRANSACTION,
+                         strlen(MIGRATE_NO_TRANSACTION))
+                    ? " (without a transaction: each statement commits "
+                      "by itself, its lock held only while it runs)"
+                    : "");
         fprintf(out, "  %5s  %-26s %-28s %-25s %s\n", "line", "step",
                 "relation", "lock", "rows (est.), size");
         for (size_t k = 0; k < n; k++) {

@@ -63,21 +63,143 @@ static int version_of(const char *name)
 }
 
 /* Migration numbers must be positive and strictly increasing. */
-static int check_order(char *errstr, size_t errstr_size)
+static int check_order_of(const struct migration_src *list, unsigned n,
+                          char *errstr, size_t errstr_size)
 {
-        for (unsigned i = 0; i < migrations_embedded_n; i++) {
-                int v = version_of(migrations_embedded[i].name);
-                if (v <= 0 ||
-                    (i > 0 &&
-                     v <= version_of(migrations_embedded[i - 1].name))) {
+        for (unsigned i = 0; i < n; i++) {
+                int v = version_of(list[i].name);
+                if (v <= 0 || (i > 0 && v <= version_of(list[i - 1].name))) {
                         snprintf(errstr, errstr_size,
                                  "%s: migration numbers must be positive "
                                  "and strictly increasing",
-                                 migrations_embedded[i].name);
+                                 list[i].name);
                         return -1;
                 }
         }
         return 0;
+}
+
+static int check_order(char *errstr, size_t errstr_size)
+{
+        return check_order_of(migrations_embedded, migrations_embedded_n,
+                              errstr, errstr_size);
+}
+
+/*
+ * A migration marked MIGRATE_NO_TRANSACTION (migrate_plan.h): every
+ * statement checked first (each must be allowed), then run one by one,
+ * each its own transaction; an index already built is skipped, an
+ * invalid one (an interrupted build) dropped and built again; then its
+ * schema_migrations row. Interrupted anywhere, a second run finishes it.
+ */
+static int apply_no_transaction(PGconn *conn, const struct migration_src *m,
+                                const char *const *params, struct log_ctx *lc,
+                                char *errstr, size_t errstr_size)
+{
+        size_t n = migrate_split(m->sql, m->len, m->line0, NULL, 0);
+        struct migrate_span *sp = xcalloc(n ? n : 1, sizeof(*sp));
+        struct migrate_step st[4];
+        int r = -1;
+
+        migrate_split(m->sql, m->len, m->line0, sp, n);
+        for (size_t i = 0; i < n; i++) {
+                size_t ns = migrate_plan(m->sql + sp[i].off, sp[i].len,
+                                         sp[i].line, st, 4);
+
+                for (size_t k = 0; k < ns && k < 4; k++)
+                        if (!migrate_step_no_transaction_ok(&st[k])) {
+                                snprintf(errstr, errstr_size,
+                                         "%s line %u: %s%s%s is not allowed "
+                                         "in a migration without a "
+                                         "transaction (only CREATE INDEX "
+                                         "CONCURRENTLY IF NOT EXISTS, DROP "
+                                         "INDEX CONCURRENTLY IF EXISTS, "
+                                         "VALIDATE CONSTRAINT, ANALYZE, "
+                                         "COMMENT)",
+                                         m->name, st[k].line, st[k].what,
+                                         *st[k].target ? " " : "",
+                                         st[k].target);
+                                goto done;
+                        }
+                if (ns == 0 || ns > 4) {
+                        snprintf(errstr, errstr_size,
+                                 "%s line %u: not one statement this "
+                                 "migration may run without a transaction",
+                                 m->name, sp[i].line);
+                        goto done;
+                }
+        }
+        for (size_t i = 0; i < n; i++) {
+                char *sql = xstrndup(m->sql + sp[i].off, sp[i].len);
+                const char *iname[1];
+                PGresult *res;
+                int rc;
+
+                migrate_plan(m->sql + sp[i].off, sp[i].len, sp[i].line, st, 4);
+                if (!strcmp(st[0].what, "CREATE INDEX CONCURRENTLY")) {
+                        iname[0] = st[0].index;
+                        res      = exec_params(conn,
+                                               "SELECT i.indisvalid FROM pg_index"
+                                                    " i WHERE i.indexrelid ="
+                                                    " to_regclass(quote_ident($1))",
+                                               1, iname, PGRES_TUPLES_OK, m->name,
+                                               errstr, errstr_size);
+                        if (!res) {
+                                free(sql);
+                                goto done;
+                        }
+                        if (PQntuples(res) == 1 &&
+                            !strcmp(PQgetvalue(res, 0, 0), "t")) {
+                                PQclear(res);
+                                free(sql);
+                                log_info(lc, "%s: index %s is built already",
+                                         m->name, st[0].index);
+                                continue;
+                        }
+                        if (PQntuples(res) == 1) {
+                                char *q = PQescapeIdentifier(
+                                    conn, st[0].index, strlen(st[0].index));
+                                char drop[256];
+
+                                snprintf(drop, sizeof(drop),
+                                         "DROP INDEX CONCURRENTLY IF EXISTS "
+                                         "%s",
+                                         q ? q : "");
+                                PQfreemem(q);
+                                log_warn(lc,
+                                         "%s: index %s was left invalid by "
+                                         "an interrupted build: dropped, "
+                                         "built again",
+                                         m->name, st[0].index);
+                                if (exec_ok(conn, drop, m->name, errstr,
+                                            errstr_size) < 0) {
+                                        PQclear(res);
+                                        free(sql);
+                                        goto done;
+                                }
+                        }
+                        PQclear(res);
+                }
+                rc = exec_ok(conn, sql, m->name, errstr, errstr_size);
+                free(sql);
+                if (rc < 0)
+                        goto done;
+        }
+        {
+                PGresult *res = exec_params(
+                    conn,
+                    "INSERT INTO schema_migrations (version, name, sha256)"
+                    " VALUES ($1::integer, $2, $3)",
+                    3, params, PGRES_COMMAND_OK, m->name, errstr, errstr_size);
+
+                if (!res)
+                        goto done;
+                PQclear(res);
+        }
+        r = 0;
+done:
+        free(sp);
+        return r;
 }
 
 /*
@@ -125,6 +247,16 @@ static int apply_one(PGconn *conn, const struct migration_src *m,
         }
         PQclear(res);
 
+        if (m->len >= strlen(MIGRATE_NO_TRANSACTION) &&
+            !strncmp(m->sql, MIGRATE_NO_TRANSACTION,
+                     strlen(MIGRATE_NO_TRANSACTION))) {
+                if (apply_no_transaction(conn, m, params, lc, errstr,
+                                         errstr_size) < 0)
+                        return -1;
+                report->applied++;
+                log_info(lc, "applied migration %s", m->name);
+                return 0;
+        }
         if (exec_ok(conn, "BEGIN", m->name, errstr, errstr_size) < 0)
                 return -1;
         if (exec_ok(conn, m->sql, m->name, errstr, errstr_size) < 0) {
@@ -152,6 +284,16 @@ static int apply_one(PGconn *conn, const struct migration_src *m,
 int store_migrate_run(const char *conninfo, struct migrate_report *report,
                       char *errstr, size_t errstr_size)
 {
+        return store_migrate_run_list(conninfo, migrations_embedded,
+                                      migrations_embedded_n, report, errstr,
+                                      errstr_size);
+}
+
+int store_migrate_run_list(const char *conninfo,
+                           const struct migration_src *list, unsigned n,
+                           struct migrate_report *report, char *errstr,
+                           size_t errstr_size)
+{
         PGconn *conn;
         int r             = -1;
         bool locked       = false;
@@ -159,7 +301,7 @@ int store_migrate_run(const char *conninfo, struct migrate_report *report,
 
         lc.component    = "migrate";
         report->applied = report->present = 0;
-        if (check_order(errstr, errstr_size) < 0)
+        if (check_order_of(list, n, errstr, errstr_size) < 0)
                 return -1;
 
         conn = store_pq_connect(conninfo, 0, "chargeonce migrate");
@@ -190,9 +332,9 @@ int store_migrate_run(const char *conninfo, struct migrate_report *report,
                     "schema_migrations", errstr, errstr_size) < 0)
                 goto done;
 
-        for (unsigned i = 0; i < migrations_embedded_n; i++)
-                if (apply_one(conn, &migrations_embedded[i], report, &lc,
-                              errstr, errstr_size) < 0)
+        for (unsigned i = 0; i < n; i++)
+                if (apply_one(conn, &list[i], report, &lc, errstr,
+                              errstr_size) < 0)
                         goto done;
         r = 0;
 done:

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * migrate: applies the numbered SQL migrations of sql/ (compiled into the
- * binary) in order, each in its own transaction, recorded in
- * schema_migrations. Safe to run twice and by several processes at once
- * (a session advisory lock serialises them). Never edits an applied
- * migration: a changed file is an error, not a re-run.
+ * binary) in order, each in its own transaction (or, one marked
+ * MIGRATE_NO_TRANSACTION, statement by statement: migrate_plan.h),
+ * recorded in schema_migrations. Safe to run twice and by several
+ * processes at once (a session advisory lock serialises them). Never
+ * edits an applied migration: a changed file is an error, not a re-run.
  */
 #ifndef CO_MIGRATE_H
 #define CO_MIGRATE_H
@@ -65,6 +66,12 @@ struct migrate_pending {
 int store_migrate_pending(const char *conninfo, struct migrate_pending *out,
                           char *errstr, size_t errstr_size) CO_MUST_CHECK;
 void store_migrate_pending_free(struct migrate_pending *p);
+
+/* The same with another list of migrations (tests). */
+int store_migrate_run_list(const char *conninfo,
+                           const struct migration_src *list, unsigned n,
+                           struct migrate_report *report, char *errstr,
+                           size_t errstr_size) CO_MUST_CHECK;
 
 /* The highest migration this binary carries (15 for 0015_...). */
 int store_migrate_known_version(void);

@@ -346,7 +346,7 @@ static void plan_text(struct out *o, const char *sql, size_t len,
 static void plan_create(struct out *o, const struct stmt *s)
 {
         size_t i     = 1;
-        bool replace = false, concurrently = false;
+        bool replace = false, concurrently = false, exists = false;
         char name[64], table[64];
         struct migrate_step *st;
 
@@ -370,7 +370,9 @@ static void plan_create(struct out *o, const struct stmt *s)
                         concurrently = true;
                         i++;
                 }
+                exists = is(s, i, "IF");
                 skip_words(s, &i, NULL, NULL, NULL);
+                name[0] = '\0';
                 if (!is(s, i, "ON"))
                         name_at(s, &i, name, sizeof(name));
                 i = find(s, i, "ON") + 1;
@@ -383,6 +385,8 @@ static void plan_create(struct out *o, const struct stmt *s)
                          concurrently ? MIGRATE_LOCK_SHARE_UPDATE_EXCLUSIVE
                                                  : MIGRATE_LOCK_SHARE);
                 st->reads_all = true;
+                st->if_exists = exists;
+                snprintf(st->index, sizeof(st->index), "%s", name);
         } else if (is(s, i, "VIEW") ||
                    (is(s, i, "MATERIALIZED") && is(s, i + 1, "VIEW"))) {
                 bool mat = is(s, i, "MATERIALIZED");
@@ -492,7 +496,7 @@ static void plan_drop(struct out *o, const struct stmt *s)
 {
         size_t i = 1;
         char name[64], what[32];
-        bool concurrently = false;
+        bool concurrently = false, exists, index;
         enum migrate_lock lock;
 
         if (is(s, i, "MATERIALIZED"))
@@ -522,18 +526,25 @@ static void plan_drop(struct out *o, const struct stmt *s)
                 add(o, s, what, "", MIGRATE_LOCK_NONE)->unknown = true;
                 return;
         }
+        index = is(s, i, "INDEX");
         i++;
         if (is(s, i, "CONCURRENTLY")) {
                 concurrently = true;
                 i++;
         }
+        exists = is(s, i, "IF");
         skip_words(s, &i, NULL, NULL, NULL);
         lock = concurrently ? MIGRATE_LOCK_SHARE_UPDATE_EXCLUSIVE
                             : MIGRATE_LOCK_ACCESS_EXCLUSIVE;
         /* DROP TABLE a, b */
         for (;;) {
+                struct migrate_step *st;
+
                 name_at(s, &i, name, sizeof(name));
-                add(o, s, what, name, lock);
+                st            = add(o, s, what, name, lock);
+                st->if_exists = exists;
+                if (index)
+                        snprintf(st->index, sizeof(st->index), "%s", name);
                 if (!is(s, i, ","))
                         return;
                 i++;
@@ -775,6 +786,59 @@ static void plan_text(struct out *o, const char *sql, size_t len,
                         break;
         }
         free(s.t);
+}
+
+size_t migrate_split(const char *sql, size_t len, unsigned line0,
+                     struct migrate_span *out, size_t max)
+{
+        struct lex lx = { .s = sql, .n = len, .i = 0, .line = line0 };
+        struct tok t;
+        size_t n = 0, start = 0, end = 0;
+        unsigned line = 0;
+        bool open     = false;
+
+        for (;;) {
+                size_t before;
+
+                skip_blank(&lx);
+                before = lx.i;
+                next(&lx, &t);
+                if (t.kind != TOK_END &&
+                    !(t.kind == TOK_SYM && t.text[0] == ';')) {
+                        if (!open) {
+                                open  = true;
+                                start = before;
+                                line  = t.line;
+                        }
+                        end = lx.i;
+                        continue;
+                }
+                if (open) {
+                        if (n < max) {
+                                out[n].off  = start;
+                                out[n].len  = end - start;
+                                out[n].line = line;
+                        }
+                        n++;
+                        open = false;
+                }
+                if (t.kind == TOK_END)
+                        return n;
+        }
+}
+
+bool migrate_step_no_transaction_ok(const struct migrate_step *s)
+{
+        if (s->unknown)
+                return false;
+        if (!strcmp(s->what, "CREATE INDEX CONCURRENTLY"))
+                return s->if_exists && *s->index;
+        if (!strcmp(s->what, "DROP INDEX"))
+                return s->if_exists &&
+                       s->lock == MIGRATE_LOCK_SHARE_UPDATE_EXCLUSIVE;
+        if (!strcmp(s->what, "ALTER TABLE"))
+                return s->lock == MIGRATE_LOCK_SHARE_UPDATE_EXCLUSIVE;
+        return !strcmp(s->what, "ANALYZE") || !strcmp(s->what, "COMMENT");
 }
 
 size_t migrate_plan(const char *sql, size_t len, unsigned line0,

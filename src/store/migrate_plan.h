@@ -38,6 +38,8 @@ enum migrate_lock {
 struct migrate_step {
         char what[32];   /* "ALTER TABLE", "CREATE INDEX", "UPDATE", ... */
         char target[64]; /* the relation locked or made; "" none */
+        char index[64];  /* CREATE/DROP INDEX: the index's name, "" none */
+        bool if_exists;  /* IF [NOT] EXISTS: a second run is a no-op */
         enum migrate_lock lock;
         bool creates;   /* the step makes target */
         bool reads_all; /* may read or write every row of target */
@@ -53,6 +55,33 @@ struct migrate_step {
  */
 size_t migrate_plan(const char *sql, size_t len, unsigned line0,
                     struct migrate_step *out, size_t max);
+
+/* One statement of a migration: sql[off .. off + len), from its first
+ * token to its ';' excluded, and its first line. */
+struct migrate_span {
+        size_t off, len;
+        unsigned line;
+};
+
+/* Splits sql[0..len) into its top-level statements as migrate_plan reads
+ * them: writes at most max, returns how many there are. */
+size_t migrate_split(const char *sql, size_t len, unsigned line0,
+                     struct migrate_span *out, size_t max);
+
+/*
+ * The first line of a migration that runs outside a transaction, one
+ * statement at a time: the way to build an index CONCURRENTLY (which a
+ * transaction block refuses). store_migrate_run allows in such a
+ * migration only statements that are no-ops when run again and take no
+ * lock that stops a read or a write: CREATE INDEX CONCURRENTLY IF NOT
+ * EXISTS (an invalid index of that name, left by an interrupted build, is
+ * dropped and built again), DROP INDEX CONCURRENTLY IF EXISTS, ALTER
+ * TABLE ... VALIDATE CONSTRAINT, ANALYZE, COMMENT.
+ */
+#define MIGRATE_NO_TRANSACTION "-- chargeonce: no transaction"
+
+/* Is the step allowed in a migration without a transaction (above)? */
+bool migrate_step_no_transaction_ok(const struct migrate_step *s);
 
 /* "AccessExclusiveLock" ...: the name pg_locks gives; "-" for none. */
 const char *migrate_lock_name(enum migrate_lock l);

@@ -169,6 +169,68 @@ static void test_sample(void **state)
         assert_int_equal(migrate_plan("DO $x$ DROP TABLE a;", 20, 1, s, 64), 2);
 }
 
+/* The statements of the sample: 25 (a DO block is one), each from its
+ * first token to before its ';', with its first line. */
+static void test_split(void **state)
+{
+        struct migrate_span sp[64];
+        size_t n = migrate_split(sample, strlen(sample), 1, sp, 64);
+
+        (void)state;
+        assert_int_equal(n, 25);
+        assert_int_equal(sp[0].line, 3);
+        assert_memory_equal(sample + sp[0].off, "CREATE TABLE IF NOT EXISTS",
+                            26);
+        assert_int_equal(sample[sp[0].off + sp[0].len - 1], ')');
+        assert_int_equal(sp[11].line, 17); /* WITH, three lines */
+        assert_int_equal(sp[20].line, 28); /* CREATE FUNCTION, its body */
+        assert_int_equal(sp[21].line, 31); /* DO */
+        assert_memory_equal(sample + sp[21].off, "DO $body$", 9);
+        assert_int_equal(sample[sp[21].off + sp[21].len - 1], '$');
+        assert_int_equal(sp[24].line, 44);
+        assert_int_equal(migrate_split("  ;; -- x\n", 10, 1, sp, 64), 0);
+}
+
+static void test_no_transaction_ok(void **state)
+{
+        static const struct {
+                const char *sql;
+                bool ok;
+        } cases[] = {
+                { "CREATE INDEX CONCURRENTLY IF NOT EXISTS i ON t (a)", true },
+                { "CREATE INDEX CONCURRENTLY i ON t (a)", false },
+                { "CREATE INDEX CONCURRENTLY IF NOT EXISTS ON t (a)", false },
+                { "CREATE INDEX IF NOT EXISTS i ON t (a)", false },
+                { "DROP INDEX CONCURRENTLY IF EXISTS i", true },
+                { "DROP INDEX IF EXISTS i", false },
+                { "DROP INDEX CONCURRENTLY i", false },
+                { "ALTER TABLE t VALIDATE CONSTRAINT c", true },
+                { "ALTER TABLE t ADD COLUMN c int", false },
+                { "ANALYZE t", true },
+                { "COMMENT ON INDEX i IS 'x'", true },
+                { "UPDATE t SET a = 1", false },
+                { "VACUUM t", false },
+        };
+        struct migrate_step s[4];
+
+        (void)state;
+        for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+                size_t n =
+                    migrate_plan(cases[i].sql, strlen(cases[i].sql), 1, s, 4);
+                bool ok = n > 0;
+
+                for (size_t k = 0; k < n && k < 4; k++)
+                        ok = ok && migrate_step_no_transaction_ok(&s[k]);
+                printf("%s: %d\n", cases[i].sql, ok);
+                assert_int_equal(ok, cases[i].ok);
+        }
+        migrate_plan(
+            "CREATE INDEX CONCURRENTLY IF NOT EXISTS \"Big_I\" ON t (a)", 55, 1,
+            s, 4);
+        assert_string_equal(s[0].index, "Big_I");
+        assert_true(s[0].if_exists);
+}
+
 static void test_lock_names(void **state)
 {
         (void)state;
@@ -263,6 +325,8 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_sample),
+                cmocka_unit_test(test_split),
+                cmocka_unit_test(test_no_transaction_ok),
                 cmocka_unit_test(test_lock_names),
                 cmocka_unit_test(test_migrations),
         };
