@@ -148,6 +148,7 @@ static void fill_relay(struct cmd_opts *o, const struct settings *st)
         r->retention_ms  = st->relay_retention_ms;
         r->stats_ms      = st->relay_stats_interval_ms;
         r->cleanup_batch = (int)st->relay_cleanup_batch;
+        r->wait_standbys = (int)st->relay_wait_for_standbys;
         o->relay_enabled = st->relay_enabled;
 }
 

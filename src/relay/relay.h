@@ -61,6 +61,12 @@ struct relay_opts {
         int64_t poll_ms, rebalance_ms, drain_ms, cleanup_ms, retention_ms;
         int64_t stats_ms;
         int cleanup_batch;
+        /* relay.wait_for_standbys: a round's rows are produced only once
+         * this many physical standbys have flushed the WAL up to the
+         * primary's insert position read after the fetch, so nothing is
+         * published that a failover to one of them would lose (0: no
+         * wait) */
+        int wait_standbys;
         struct metrics *metrics; /* results published; may be NULL */
 };
 

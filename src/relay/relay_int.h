@@ -62,6 +62,7 @@ struct relay {
         bool abandoned; /* a round left reports due (stopping) */
         /* a statement did not fit the database's schema: stop (1) */
         bool fatal;
+        int64_t standby_warned_ms; /* last "results wait" log (mono) */
 
         const atomic_int *stop;  /* relay_run's flag */
         struct flow_drain drain; /* once the flag asks for a drain */

@@ -33,6 +33,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 /* Longest wait for the reports of one round when not stopping. librdkafka
  * reports every message within message.timeout.ms (default 5 min); past
@@ -433,6 +434,66 @@ static void after_shortfall(struct relay *r, size_t n, const struct round *t)
                 relay_producer_renew(r, "it refused a message");
 }
 
+/* How long a round waits for the standbys before it gives the rows back
+ * (they are fetched again in the next round). */
+#define RELAY_STANDBY_WAIT_MS 2000
+
+/*
+ * relay.wait_for_standbys: true once that many standbys have flushed the
+ * WAL up to the primary's insert position read now, after the fetch (at
+ * or past the commit of every row fetched), so that a failover to one of
+ * them keeps every result this round publishes; false after
+ * RELAY_STANDBY_WAIT_MS, a stop or a database error (logged; the rows
+ * wait). Polls pg_stat_replication, 1 ms doubling to 50 ms apart.
+ */
+static bool standbys_have(struct relay *r)
+{
+        char lsn[32], err[512];
+        int flushed = 0, hidden = 0, rc;
+        int64_t start = time_mono_ms(), sleep_ms = 1, now = start;
+
+        rc =
+            store_relay_wal_position(r->db, lsn, sizeof(lsn), err, sizeof(err));
+        for (;;) {
+                if (rc == STORE_OK)
+                        rc = store_relay_standbys_flushed(
+                            r->db, lsn, &flushed, &hidden, err, sizeof(err));
+                if (rc != STORE_OK) {
+                        log_warn(&r->lc, "%s: results wait", err);
+                        return false;
+                }
+                if (flushed >= r->o.wait_standbys)
+                        return true;
+                now = time_mono_ms();
+                if (now - start >= RELAY_STANDBY_WAIT_MS ||
+                    relay_stop_level(r) >= FLOW_DRAIN)
+                        break;
+                {
+                        struct timespec ts = { 0, (long)sleep_ms * 1000000L };
+
+                        nanosleep(&ts, NULL);
+                }
+                sleep_ms = sleep_ms * 2 > 50 ? 50 : sleep_ms * 2;
+        }
+        if (now - r->standby_warned_ms >= 10000 || !r->standby_warned_ms) {
+                r->standby_warned_ms = now;
+                if (hidden > 0)
+                        log_error(&r->lc,
+                                  "results wait: %d standby(s) stream from "
+                                  "this primary, but the database role may "
+                                  "not read how far (grant it pg_monitor); "
+                                  "relay.wait_for_standbys = %d",
+                                  hidden, r->o.wait_standbys);
+                else
+                        log_warn(&r->lc,
+                                 "results wait: %d of the %d standby(s) "
+                                 "relay.wait_for_standbys asks for have "
+                                 "flushed the WAL up to %s",
+                                 flushed, r->o.wait_standbys, lsn);
+        }
+        return false;
+}
+
 int relay_round(struct relay *r)
 {
         struct store_relay_batch b = { 0 };
@@ -463,6 +524,10 @@ int relay_round(struct relay *r)
         }
         if ((n = b.n) == 0)
                 return 0;
+        if (r->o.wait_standbys > 0 && !standbys_have(r)) {
+                store_relay_batch_clear(&b);
+                return 0;
+        }
         for (size_t i = 0; i < n; i++)
                 r->slots[i] = (struct slot){ r, b.rows[i].id, SLOT_UNSENT,
                                              RD_KAFKA_RESP_ERR_NO_ERROR, 0 };

@@ -532,6 +532,50 @@ int store_relay_oldest_age(struct store_relay *sr, int64_t *age_ms,
                           0, NULL, false, age_ms, errstr, errstr_size);
 }
 
+int store_relay_wal_position(struct store_relay *sr, char *lsn, size_t lsn_size,
+                             char *errstr, size_t errstr_size)
+{
+        PGresult *res;
+        int rc;
+
+        res = run(sr->work, "WAL position",
+                  "SELECT pg_current_wal_insert_lsn()::text", 0, NULL, &rc,
+                  errstr, errstr_size);
+        if (!res)
+                return rc;
+        snprintf(lsn, lsn_size, "%s", PQgetvalue(res, 0, 0));
+        PQclear(res);
+        return STORE_OK;
+}
+
+int store_relay_standbys_flushed(struct store_relay *sr, const char *lsn,
+                                 int *flushed, int *hidden, char *errstr,
+                                 size_t errstr_size)
+{
+        const char *v[1] = { lsn };
+        PGresult *res;
+        int rc;
+
+        *flushed = *hidden = 0;
+        /* a walsender of a logical slot is no standby a failover can
+         * promote */
+        res = run(sr->work, "standbys",
+                  "SELECT count(*) FILTER (WHERE r.flush_lsn >= $1::pg_lsn),"
+                  "       count(*) FILTER (WHERE r.flush_lsn IS NULL"
+                  "                          AND r.state IS NULL)"
+                  "  FROM pg_stat_replication r"
+                  " WHERE NOT EXISTS (SELECT 1 FROM pg_replication_slots s"
+                  "                    WHERE s.active_pid = r.pid"
+                  "                      AND s.slot_type = 'logical')",
+                  1, v, &rc, errstr, errstr_size);
+        if (!res)
+                return rc;
+        *flushed = atoi(PQgetvalue(res, 0, 0));
+        *hidden  = atoi(PQgetvalue(res, 0, 1));
+        PQclear(res);
+        return STORE_OK;
+}
+
 int store_relay_republish(const char *conninfo,
                           const struct store_republish *sel, int64_t *reset,
                           char *errstr, size_t errstr_size)

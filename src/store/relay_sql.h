@@ -130,6 +130,25 @@ int store_relay_park(struct store_relay *sr, int64_t id, const char *reason,
                      size_t errstr_size) CO_MUST_CHECK;
 
 /*
+ * The primary's WAL insert position now (pg_current_wal_insert_lsn(), as
+ * text into lsn, at least 17 bytes): at or past the commit of every row a
+ * fetch before this call saw.
+ */
+int store_relay_wal_position(struct store_relay *sr, char *lsn, size_t lsn_size,
+                             char *errstr, size_t errstr_size) CO_MUST_CHECK;
+
+/*
+ * How many physical standbys streaming from this primary have flushed
+ * its WAL up to lsn (pg_stat_replication.flush_lsn; logical walsenders
+ * are not counted), into *flushed; *hidden: standbys whose position this
+ * role may not read (pg_read_all_stats or pg_monitor is needed), which
+ * count as not flushed.
+ */
+int store_relay_standbys_flushed(struct store_relay *sr, const char *lsn,
+                                 int *flushed, int *hidden, char *errstr,
+                                 size_t errstr_size) CO_MUST_CHECK;
+
+/*
  * Waits up to timeout_ms for a notification on the channel. Returns 1
  * (notified: rows may be there), 0 (timeout) or STORE_ERR_CONN.
  */

@@ -1085,6 +1085,44 @@ static void notopic(void)
         sc_cleanup(&sc);
 }
 
+/*
+ * relay.wait_for_standbys: with no standby streaming from this primary
+ * (the harness has none), a relay that waits for one publishes nothing
+ * and says why; started without the wait, it publishes everything. (The
+ * wait against a real standby that is cut off and a failover to it:
+ * netfault_failover_async_wait.)
+ */
+static void standby_wait(void)
+{
+        static const char *const xs[] = { "relay.wait_for_standbys=1", NULL };
+        struct scenario sc;
+        struct co c;
+        int64_t t0;
+
+        sc_init(&sc, "relay_standby", 3);
+        insert_rows(&sc, 0, 50, 10);
+        co_start(&sc, &c, "relay", NULL, xs, NULL);
+        SC_CHECK(wait_holders(&sc, 1, 20000), "the relay took no shard");
+        /* two of its waits (2 s each) */
+        t0 = now_ms();
+        while (now_ms() - t0 < 5000 &&
+               !count_in_file(c.log, "results wait: 0 of the 1 standby"))
+                sleep_ms(100);
+        sleep_ms(2500);
+        SC_CHECK(count_in_file(c.log, "results wait: 0 of the 1 standby") >= 1,
+                 "no log of the wait");
+        SC_CHECK(unpublished(&sc) == 50,
+                 "%ld row(s) published with no standby to have them",
+                 50 - unpublished(&sc));
+        stop_ok(&c);
+        co_start(&sc, &c, "relay", NULL, NULL, NULL);
+        SC_CHECK(wait_published(&sc, T_WAIT), "%ld row(s) left unpublished",
+                 unpublished(&sc));
+        stop_ok(&c);
+        SC_CHECK(verify(&sc, 3000, false).rows == 50, "rows");
+        sc_cleanup(&sc);
+}
+
 static void multi2(void)
 {
         multi(2);
@@ -1112,6 +1150,7 @@ int main(int argc, char **argv)
                 { "inproc", inproc, NULL, NULL },
                 { "park", park, NULL, NULL },
                 { "notopic", notopic, NULL, NULL },
+                { "standby_wait", standby_wait, NULL, NULL },
         };
         static const struct test_suite suite = {
                 .name    = "test_relay",
