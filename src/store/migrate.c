@@ -86,6 +86,26 @@ static int check_order(char *errstr, size_t errstr_size)
 }
 
 /*
+ * The migrating session: *conn always set (PQfinish it); no
+ * statement_timeout (a migration may take long), lock_timeout and the
+ * dead-peer bounds hold. 0, or -1 with errstr set.
+ */
+static int connect_admin(const char *conninfo, const char *app, PGconn **conn,
+                         char *errstr, size_t errstr_size)
+{
+        *conn = store_pq_connect(conninfo, 0, app);
+        if (PQstatus(*conn) != CONNECTION_OK) {
+                snprintf(errstr, errstr_size, "database connection: %s",
+                         PQerrorMessage(*conn));
+                return -1;
+        }
+        return store_pq_session(*conn, STORE_SESSION_ADMIN, errstr,
+                                errstr_size) == STORE_OK
+                   ? 0
+                   : -1;
+}
+
+/*
  * A migration marked MIGRATE_NO_TRANSACTION (migrate_plan.h): every
  * statement checked first (each must be allowed), then run one by one,
  * each its own transaction; an index already built is skipped, an
@@ -304,16 +324,8 @@ int store_migrate_run_list(const char *conninfo,
         if (check_order_of(list, n, errstr, errstr_size) < 0)
                 return -1;
 
-        conn = store_pq_connect(conninfo, 0, "chargeonce migrate");
-        if (PQstatus(conn) != CONNECTION_OK) {
-                snprintf(errstr, errstr_size, "database connection: %s",
-                         PQerrorMessage(conn));
-                goto done;
-        }
-        /* no statement_timeout: a migration may take long; lock_timeout
-         * and the dead-peer bounds hold */
-        if (store_pq_session(conn, STORE_SESSION_ADMIN, errstr, errstr_size) !=
-            STORE_OK)
+        if (connect_admin(conninfo, "chargeonce migrate", &conn, errstr,
+                          errstr_size) < 0)
                 goto done;
         /* quiet NOTICEs such as "relation already exists, skipping" */
         if (exec_ok(conn, "SET client_min_messages = warning", "set", errstr,
@@ -391,14 +403,8 @@ int store_migrate_pending(const char *conninfo, struct migrate_pending *out,
         memset(out, 0, sizeof(*out));
         if (check_order(errstr, errstr_size) < 0)
                 return -1;
-        conn = store_pq_connect(conninfo, 0, "chargeonce migrate --plan");
-        if (PQstatus(conn) != CONNECTION_OK) {
-                snprintf(errstr, errstr_size, "database connection: %s",
-                         PQerrorMessage(conn));
-                goto done;
-        }
-        if (store_pq_session(conn, STORE_SESSION_ADMIN, errstr, errstr_size) !=
-            STORE_OK)
+        if (connect_admin(conninfo, "chargeonce migrate --plan", &conn, errstr,
+                          errstr_size) < 0)
                 goto done;
         res = exec_params(
             conn, "SELECT to_regclass('schema_migrations') IS NOT NULL", 0,

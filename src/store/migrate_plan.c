@@ -257,6 +257,18 @@ static void skip_words(const struct stmt *s, size_t *i, const char *a,
         }
 }
 
+/* [CONCURRENTLY] [IF [NOT] EXISTS] at *i, skipped: whether CONCURRENTLY
+ * was there; *exists whether IF was. */
+static bool concurrently_if(const struct stmt *s, size_t *i, bool *exists)
+{
+        bool c = is(s, *i, "CONCURRENTLY");
+
+        *i += c;
+        *exists = is(s, *i, "IF");
+        skip_words(s, i, NULL, NULL, NULL);
+        return c;
+}
+
 struct out {
         struct migrate_step *v;
         size_t n, max;
@@ -366,13 +378,8 @@ static void plan_create(struct out *o, const struct stmt *s)
                         sources(o, s, i);
         } else if (is(s, i, "INDEX")) {
                 i++;
-                if (is(s, i, "CONCURRENTLY")) {
-                        concurrently = true;
-                        i++;
-                }
-                exists = is(s, i, "IF");
-                skip_words(s, &i, NULL, NULL, NULL);
-                name[0] = '\0';
+                concurrently = concurrently_if(s, &i, &exists);
+                name[0]      = '\0';
                 if (!is(s, i, "ON"))
                         name_at(s, &i, name, sizeof(name));
                 i = find(s, i, "ON") + 1;
@@ -528,14 +535,9 @@ static void plan_drop(struct out *o, const struct stmt *s)
         }
         index = is(s, i, "INDEX");
         i++;
-        if (is(s, i, "CONCURRENTLY")) {
-                concurrently = true;
-                i++;
-        }
-        exists = is(s, i, "IF");
-        skip_words(s, &i, NULL, NULL, NULL);
-        lock = concurrently ? MIGRATE_LOCK_SHARE_UPDATE_EXCLUSIVE
-                            : MIGRATE_LOCK_ACCESS_EXCLUSIVE;
+        concurrently = concurrently_if(s, &i, &exists);
+        lock         = concurrently ? MIGRATE_LOCK_SHARE_UPDATE_EXCLUSIVE
+                                    : MIGRATE_LOCK_ACCESS_EXCLUSIVE;
         /* DROP TABLE a, b */
         for (;;) {
                 struct migrate_step *st;
