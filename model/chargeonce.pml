@@ -23,7 +23,9 @@
  * gc), time (leases expire, the payment ages past review_after, the
  * gateway's key retention and the idempotency retention), and a failover
  * to an asynchronous standby that loses the commits since it last caught
- * up, followed by the operator's rewind of the consumer group.
+ * up, followed by the operator's rewind of the consumer group (with
+ * RELAY_WAITS_STANDBY, relay.wait_for_standbys = 1: the relay publishes
+ * only what the standby has).
  *
  * Every database transaction is one atomic step, as it is one statement
  * or one explicit transaction in src/store. The guards of the real code
@@ -82,6 +84,12 @@
                             * started beside a predecessor that hangs, both
                             * live; W2's start releases the name's leases
                             * (finding F4) */
+#endif
+#ifndef RELAY_WAITS_STANDBY
+#define RELAY_WAITS_STANDBY 0 /* relay.wait_for_standbys = 1 (4cd8611): the
+                               * relay publishes a row only once the
+                               * standby has its commit (0: the default,
+                               * no wait; finding F2) */
 #endif
 
 /* ------------------------------------------------------------------ */
@@ -175,6 +183,22 @@
 /* change 2: a settle that finds no payment row claims the intent again */
 #ifndef G_RECLAIM_LOST
 #define G_RECLAIM_LOST 1
+#endif
+/* relay.wait_for_standbys (relay_round -> standbys_have,
+ * src/relay/round.c): after its fetch a round produces its rows only once
+ * the standby has flushed the WAL up to the primary's insert position,
+ * past the commit of every row fetched. The standby (S) holds a prefix of
+ * the primary's commits, so it has outbox row i's commit when i < S.ob_n.
+ * After the failover (one at most) nothing published can be lost any
+ * more: the promoted primary's rows go out as they come (src/ waits until
+ * a standby is attached and has them, a delay no property here sees).
+ * Default: no wait (F2) */
+#ifndef G_RELAY_STANDBY_HAS
+#if RELAY_WAITS_STANDBY
+#define G_RELAY_STANDBY_HAS(i) (failovers > 0 || (i) < S.ob_n)
+#else
+#define G_RELAY_STANDBY_HAS(i) 1
+#endif
 #endif
 
 /* ------------------------------------------------------------------ */
@@ -398,8 +422,10 @@ inline move(to)
 }
 
 /* P2's one exception (finding F2, model/README.md): after a failover a
- * review result whose commit was lost can be made and published again,
- * behind the final result that followed it the first time */
+ * review result can be made and published behind a final result the
+ * relay published from a commit the failover lost. relay.wait_for_standbys
+ * (RELAY_WAITS_STANDBY, 4cd8611) closes it: P2_STRICT holds with it
+ * (live_failover_wait) */
 #ifdef P2_STRICT
 #define F2_REVIEW_AGAIN(x) 0
 #else
@@ -1026,11 +1052,23 @@ end_idle:
 		 * published when its delivery report came (a crash in
 		 * between publishes the same row again: the same event id
 		 * and bytes, which P2 accepts by construction, so it is
-		 * one step here) */
+		 * one step here); with relay.wait_for_standbys, only once
+		 * the standby has the row's commit (a round that waits in
+		 * vain gives its rows back: no step) */
 		atomic {
-			P.ob_pub < P.ob_n;
+			P.ob_pub < P.ob_n && G_RELAY_STANDBY_HAS(P.ob_pub);
 			i = P.ob_pub;
+#if RELAY_WAITS_STANDBY
+			if
+			:: failovers == 0 ->
+				printf("MSC: relay publishes row %d (the standby has %d of %d rows)\n",
+				       i, S.ob_n, P.ob_n)
+			:: else ->
+				printf("MSC: relay publishes row %d (after the failover)\n", i)
+			fi;
+#else
 			printf("MSC: relay publishes row %d\n", i);
+#endif
 			published(P.ob[i]);
 			P.ob_pub++;
 			i = 0

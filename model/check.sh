@@ -9,8 +9,8 @@
 #
 # 1. The model (model/chargeonce.pml) in each scenario below: safety, an
 #    exhaustive search (assertions P1-P5, P7, invalid end states); in
-#    live, live_failover and gc also liveness (p6: acceptance cycles
-#    under weak fairness).
+#    live, live_failover, live_failover_wait and gc also liveness (p6:
+#    acceptance cycles under weak fairness).
 # 2. Each mutant (model/mutants/*.pml drops one guard of the real code)
 #    must violate the property its header names, in its scenario; a
 #    breadth-first search, so that its trail is a shortest one (liveness:
@@ -70,11 +70,14 @@ declare -A SCEN=(
 	[gc]="-DNW=1 -DWITH_B=0 -DWITH_RETRY=1 -DMAX_REDELIVER=0 -DMAX_CRASH=0 -DWITH_FAILOVER=0 -DWITH_GC=1 -DMAX_WEBHOOK=2"
 	[live]="-DNW=1 -DWITH_B=1 -DWITH_RETRY=1 -DMAX_REDELIVER=0 -DMAX_CRASH=1 -DWITH_FAILOVER=0 -DWITH_GC=0"
 	[live_failover]="-DNW=1 -DWITH_B=0 -DWITH_RETRY=0 -DMAX_REDELIVER=0 -DMAX_CRASH=0 -DWITH_FAILOVER=1 -DWITH_GC=0"
+	# live_failover with relay.wait_for_standbys = 1 (4cd8611): P2 without
+	# F2's exception
+	[live_failover_wait]="-DNW=1 -DWITH_B=0 -DWITH_RETRY=0 -DMAX_REDELIVER=0 -DMAX_CRASH=0 -DWITH_FAILOVER=1 -DWITH_GC=0 -DRELAY_WAITS_STANDBY=1 -DP2_STRICT=1"
 	[failover_shared]="-DNW=2 -DWITH_B=0 -DWITH_RETRY=0 -DMAX_REDELIVER=0 -DMAX_CRASH=0 -DWITH_FAILOVER=1 -DWITH_GC=0 -DMAX_WEBHOOK=0 -DSHARED_WORKER_ID=1"
 	[retake_failover]="-DNW=1 -DWITH_B=0 -DWITH_RETRY=0 -DMAX_REDELIVER=0 -DMAX_CRASH=0 -DWITH_FAILOVER=1 -DWITH_GC=0 -DNR=2"
 )
-safety_order=(race conflict crash failover failover_shared gc live live_failover retake_failover)
-live_order=(live live_failover gc)
+safety_order=(race conflict crash failover failover_shared gc live live_failover live_failover_wait retake_failover)
+live_order=(live live_failover live_failover_wait gc)
 
 declare -A PROP_NAME=(
 	[P1]=P1_at_most_one_charge
