@@ -538,9 +538,21 @@ int store_relay_wal_position(struct store_relay *sr, char *lsn, size_t lsn_size,
         PGresult *res;
         int rc;
 
+        /* the insert position of an empty page points past the page's
+         * header (24 bytes, 40 at a segment's start), which a standby
+         * that has everything flushed does not reach until more WAL
+         * comes: the end of the last record is the page's start */
         res = run(sr->work, "WAL position",
-                  "SELECT pg_current_wal_insert_lsn()::text", 0, NULL, &rc,
-                  errstr, errstr_size);
+                  "SELECT (CASE WHEN (l - '0/0'::pg_lsn) % seg = 40"
+                  " THEN l - 40 WHEN (l - '0/0'::pg_lsn) % blk = 24"
+                  " THEN l - 24 ELSE l END)::text"
+                  "  FROM pg_current_wal_insert_lsn() l,"
+                  "  (SELECT max(setting::numeric) FILTER (WHERE name ="
+                  "          'wal_segment_size') AS seg,"
+                  "          max(setting::numeric) FILTER (WHERE name ="
+                  "          'wal_block_size') AS blk"
+                  "     FROM pg_settings) z",
+                  0, NULL, &rc, errstr, errstr_size);
         if (!res)
                 return rc;
         snprintf(lsn, lsn_size, "%s", PQgetvalue(res, 0, 0));
