@@ -210,13 +210,20 @@ measure_with() { # measure_with WHO TAG LATENCY_MS N RATE WARMUP [-X k=v]...
 # -X settings, or naive) is started at T and chargeonce-e2e drain reads the
 # result topic until every intent has its result. Appends
 # {"tag":...,<drain json>} to $WORK/results.jsonl and prints it.
+# DRAIN_DB=NAME: instead of a fresh database, the migrated database NAME
+# (e.g. filled by bench/history.sh), renamed for the run and renamed back
+# after it, never dropped.
 drain() {
 	local tag=$1 who=$2 n=$3 parts=${DRAIN_PARTITIONS:-6} name prod t0 out hwm \
 		charges
 	shift 3
 	name=b$(date +%s%N | tail -c 9)_$tag
 	name=${name//[^A-Za-z0-9_]/_}
-	consumer_db_new "$who" "db_$name"
+	if [ -n "${DRAIN_DB:-}" ]; then
+		psql_q postgres "ALTER DATABASE $DRAIN_DB RENAME TO db_$name" >/dev/null
+	else
+		consumer_db_new "$who" "db_$name"
+	fi
 	topics_new "$name" "$parts"
 	sim_start 0
 	prod=$("$E2E_BIN" produce --brokers "$CHARGEONCE_TEST_KAFKA" \
@@ -233,7 +240,11 @@ drain() {
 		python3 -c 'import json,sys; print(json.load(sys.stdin)["charges"])' ||
 		echo '"?"')
 	sim_stop
-	db_drop "db_$name"
+	if [ -n "${DRAIN_DB:-}" ]; then
+		psql_q postgres "ALTER DATABASE db_$name RENAME TO $DRAIN_DB" >/dev/null
+	else
+		db_drop "db_$name"
+	fi
 	[ -n "$out" ] || out='{"ok":false}'
 	out="{\"tag\":\"$tag\",\"who\":\"$who\",\"load\":\"$(cut -d' ' -f1 /proc/loadavg)\",\"vm_hwm_kb\":${hwm:-0},\"partitions\":$parts,\"charges\":${charges:-null},\"produce\":${prod:-null},${out#\{}"
 	echo "$out" >>"$WORK/results.jsonl"
