@@ -3,7 +3,6 @@
 #include "ops/migrate_plan.h"
 #include "store/migrate.h"
 #include "store/migrate_plan.h"
-#include "util/xalloc.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
@@ -63,16 +62,14 @@ static void plan_one(const struct migrate_pending *p,
                      const struct migration_src *m, FILE *out,
                      long long *bytes_out)
 {
-        size_t n = migrate_plan(m->sql, m->len, m->line0, NULL, 0);
-        struct migrate_step *s = xcalloc(n ? n : 1, sizeof(*s));
+        size_t n;
+        struct migrate_step *s = migrate_plan_all(m->sql, m->len, m->line0, &n);
         char b1[32], b2[32];
         long long bytes = 0;
         bool any;
 
-        migrate_plan(m->sql, m->len, m->line0, s, n);
         fprintf(out, "\n%s%s\n", m->name,
-                !strncmp(m->sql, MIGRATE_NO_TRANSACTION,
-                         strlen(MIGRATE_NO_TRANSACTION))
+                store_migrate_no_transaction(m)
                     ? " (without a transaction: each statement commits "
                       "by itself, its lock held only while it runs)"
                     : "");

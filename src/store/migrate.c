@@ -119,7 +119,9 @@ static int apply_no_transaction(PGconn *conn, const struct migration_src *m,
         size_t n = migrate_split(m->sql, m->len, m->line0, NULL, 0);
         struct migrate_span *sp = xcalloc(n ? n : 1, sizeof(*sp));
         struct migrate_step st[4];
-        int r = -1;
+        /* each statement's step, read once */
+        struct migrate_step *first = xcalloc(n ? n : 1, sizeof(*first));
+        int r                      = -1;
 
         migrate_split(m->sql, m->len, m->line0, sp, n);
         for (size_t i = 0; i < n; i++) {
@@ -148,6 +150,7 @@ static int apply_no_transaction(PGconn *conn, const struct migration_src *m,
                                  m->name, sp[i].line);
                         goto done;
                 }
+                first[i] = st[0];
         }
         for (size_t i = 0; i < n; i++) {
                 char *sql = xstrndup(m->sql + sp[i].off, sp[i].len);
@@ -155,9 +158,8 @@ static int apply_no_transaction(PGconn *conn, const struct migration_src *m,
                 PGresult *res;
                 int rc;
 
-                migrate_plan(m->sql + sp[i].off, sp[i].len, sp[i].line, st, 4);
-                if (!strcmp(st[0].what, "CREATE INDEX CONCURRENTLY")) {
-                        iname[0] = st[0].index;
+                if (!strcmp(first[i].what, "CREATE INDEX CONCURRENTLY")) {
+                        iname[0] = first[i].index;
                         res      = exec_params(conn,
                                                "SELECT i.indisvalid FROM pg_index"
                                                     " i WHERE i.indexrelid ="
@@ -173,12 +175,13 @@ static int apply_no_transaction(PGconn *conn, const struct migration_src *m,
                                 PQclear(res);
                                 free(sql);
                                 log_info(lc, "%s: index %s is built already",
-                                         m->name, st[0].index);
+                                         m->name, first[i].index);
                                 continue;
                         }
                         if (PQntuples(res) == 1) {
-                                char *q = PQescapeIdentifier(
-                                    conn, st[0].index, strlen(st[0].index));
+                                char *q =
+                                    PQescapeIdentifier(conn, first[i].index,
+                                                       strlen(first[i].index));
                                 char drop[256];
 
                                 snprintf(drop, sizeof(drop),
@@ -190,7 +193,7 @@ static int apply_no_transaction(PGconn *conn, const struct migration_src *m,
                                          "%s: index %s was left invalid by "
                                          "an interrupted build: dropped, "
                                          "built again",
-                                         m->name, st[0].index);
+                                         m->name, first[i].index);
                                 if (exec_ok(conn, drop, m->name, errstr,
                                             errstr_size) < 0) {
                                         PQclear(res);
@@ -218,7 +221,53 @@ static int apply_no_transaction(PGconn *conn, const struct migration_src *m,
         }
         r = 0;
 done:
+        free(first);
         free(sp);
+        return r;
+}
+
+bool store_migrate_no_transaction(const struct migration_src *m)
+{
+        size_t k = strlen(MIGRATE_NO_TRANSACTION);
+
+        return m->len >= k && !strncmp(m->sql, MIGRATE_NO_TRANSACTION, k);
+}
+
+/*
+ * Is m recorded in schema_migrations (1) or not (0)? -1 with errstr set
+ * on an error, or when it is recorded with another checksum than m's
+ * (hex: m's). vbuf: m's version as text.
+ */
+static int recorded(PGconn *conn, const struct migration_src *m,
+                    const char *vbuf, char hex[2 * CRYPTO_SHA256_LEN + 1],
+                    char *errstr, size_t errstr_size)
+{
+        unsigned char d[CRYPTO_SHA256_LEN];
+        const char *params[1] = { vbuf };
+        PGresult *res;
+        int r = 0;
+
+        crypto_sha256(m->sql, m->len, d);
+        crypto_hex(d, sizeof(d), hex);
+        res = exec_params(conn,
+                          "SELECT name, sha256 FROM schema_migrations"
+                          " WHERE version = $1::integer",
+                          1, params, PGRES_TUPLES_OK, m->name, errstr,
+                          errstr_size);
+        if (!res)
+                return -1;
+        if (PQntuples(res) == 1) {
+                r = 1;
+                if (strcmp(PQgetvalue(res, 0, 1), hex) != 0) {
+                        snprintf(errstr, errstr_size,
+                                 "%s: changed after it was applied "
+                                 "(recorded as %s); add a new "
+                                 "migration instead",
+                                 m->name, PQgetvalue(res, 0, 0));
+                        r = -1;
+                }
+        }
+        PQclear(res);
         return r;
 }
 
@@ -231,45 +280,24 @@ static int apply_one(PGconn *conn, const struct migration_src *m,
                      struct migrate_report *report, struct log_ctx *lc,
                      char *errstr, size_t errstr_size)
 {
-        unsigned char d[CRYPTO_SHA256_LEN];
         char hex[2 * CRYPTO_SHA256_LEN + 1], vbuf[16];
         const char *params[3];
         PGresult *res;
+        int rec;
 
-        crypto_sha256(m->sql, m->len, d);
-        crypto_hex(d, sizeof(d), hex);
         snprintf(vbuf, sizeof(vbuf), "%d", version_of(m->name));
         params[0] = vbuf;
         params[1] = m->name;
         params[2] = hex;
-        res       = exec_params(conn,
-                                "SELECT name, sha256 FROM schema_migrations"
-                                      " WHERE version = $1::integer",
-                                1, params, PGRES_TUPLES_OK, m->name, errstr,
-                                errstr_size);
-        if (!res)
+        rec       = recorded(conn, m, vbuf, hex, errstr, errstr_size);
+        if (rec < 0)
                 return -1;
-        if (PQntuples(res) == 1) {
-                int r = 0;
-
-                if (strcmp(PQgetvalue(res, 0, 1), hex) != 0) {
-                        snprintf(errstr, errstr_size,
-                                 "%s: changed after it was applied "
-                                 "(recorded as %s); add a new "
-                                 "migration instead",
-                                 m->name, PQgetvalue(res, 0, 0));
-                        r = -1;
-                } else {
-                        report->present++;
-                }
-                PQclear(res);
-                return r;
+        if (rec == 1) {
+                report->present++;
+                return 0;
         }
-        PQclear(res);
 
-        if (m->len >= strlen(MIGRATE_NO_TRANSACTION) &&
-            !strncmp(m->sql, MIGRATE_NO_TRANSACTION,
-                     strlen(MIGRATE_NO_TRANSACTION))) {
+        if (store_migrate_no_transaction(m)) {
                 if (apply_no_transaction(conn, m, params, lc, errstr,
                                          errstr_size) < 0)
                         return -1;
@@ -418,45 +446,19 @@ int store_migrate_pending(const char *conninfo, struct migrate_pending *out,
                          sizeof(*out->m));
         for (unsigned i = 0; i < migrations_embedded_n; i++) {
                 const struct migration_src *m = &migrations_embedded[i];
-                unsigned char d[CRYPTO_SHA256_LEN];
                 char hex[2 * CRYPTO_SHA256_LEN + 1], vbuf[16];
-                const char *params[1] = { vbuf };
                 struct migrate_step *steps;
                 size_t ns;
+                int rec = 0;
 
                 snprintf(vbuf, sizeof(vbuf), "%d", version_of(m->name));
-                if (have) {
-                        res = exec_params(conn,
-                                          "SELECT name, sha256 FROM"
-                                          " schema_migrations WHERE"
-                                          " version = $1::integer",
-                                          1, params, PGRES_TUPLES_OK, m->name,
-                                          errstr, errstr_size);
-                        if (!res)
-                                goto done;
-                        if (PQntuples(res) == 1) {
-                                crypto_sha256(m->sql, m->len, d);
-                                crypto_hex(d, sizeof(d), hex);
-                                if (strcmp(PQgetvalue(res, 0, 1), hex) != 0) {
-                                        snprintf(errstr, errstr_size,
-                                                 "%s: changed after it was "
-                                                 "applied (recorded as %s)",
-                                                 m->name,
-                                                 PQgetvalue(res, 0, 0));
-                                        goto done;
-                                }
-                                out->db_version = version_of(m->name);
-                                PQclear(res);
-                                res = NULL;
-                                continue;
-                        }
-                        PQclear(res);
-                        res = NULL;
-                }
+                if (have && (rec = recorded(conn, m, vbuf, hex, errstr,
+                                            errstr_size)) < 0)
+                        goto done;
+                if (rec == 1)
+                        continue;
                 out->m[out->n++] = m;
-                ns    = migrate_plan(m->sql, m->len, m->line0, NULL, 0);
-                steps = xcalloc(ns ? ns : 1, sizeof(*steps));
-                migrate_plan(m->sql, m->len, m->line0, steps, ns);
+                steps = migrate_plan_all(m->sql, m->len, m->line0, &ns);
                 for (size_t k = 0; k < ns; k++)
                         if (pending_rel(conn, out, steps[k].target, errstr,
                                         errstr_size) < 0) {

@@ -67,6 +67,10 @@ int store_migrate_pending(const char *conninfo, struct migrate_pending *out,
                           char *errstr, size_t errstr_size) CO_MUST_CHECK;
 void store_migrate_pending_free(struct migrate_pending *p);
 
+/* Does m run without a transaction (its first line is
+ * MIGRATE_NO_TRANSACTION, migrate_plan.h)? */
+bool store_migrate_no_transaction(const struct migration_src *m);
+
 /* The same with another list of migrations (tests). */
 int store_migrate_run_list(const char *conninfo,
                            const struct migration_src *list, unsigned n,

@@ -2,6 +2,7 @@
 /* store/migrate_plan: a migration's steps and locks, from its text (see
  * migrate_plan.h). */
 #include "store/migrate_plan.h"
+#include "util/xalloc.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -851,6 +852,17 @@ size_t migrate_plan(const char *sql, size_t len, unsigned line0,
 
         plan_text(&o, sql, len, line0, false);
         return o.n;
+}
+
+struct migrate_step *migrate_plan_all(const char *sql, size_t len,
+                                      unsigned line0, size_t *n)
+{
+        struct migrate_step *s;
+
+        *n = migrate_plan(sql, len, line0, NULL, 0);
+        s  = xcalloc(*n ? *n : 1, sizeof(*s));
+        migrate_plan(sql, len, line0, s, *n);
+        return s;
 }
 
 const char *migrate_lock_name(enum migrate_lock l)

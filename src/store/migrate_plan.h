@@ -56,6 +56,11 @@ struct migrate_step {
 size_t migrate_plan(const char *sql, size_t len, unsigned line0,
                     struct migrate_step *out, size_t max);
 
+/* The same, every step in an array of its own (free() it); *n their
+ * number. */
+struct migrate_step *migrate_plan_all(const char *sql, size_t len,
+                                      unsigned line0, size_t *n);
+
 /* One statement of a migration: sql[off .. off + len), from its first
  * token to its ';' excluded, and its first line. */
 struct migrate_span {
