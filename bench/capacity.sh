@@ -19,16 +19,9 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 N=${1:-10000}
 build=${BUILD_DIR:-$root/build-bench}
-cmake -S "$root" -B "$build/main" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	-DCHARGEONCE_FAILPOINTS=OFF >/dev/null
-cmake --build "$build/main" -j2 --target chargeonce chargeonce-gatewaysim \
-	>/dev/null
-cmake -S "$root/bench" -B "$build/bench" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	>/dev/null
-cmake --build "$build/bench" -j2 >/dev/null
-export SIM_BIN=$build/main/tools/gatewaysim/chargeonce-gatewaysim
-export E2E_BIN=$build/bench/e2e/chargeonce-e2e
-export CO_BIN=${CO_BIN:-$build/main/src/chargeonce}
+# shellcheck source=bench/build.sh
+. "$root/bench/build.sh"
+bench_build "$build"
 export N_CAP=$N
 out=$(mktemp -d "${TMPDIR:-/tmp}/chargeonce-capacity.XXXXXX")
 chmod 755 "$out"

@@ -13,16 +13,9 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build-bench}
 export N_DRAIN=${1:-30000} N_NAIVE=${2:-2000}
-cmake -S "$root" -B "$build/main" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	-DCHARGEONCE_FAILPOINTS=OFF >/dev/null
-cmake --build "$build/main" -j2 --target chargeonce chargeonce-gatewaysim \
-	>/dev/null
-cmake -S "$root/bench" -B "$build/bench" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	>/dev/null
-cmake --build "$build/bench" -j2 >/dev/null
-export SIM_BIN=$build/main/tools/gatewaysim/chargeonce-gatewaysim
-export E2E_BIN=$build/bench/e2e/chargeonce-e2e
-export CO_BIN=${CO_BIN:-$build/main/src/chargeonce}
+# shellcheck source=bench/build.sh
+. "$root/bench/build.sh"
+bench_build "$build"
 out=$(mktemp -d "${TMPDIR:-/tmp}/chargeonce-drain.XXXXXX")
 chmod 755 "$out"
 trap 'rm -rf "$out"' EXIT

@@ -15,16 +15,9 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build-bench}
 export N_HIST=${1:-5000000} N_DRAIN=${2:-20000} ROUNDS=${3:-3}
-cmake -S "$root" -B "$build/main" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	-DCHARGEONCE_FAILPOINTS=OFF >/dev/null
-cmake --build "$build/main" -j2 --target chargeonce chargeonce-gatewaysim \
-	>/dev/null
-cmake -S "$root/bench" -B "$build/bench" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	>/dev/null
-cmake --build "$build/bench" -j2 >/dev/null
-export SIM_BIN=$build/main/tools/gatewaysim/chargeonce-gatewaysim
-export E2E_BIN=$build/bench/e2e/chargeonce-e2e
-export CO_BIN=${CO_BIN:-$build/main/src/chargeonce}
+# shellcheck source=bench/build.sh
+. "$root/bench/build.sh"
+bench_build "$build"
 export ROOT=$root
 out=$(mktemp -d "${TMPDIR:-/tmp}/chargeonce-drainh.XXXXXX")
 chmod 755 "$out"

@@ -18,16 +18,9 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build-bench}
-cmake -S "$root" -B "$build/main" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	-DCHARGEONCE_FAILPOINTS=OFF >/dev/null
-cmake --build "$build/main" -j2 --target chargeonce chargeonce-gatewaysim \
-	>/dev/null
-cmake -S "$root/bench" -B "$build/bench" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	>/dev/null
-cmake --build "$build/bench" -j2 >/dev/null
-export SIM_BIN=$build/main/tools/gatewaysim/chargeonce-gatewaysim
-export E2E_BIN=$build/bench/e2e/chargeonce-e2e
-export CO_BIN=${CO_BIN:-$build/main/src/chargeonce}
+# shellcheck source=bench/build.sh
+. "$root/bench/build.sh"
+bench_build "$build"
 export RATE=${RATE:-600} SECONDS_LOAD=${DURATION:-40}
 export MODES=${MODES:-steady static dynamic}
 OUT=${OUT:-$root/bench/results/issue15/rolling.jsonl}

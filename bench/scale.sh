@@ -15,16 +15,9 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 N=${1:-20000}
 build=${BUILD_DIR:-$root/build-bench}
-cmake -S "$root" -B "$build/main" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	-DCHARGEONCE_FAILPOINTS=OFF >/dev/null
-cmake --build "$build/main" -j2 --target chargeonce chargeonce-gatewaysim \
-	>/dev/null
-cmake -S "$root/bench" -B "$build/bench" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	>/dev/null
-cmake --build "$build/bench" -j2 >/dev/null
-export SIM_BIN=$build/main/tools/gatewaysim/chargeonce-gatewaysim
-export E2E_BIN=$build/bench/e2e/chargeonce-e2e
-export CO_BIN=${CO_BIN:-$build/main/src/chargeonce}
+# shellcheck source=bench/build.sh
+. "$root/bench/build.sh"
+bench_build "$build"
 export N_SCALE=$N PROCS=${PROCS:-1 2 3} PARTS=${PARTS:-4 12 24}
 export SIM_MS=${SIM_MS:-0}
 OUT=${OUT:-$root/bench/results/issue15/scale.jsonl}
