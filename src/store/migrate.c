@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* pg_advisory_lock key: "chargeonce migrate" */
 #define MIGRATE_LOCK_KEY "7461290001"
@@ -337,6 +338,43 @@ int store_migrate_run(const char *conninfo, struct migrate_report *report,
                                       errstr_size);
 }
 
+/*
+ * The migrate lock, waited for by trying it every 100 ms: never by
+ * pg_advisory_lock, whose statement would keep its snapshot while it
+ * waits, and a CREATE INDEX CONCURRENTLY of the holder waits for every
+ * snapshot older than its build to end: each would wait for the other
+ * (PostgreSQL's deadlock detector then fails one).
+ */
+static int take_lock(PGconn *conn, struct log_ctx *lc, char *errstr,
+                     size_t errstr_size)
+{
+        for (long tries = 0;; tries++) {
+                PGresult *res = PQexec(
+                    conn, "SELECT pg_try_advisory_lock(" MIGRATE_LOCK_KEY ")");
+                bool got;
+
+                if (PQresultStatus(res) != PGRES_TUPLES_OK ||
+                    PQntuples(res) != 1) {
+                        snprintf(errstr, errstr_size, "advisory lock: %s",
+                                 PQerrorMessage(conn));
+                        PQclear(res);
+                        return -1;
+                }
+                got = PQgetvalue(res, 0, 0)[0] == 't';
+                PQclear(res);
+                if (got)
+                        return 0;
+                if (tries % 100 == 0)
+                        log_info(lc, "another chargeonce migrate holds the "
+                                     "migrate lock: waiting for it");
+                {
+                        struct timespec ts = { 0, 100 * 1000000L };
+
+                        nanosleep(&ts, NULL);
+                }
+        }
+}
+
 int store_migrate_run_list(const char *conninfo,
                            const struct migration_src *list, unsigned n,
                            struct migrate_report *report, char *errstr,
@@ -359,8 +397,7 @@ int store_migrate_run_list(const char *conninfo,
         if (exec_ok(conn, "SET client_min_messages = warning", "set", errstr,
                     errstr_size) < 0)
                 goto done;
-        if (exec_ok(conn, "SELECT pg_advisory_lock(" MIGRATE_LOCK_KEY ")",
-                    "advisory lock", errstr, errstr_size) < 0)
+        if (take_lock(conn, &lc, errstr, errstr_size) < 0)
                 goto done;
         locked = true;
         if (exec_ok(conn,
