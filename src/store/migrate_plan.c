@@ -430,6 +430,40 @@ static void plan_create(struct out *o, const struct stmt *s)
         }
 }
 
+/* Whether the parameters of SET ( ... ) at sub (its "(" at sub + 1, up
+ * to end) are all ones whose change takes SHARE UPDATE EXCLUSIVE: fillfactor,
+ * the toast and autovacuum ones and parallel_workers (the ALTER TABLE
+ * page of PostgreSQL 15). */
+static bool light_storage_params(const struct stmt *s, size_t sub, size_t end)
+{
+        bool name_next = true, any = false;
+
+        if (!is(s, sub, "SET") || !is(s, sub + 1, "("))
+                return false;
+        for (size_t k = sub + 2; k < end && !is(s, k, ")"); k++) {
+                const char *w = s->t[k].text;
+
+                if (is(s, k, ",")) {
+                        name_next = true;
+                        continue;
+                }
+                if (!name_next)
+                        continue;
+                name_next = false;
+                any       = true;
+                if (s->t[k].kind == TOK_STR ||
+                    (strcmp(w, "FILLFACTOR") != 0 &&
+                     strncmp(w, "AUTOVACUUM_", 11) != 0 &&
+                     strcmp(w, "TOAST") != 0 && strncmp(w, "TOAST_", 6) != 0 &&
+                     strcmp(w, "PARALLEL_WORKERS") != 0))
+                        return false;
+                /* toast.x: the dot and x are one parameter's name */
+                if (is(s, k + 1, "."))
+                        k += 2;
+        }
+        return any;
+}
+
 /* ALTER TABLE's subcommands: the lock is ACCESS EXCLUSIVE unless every
  * one takes less; some read every row. */
 static void plan_alter_table(struct out *o, const struct stmt *s, size_t i)
@@ -466,8 +500,10 @@ static void plan_alter_table(struct out *o, const struct stmt *s, size_t i)
                 if (is(s, sub, "VALIDATE")) {
                         l    = MIGRATE_LOCK_SHARE_UPDATE_EXCLUSIVE;
                         scan = true;
-                } else if (is(s, sub, "SET") && (is(s, sub + 1, "STATISTICS") ||
-                                                 is(s, sub + 1, "WITHOUT"))) {
+                } else if ((is(s, sub, "SET") &&
+                            (is(s, sub + 1, "STATISTICS") ||
+                             is(s, sub + 1, "WITHOUT"))) ||
+                           light_storage_params(s, sub, end)) {
                         l = MIGRATE_LOCK_SHARE_UPDATE_EXCLUSIVE;
                 } else if ((is(s, sub, "ENABLE") || is(s, sub, "DISABLE")) &&
                            is(s, sub + 1, "TRIGGER")) {

@@ -191,6 +191,43 @@ static void test_split(void **state)
         assert_int_equal(migrate_split("  ;; -- x\n", 10, 1, sp, 64), 0);
 }
 
+/* ALTER TABLE ... SET ( storage parameters ): SHARE UPDATE EXCLUSIVE
+ * when every one is fillfactor, a toast or autovacuum one or
+ * parallel_workers (PostgreSQL 15's ALTER TABLE page), else ACCESS
+ * EXCLUSIVE; with another subcommand, the stronger. */
+static void test_storage_params(void **state)
+{
+        static const struct {
+                const char *sql;
+                enum migrate_lock lock;
+        } cases[] = {
+                { "ALTER TABLE t SET (fillfactor = 50)",
+                  MIGRATE_LOCK_SHARE_UPDATE_EXCLUSIVE },
+                { "ALTER TABLE t SET (autovacuum_vacuum_scale_factor = 0,"
+                  " toast.autovacuum_enabled = off, parallel_workers = 2)",
+                  MIGRATE_LOCK_SHARE_UPDATE_EXCLUSIVE },
+                { "ALTER TABLE t SET (toast_tuple_target = 128)",
+                  MIGRATE_LOCK_SHARE_UPDATE_EXCLUSIVE },
+                { "ALTER TABLE t SET (fillfactor = 50), ADD COLUMN c int", AE },
+                { "ALTER TABLE t SET (user_catalog_table = true)", AE },
+                { "ALTER TABLE t SET (fillfactor = 50, user_catalog_table)",
+                  AE },
+                { "ALTER TABLE t SET LOGGED", AE },
+                { "ALTER TABLE t SET ()", AE },
+        };
+        struct migrate_step st[4];
+
+        (void)state;
+        for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+                printf("%s\n", cases[i].sql);
+                assert_int_equal(
+                    migrate_plan(cases[i].sql, strlen(cases[i].sql), 1, st, 4),
+                    1);
+                assert_string_equal(st[0].what, "ALTER TABLE");
+                assert_int_equal(st[0].lock, cases[i].lock);
+        }
+}
+
 static void test_no_transaction_ok(void **state)
 {
         static const struct {
@@ -326,6 +363,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_sample),
                 cmocka_unit_test(test_split),
+                cmocka_unit_test(test_storage_params),
                 cmocka_unit_test(test_no_transaction_ok),
                 cmocka_unit_test(test_lock_names),
                 cmocka_unit_test(test_migrations),
