@@ -38,6 +38,10 @@
 #define RELAY_CLEANUP_ROUNDS 20
 /* The oldest unpublished row's age is refreshed this often. */
 #define RELAY_AGE_EVERY_MS 1000
+/* relay_cursor is moved up this often (store_relay_advance): the fetch
+ * reads every row above it, i.e. what was published since about two of
+ * these. */
+#define RELAY_ADVANCE_EVERY_MS 100
 /* Longest wait of the idle loop: a stop is seen at least this often. */
 #define RELAY_WAIT_MAX_MS 100
 
@@ -212,7 +216,7 @@ static void log_stats(struct relay *r)
 
 /* The loop's state: its timers and what the last steps found. */
 struct loop {
-        struct flow_tick rebal, poll, clean, age, stats;
+        struct flow_tick rebal, poll, clean, age, stats, adv;
         int64_t db_err_logged;
         int held;  /* shards held */
         bool more; /* the last round (or a NOTIFY) says there is work */
@@ -283,6 +287,14 @@ static void housekeeping(struct relay *r, struct loop *l, int64_t now)
         char err[512];
         int64_t age = 0;
 
+        if (flow_tick_due(&l->adv, now)) {
+                int64_t through;
+
+                if (store_relay_advance(r->db, &through, err, sizeof(err)) !=
+                    STORE_OK)
+                        log_warn(&r->lc, "%s", err);
+                l->adv.next_ms = time_mono_ms() + RELAY_ADVANCE_EVERY_MS;
+        }
         if (flow_tick_due(&l->clean, now)) {
                 cleanup(r);
                 l->clean.next_ms = time_mono_ms() + r->o.cleanup_ms;
@@ -318,6 +330,7 @@ int relay_run(struct relay *r, const atomic_int *stop)
                 .poll  = { r->o.poll_ms, 0 },
                 .clean = { r->o.cleanup_ms, now + r->o.cleanup_ms },
                 .age   = { RELAY_AGE_EVERY_MS, 0 },
+                .adv   = { RELAY_ADVANCE_EVERY_MS, 0 },
                 .stats = { r->o.stats_ms, now + r->o.stats_ms },
                 .more  = true,
         };

@@ -24,20 +24,22 @@
 /*
  * The backlog in one statement. processing: the partial index
  * payments_processing_lease_idx holds exactly the processing rows;
- * outbox: outbox_unpublished_idx holds exactly the unpublished ones, of
- * which the parked are counted apart (they wait for an operator, not for
- * the relay, and would otherwise pin the oldest age forever).
+ * outbox: the unpublished rows are above relay_cursor.through (0021),
+ * read through the primary key; the parked ones through
+ * outbox_parked_idx (0022), counted apart (they wait for an operator,
+ * not for the relay, and would otherwise pin the oldest age forever).
  */
 #define GAUGES_SQL                                                             \
         "SELECT (SELECT coalesce(extract(epoch FROM now() - min(created_at))," \
         "0) FROM payments WHERE status = 'processing'),"                       \
-        " o.unpublished, o.oldest, o.parked,"                                  \
+        " o.unpublished, o.oldest, p.parked,"                                  \
         " (SELECT count(*) FROM payments WHERE status = 'review')"             \
-        " FROM (SELECT count(*) FILTER (WHERE parked_at IS NULL) AS "          \
-        "unpublished, coalesce(extract(epoch FROM now() - min(created_at)"     \
-        " FILTER (WHERE parked_at IS NULL)), 0) AS oldest,"                    \
-        " count(*) FILTER (WHERE parked_at IS NOT NULL) AS parked"             \
-        " FROM outbox WHERE published_at IS NULL) o"
+        " FROM (SELECT count(*) AS unpublished,"                               \
+        " coalesce(extract(epoch FROM now() - min(created_at)), 0) AS oldest"  \
+        " FROM outbox WHERE id > (SELECT through FROM relay_cursor"            \
+        " WHERE id = 1) AND published_at IS NULL AND parked_at IS NULL) o,"    \
+        " (SELECT count(*) AS parked FROM outbox WHERE parked_at IS NOT NULL"  \
+        " AND published_at IS NULL) p"
 
 /*
  * Runs "SET statement_timeout; sql" and returns the last result (one row

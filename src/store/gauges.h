@@ -4,8 +4,9 @@
  * and its readiness (/metrics, /readyz): one statement for the backlog gauges,
  * counts for the periodic audit, a bounded "does the database answer".
  *
- * Must never: write or lock anything; scan a table where a partial index
- * answers (payments_processing_lease_idx, outbox_unpublished_idx); wait
+ * Must never: write or lock anything; scan a table where an index
+ * answers (payments_processing_lease_idx; the outbox's primary key above
+ * relay_cursor.through, outbox_parked_idx); wait
  * on the server longer than the statement_timeout it sets.
  */
 #ifndef CO_STORE_GAUGES_H

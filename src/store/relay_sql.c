@@ -4,8 +4,9 @@
  * is one short statement outside BEGIN (its own transaction); nothing here
  * holds a row lock across a network wait of the relay.
  *
- * Never marks a row that the caller did not name, never selects by a
- * high-water mark, never puts a message key or a payload into errstr.
+ * Never marks a row that the caller did not name, never moves
+ * relay_cursor past an id a transaction in flight may commit, never puts
+ * a message key or a payload into errstr.
  */
 #include "store/relay_sql.h"
 #include "store/store_int.h"
@@ -138,12 +139,9 @@ static PGconn *connect_one(const char *conninfo, const char *app, char *errstr,
                 return NULL;
         }
         /* one statement per call: run() uses the extended protocol.
-         * No bitmap scans: the relay's fetch reads outbox_unpublished_idx
-         * in id order, and a bitmap scan visits the heap for every entry
-         * of a row published since the last vacuum (a fetch that found
-         * nothing read 10,200 of them, 2.6 ms, after 10,000 results),
-         * where a plain index scan marks them dead once and skips them
-         * after (docs/relay.md). */
+         * No bitmap scans: the relay's fetch reads the primary key in id
+         * order from relay_cursor.through and stops at its LIMIT, where a
+         * bitmap scan would visit every page above it first. */
         snprintf(sql, sizeof(sql), "SET application_name = '%s'", app);
         if (run_ok(conn, "database setup", "SET enable_bitmapscan = off",
                    errstr, errstr_size) != STORE_OK ||
@@ -360,7 +358,10 @@ int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
         /*
          * w: the window, a prefix in id order of the unpublished rows of
          * the held shards (all rows of a key are in one shard, so a key's
-         * first row in w is its first unpublished row). f: that first row
+         * first row in w is its first unpublished row), read through the
+         * primary key above relay_cursor.through (every row at or below it
+         * is published, parked or never committed: store_relay_advance).
+         * f: that first row
          * of each key. A row whose key has an earlier unpublished row is
          * never offered, whatever ids commit later. Parked rows (0006) are
          * not waited for: they are holes an operator looks at.
@@ -368,7 +369,9 @@ int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
         res = run(sr->work, "relay fetch",
                   "WITH w AS ("
                   "  SELECT id, message_key FROM outbox"
-                  "   WHERE published_at IS NULL AND parked_at IS NULL"
+                  "   WHERE id > (SELECT through FROM relay_cursor"
+                  "                WHERE id = 1)"
+                  "     AND published_at IS NULL AND parked_at IS NULL"
                   "     AND (hashtext(message_key) & 2147483647) % $1::int"
                   "         = ANY ($2::int[])"
                   "   ORDER BY id LIMIT $3::int),"
@@ -404,6 +407,97 @@ int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
         }
         b->n = (size_t)n;
         return STORE_OK;
+}
+
+/* (1): whether every transaction of the barrier has ended (no barrier
+ * yet: true, with a NULL sequence value), the barrier's sequence value,
+ * gen and through. Its own statement: the cursor's snapshot (3) must come after
+ * the transactions are seen gone. */
+#define ADVANCE_RESOLVED_SQL                                                   \
+        "SELECT c.barrier_vxids IS NULL OR NOT EXISTS (SELECT 1 FROM pg_locks" \
+        " l WHERE l.virtualtransaction = ANY (c.barrier_vxids)),"              \
+        " c.barrier_seq, c.gen, c.through FROM relay_cursor c WHERE c.id = 1"
+
+/* (2): read before (3) looks at the writers, so that every transaction
+ * that drew an id up to it still holds its lock then or has ended. The
+ * sequence hands out ids one at a time (CACHE 1, identity's default). */
+#define ADVANCE_SEQ_SQL                                                        \
+        "SELECT coalesce(pg_sequence_last_value(pg_get_serial_sequence("       \
+        "'outbox', 'id')::regclass), 0)"
+
+/* (3), once (1) found the barrier's transactions gone: $1 its sequence
+ * value (NULL: no barrier yet, through stays), $2 gen as (1) read it, $3
+ * the value of (2). Nothing changes when another relay moved the barrier
+ * or a row was opened again since (1). */
+#define ADVANCE_SQL                                                            \
+        "UPDATE relay_cursor c SET"                                            \
+        " through = CASE WHEN $1::bigint IS NOT NULL"                          \
+        "  THEN greatest(c.through, least($1::bigint, coalesce("               \
+        "  (SELECT o.id - 1 FROM outbox o WHERE o.id > c.through"              \
+        "    AND o.published_at IS NULL AND o.parked_at IS NULL"               \
+        "    ORDER BY o.id LIMIT 1), $1::bigint)))"                            \
+        "  ELSE c.through END,"                                                \
+        " barrier_seq = $3::bigint,"                                           \
+        " barrier_vxids = (SELECT"                                             \
+        "  coalesce(array_agg(DISTINCT l.virtualtransaction), '{}')"           \
+        "  FROM pg_locks l WHERE l.locktype = 'relation'"                      \
+        "  AND l.mode = 'RowExclusiveLock' AND l.database = (SELECT oid"       \
+        "  FROM pg_database WHERE datname = current_database())"               \
+        "  AND l.relation = 'outbox'::regclass"                                \
+        "  AND l.pid IS DISTINCT FROM pg_backend_pid()),"                      \
+        " advanced_at = now()"                                                 \
+        " WHERE c.id = 1 AND c.gen = $2::bigint"                               \
+        " AND c.barrier_seq IS NOT DISTINCT FROM $1::bigint"                   \
+        " RETURNING c.through"
+
+int store_relay_advance(struct store_relay *sr, int64_t *through, char *errstr,
+                        size_t errstr_size)
+{
+        PGresult *res, *sq = NULL, *up = NULL;
+        const char *v[3];
+        int rc;
+
+        *through = -1;
+        res = run(sr->work, "relay cursor", ADVANCE_RESOLVED_SQL, 0, NULL, &rc,
+                  errstr, errstr_size);
+        if (!res)
+                return rc;
+        if (PQntuples(res) != 1) {
+                PQclear(res);
+                snprintf(errstr, errstr_size,
+                         "relay cursor: no relay_cursor row (0021)");
+                return STORE_ERR_SCHEMA;
+        }
+        if (strcmp(PQgetvalue(res, 0, 0), "t") != 0) {
+                /* a transaction of the barrier is still in flight */
+                PQclear(res);
+                return STORE_OK;
+        }
+        sq = run(sr->work, "relay cursor", ADVANCE_SEQ_SQL, 0, NULL, &rc,
+                 errstr, errstr_size);
+        if (sq && !PQgetisnull(res, 0, 1) &&
+            !strcmp(PQgetvalue(res, 0, 1), PQgetvalue(sq, 0, 0)) &&
+            !strcmp(PQgetvalue(res, 0, 3), PQgetvalue(sq, 0, 0))) {
+                /* idle: no id drawn since the barrier, which through has
+                 * reached: nothing to write */
+                *through = strtoll(PQgetvalue(res, 0, 3), NULL, 10);
+                PQclear(sq);
+                PQclear(res);
+                return STORE_OK;
+        }
+        if (sq) {
+                v[0] = PQgetisnull(res, 0, 1) ? NULL : PQgetvalue(res, 0, 1);
+                v[1] = PQgetvalue(res, 0, 2);
+                v[2] = PQgetvalue(sq, 0, 0);
+                up   = run(sr->work, "relay cursor", ADVANCE_SQL, 3, v, &rc,
+                           errstr, errstr_size);
+        }
+        if (up && PQntuples(up) == 1)
+                *through = strtoll(PQgetvalue(up, 0, 0), NULL, 10);
+        PQclear(up);
+        PQclear(sq);
+        PQclear(res);
+        return up ? STORE_OK : rc;
 }
 
 static int update_ids(struct store_relay *sr, const char *what, const char *sql,
@@ -526,8 +620,9 @@ int store_relay_oldest_age(struct store_relay *sr, int64_t *age_ms,
         return run_number(sr->work, "relay backlog",
                           "SELECT greatest(0, (extract(epoch FROM"
                           "        now() - created_at) * 1000)::bigint)"
-                          "  FROM outbox WHERE published_at IS NULL"
-                          "   AND parked_at IS NULL"
+                          "  FROM outbox WHERE id > (SELECT through"
+                          "        FROM relay_cursor WHERE id = 1)"
+                          "   AND published_at IS NULL AND parked_at IS NULL"
                           " ORDER BY id LIMIT 1",
                           0, NULL, false, age_ms, errstr, errstr_size);
 }

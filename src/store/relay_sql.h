@@ -11,8 +11,10 @@
  *
  * It must never: mark a row published that the caller did not name (the
  * caller names only rows whose delivery report succeeded); select rows by
- * a "last id" high-water mark (ids are not commit order); put a message
- * key or a payload into an error message.
+ * a "last id" high-water mark that did not wait for the transactions in
+ * flight (ids are not commit order: relay_cursor moves behind a barrier,
+ * store_relay_advance); put a message key or a payload into an error
+ * message.
  *
  * Threads: a struct store_relay is used by one thread at a time.
  */
@@ -102,6 +104,24 @@ void store_relay_schema_explain(struct store_relay *sr, char *errstr,
 int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
                       struct store_relay_batch *b, char *errstr,
                       size_t errstr_size) CO_MUST_CHECK;
+
+/*
+ * Moves relay_cursor.through (0021) up behind a barrier, in three short
+ * statements: (1) whether the transactions of the last barrier have all
+ * ended; (2) outbox's sequence value; (3) when they have: through to
+ * just below the first unpublished, unparked row above it, at most the
+ * last barrier's sequence value; and a new barrier: the value of (2) and
+ * the transactions that hold a RowExclusiveLock on outbox now. Dropped
+ * (nothing changes) when another relay moved the barrier or a row was
+ * opened again (gen) meanwhile. *through gets the cursor's value (-1:
+ * unchanged or unknown). Call it often (every few rounds): the fetch
+ * reads every row above through.
+ *
+ * Never: pass an id that a transaction in flight may still commit (the
+ * barrier), or an unpublished, unparked row.
+ */
+int store_relay_advance(struct store_relay *sr, int64_t *through, char *errstr,
+                        size_t errstr_size) CO_MUST_CHECK;
 
 /*
  * Marks ids[0..n) published (published_at = now(), publish_attempts + 1)

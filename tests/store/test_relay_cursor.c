@@ -1,0 +1,367 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * store_relay_cursor: how the relay finds its rows (0021, 0022,
+ * store_relay_advance in src/store/relay_sql.c). Every outbox row at or
+ * below relay_cursor.through is published, parked or never committed; the
+ * cursor moves only once the transactions that might still commit an id
+ * below it have ended (a barrier), so a result committed late, however
+ * many results committed after it were published meanwhile, is fetched
+ * and published; an insert rolled back is passed; a row opened again
+ * (republished, unparked) brings the cursor back below it; the mark is a
+ * HOT update (no index names published_at any more); writers holding
+ * their inserts open beside a relay that advances all along lose none.
+ *
+ * A chained suite (tests/common/cases.h): the cases run in order on one
+ * database; store_relay_cursor_<case> runs the ones before it first.
+ */
+#include "cases.h"
+#include "storetest.h"
+
+#include "store/relay_sql.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static struct store_relay *sr;
+static PGconn *pg, *late;
+static int rows_made;
+
+#define PLANT(...) CHECK(st_exec(pg, true, __VA_ARGS__))
+
+/* A result row of its own key on conn (committed unless conn is in a
+ * transaction); its id, or -1. */
+static long long result_row(PGconn *conn)
+{
+        char key[32];
+
+        snprintf(key, sizeof(key), "cur-%d", rows_made++);
+        return st_count(conn,
+                        "INSERT INTO outbox (event_id, message_key, tenant_id,"
+                        " idem_key, intent_event_id, status, payload)"
+                        " VALUES (gen_random_uuid(), 'tenant-a/%s',"
+                        " 'tenant-a', '%s', 'ev-%s', 'rejected', '{}')"
+                        " RETURNING id",
+                        key, key, key);
+}
+
+static long long through(void)
+{
+        return st_count(pg, "SELECT through FROM relay_cursor WHERE id = 1");
+}
+
+/* Advances the cursor (twice: a barrier set by the first is resolved by
+ * the second, when its transactions are over). */
+static void advance(void)
+{
+        char err[512];
+        int64_t t;
+
+        for (int i = 0; i < 2; i++) {
+                int rc = store_relay_advance(sr, &t, err, sizeof(err));
+                if (rc != STORE_OK)
+                        fprintf(stderr, "advance: %s\n", err);
+                REQUIRE(rc == STORE_OK);
+        }
+}
+
+/* Fetches and marks everything there is (the relay without Kafka); the
+ * number of rows marked, and whether id was among them. */
+static int publish_all(long long id, bool *saw)
+{
+        struct store_relay_batch b = { 0 };
+        char err[512];
+        int held = 0, members = 0, n = 0;
+
+        *saw = false;
+        REQUIRE(store_relay_rebalance(sr, &held, &members, err, sizeof(err)) ==
+                STORE_OK);
+        for (;;) {
+                int64_t ids[64], marked = 0;
+
+                REQUIRE(store_relay_fetch(sr, 64, 256, &b, err, sizeof(err)) ==
+                        STORE_OK);
+                if (b.n == 0)
+                        break;
+                for (size_t i = 0; i < b.n; i++) {
+                        ids[i] = b.rows[i].id;
+                        if (ids[i] == id)
+                                *saw = true;
+                }
+                REQUIRE(store_relay_mark(sr, ids, b.n, &marked, err,
+                                         sizeof(err)) == STORE_OK);
+                n += (int)marked;
+                store_relay_batch_clear(&b);
+        }
+        return n;
+}
+
+static long long unpublished(void)
+{
+        return st_count(pg,
+                        "SELECT count(*) FROM outbox"
+                        " WHERE published_at IS NULL AND parked_at IS NULL");
+}
+
+/* The migration made the cursor; with nothing to publish it reaches the
+ * last row. */
+static void starts(void)
+{
+        long long last;
+        bool saw;
+
+        CHECK_EQ_I(st_count(pg, "SELECT count(*) FROM relay_cursor"), 1);
+        CHECK_EQ_I(st_count(pg, "SELECT count(*) FROM pg_indexes WHERE"
+                                " indexname = 'outbox_unpublished_idx'"),
+                   0);
+        for (int i = 0; i < 5; i++)
+                last = result_row(pg);
+        CHECK(through() < last);
+        CHECK_EQ_I(publish_all(0, &saw), 5);
+        advance();
+        CHECK_EQ_I(through(), last);
+        CHECK_EQ_I(unpublished(), 0);
+}
+
+/* A result of a transaction still open is not passed, however many rows
+ * after it are published; once committed it is fetched. */
+static void late_commit(void)
+{
+        long long id, last = 0;
+        bool saw;
+
+        REQUIRE(st_exec(late, true, "BEGIN"));
+        id = result_row(late);
+        REQUIRE(id > 0);
+        for (int i = 0; i < 20; i++)
+                last = result_row(pg);
+        for (int round = 0; round < 3; round++) {
+                CHECK_EQ_I(publish_all(id, &saw), round == 0 ? 20 : 0);
+                CHECK(!saw);
+                advance();
+                CHECK(through() < id);
+        }
+        REQUIRE(st_exec(late, true, "COMMIT"));
+        CHECK_EQ_I(publish_all(id, &saw), 1);
+        CHECK(saw);
+        advance();
+        CHECK_EQ_I(through(), last);
+        CHECK_EQ_I(unpublished(), 0);
+}
+
+/* An insert rolled back leaves an id that never commits: passed once the
+ * barrier of its time is over. */
+static void aborted_insert(void)
+{
+        long long id, last;
+        bool saw;
+
+        REQUIRE(st_exec(late, true, "BEGIN"));
+        id   = result_row(late);
+        last = result_row(pg);
+        advance();
+        CHECK(through() < id);
+        REQUIRE(st_exec(late, true, "ROLLBACK"));
+        CHECK_EQ_I(publish_all(0, &saw), 1);
+        advance();
+        advance();
+        CHECK_EQ_I(through(), last);
+}
+
+/* Republished and unparked rows bring the cursor back below them (the
+ * trigger of 0021), and a relay publishes them again. */
+static void reopen(void)
+{
+        long long id = result_row(pg), gen0, t;
+        bool saw;
+
+        CHECK_EQ_I(publish_all(id, &saw), 1);
+        advance();
+        CHECK_EQ_I(through(), id);
+        gen0 = st_count(pg, "SELECT gen FROM relay_cursor WHERE id = 1");
+        PLANT("UPDATE outbox SET published_at = NULL WHERE id = %lld", id);
+        CHECK_EQ_I(through(), id - 1);
+        CHECK_EQ_I(st_count(pg, "SELECT gen FROM relay_cursor WHERE id = 1"),
+                   gen0 + 1);
+        CHECK_EQ_I(publish_all(id, &saw), 1);
+        CHECK(saw);
+        /* parked, passed, unparked: back in line */
+        PLANT("UPDATE outbox SET published_at = NULL, parked_at = now(),"
+              " park_reason = 'test' WHERE id = %lld",
+              id);
+        t = result_row(pg);
+        CHECK_EQ_I(publish_all(0, &saw), 1);
+        advance();
+        CHECK_EQ_I(through(), t);
+        PLANT("UPDATE outbox SET parked_at = NULL, park_reason = NULL"
+              " WHERE id = %lld",
+              id);
+        CHECK_EQ_I(through(), id - 1);
+        CHECK_EQ_I(publish_all(id, &saw), 1);
+        CHECK(saw);
+        advance();
+        CHECK_EQ_I(through(), t);
+}
+
+/* An advance computed before a row was opened again is dropped (gen). */
+static void advance_after_reopen(void)
+{
+        long long id = result_row(pg);
+        bool saw;
+
+        CHECK_EQ_I(publish_all(id, &saw), 1);
+        advance();
+        CHECK_EQ_I(through(), id);
+        /* what store_relay_advance's last statement does when the row
+         * was opened between its first and its last: nothing */
+        REQUIRE(st_exec(late, true, "BEGIN"));
+        REQUIRE(st_exec(late, true,
+                        "UPDATE outbox SET published_at = NULL"
+                        " WHERE id = %lld",
+                        id));
+        REQUIRE(st_exec(late, true, "COMMIT"));
+        CHECK(st_exec(pg, true,
+                      "UPDATE relay_cursor SET through = %lld"
+                      " WHERE id = 1 AND gen = (SELECT gen - 1 FROM"
+                      " relay_cursor WHERE id = 1)",
+                      id));
+        CHECK_EQ_I(through(), id - 1);
+        advance();
+        CHECK(through() < id);
+        CHECK_EQ_I(publish_all(id, &saw), 1);
+        CHECK(saw);
+        advance();
+        CHECK_EQ_I(through(), id);
+}
+
+/* The mark, as store_relay_mark writes it, is a HOT update. */
+static void mark_is_hot(void)
+{
+        long long id = result_row(pg), hot0;
+
+        REQUIRE(st_exec(pg, true, "BEGIN"));
+        /* the backend's counts not reported yet are in it too */
+        hot0 = st_count(pg, "SELECT pg_stat_get_xact_tuples_hot_updated("
+                            "'outbox'::regclass)");
+        REQUIRE(st_exec(pg, true,
+                        "UPDATE outbox SET published_at = now(),"
+                        " publish_attempts = publish_attempts + 1"
+                        " WHERE id = ANY ('{%lld}'::bigint[])"
+                        " AND published_at IS NULL",
+                        id));
+        CHECK_EQ_I(st_count(pg, "SELECT pg_stat_get_xact_tuples_hot_updated("
+                                "'outbox'::regclass)"),
+                   hot0 + 1);
+        REQUIRE(st_exec(pg, true, "COMMIT"));
+}
+
+/* Writers that hold their insert open a random while (and roll one in
+ * ten back) beside a relay that publishes and advances all along: at the
+ * end every committed row is published, none twice, and the cursor is at
+ * the last id. */
+#define WRITERS    4
+#define PER_WRITER 120
+
+static void *writer(void *arg)
+{
+        PGconn *conn  = st_pg();
+        unsigned seed = (unsigned)(uintptr_t)arg * 2654435761u;
+
+        for (int i = 0; i < PER_WRITER; i++) {
+                struct timespec ts;
+
+                seed = seed * 1103515245u + 12345u;
+                ts   = (struct timespec){ 0, (long)(seed % 20) * 1000000L };
+                REQUIRE(st_exec(conn, true, "BEGIN"));
+                REQUIRE(st_exec(conn, true,
+                                "INSERT INTO outbox (event_id, message_key,"
+                                " tenant_id, idem_key, intent_event_id, status,"
+                                " payload) VALUES (gen_random_uuid(),"
+                                " 'tenant-w/w%p-%d', 'tenant-w', 'w%p-%d',"
+                                " 'ev', 'rejected', '{}')",
+                                arg, i, arg, i));
+                nanosleep(&ts, NULL);
+                REQUIRE(st_exec(conn, true,
+                                (seed >> 8) % 10 == 0 ? "ROLLBACK" : "COMMIT"));
+        }
+        PQfinish(conn);
+        return NULL;
+}
+
+static void concurrent_writers(void)
+{
+        pthread_t th[WRITERS];
+        long long before = st_count(pg, "SELECT count(*) FROM outbox"), dup;
+        int marked       = 0;
+        bool saw;
+
+        CHECK_EQ_I(unpublished(), 0);
+        for (intptr_t i = 0; i < WRITERS; i++)
+                REQUIRE(pthread_create(&th[i], NULL, writer, (void *)(i + 1)) ==
+                        0);
+        for (int round = 0; round < 400; round++) {
+                struct timespec ts = { 0, 5 * 1000000L };
+
+                marked += publish_all(0, &saw);
+                advance();
+                nanosleep(&ts, NULL);
+        }
+        for (int i = 0; i < WRITERS; i++)
+                pthread_join(th[i], NULL);
+        for (int round = 0; round < 3; round++) {
+                marked += publish_all(0, &saw);
+                advance();
+        }
+        CHECK_EQ_I(unpublished(), 0);
+        CHECK_EQ_I(marked,
+                   st_count(pg, "SELECT count(*) FROM outbox") - before);
+        dup = st_count(pg, "SELECT count(*) FROM outbox WHERE"
+                           " tenant_id = 'tenant-w' AND publish_attempts <> 1");
+        CHECK_EQ_I(dup, 0);
+        CHECK_EQ_I(through(), st_count(pg, "SELECT pg_sequence_last_value("
+                                           "pg_get_serial_sequence('outbox',"
+                                           " 'id')::regclass)"));
+}
+
+static int setup(void)
+{
+        char err[512];
+        int rc = st_begin("store_relay_cursor");
+
+        if (rc)
+                return rc;
+        pg   = st_pg();
+        late = st_pg();
+        sr   = store_relay_connect(st_conninfo(), 1, err, sizeof(err));
+        if (!sr)
+                fprintf(stderr, "relay: %s\n", err);
+        REQUIRE(sr);
+        return 0;
+}
+
+static void teardown(void)
+{
+        store_relay_destroy(sr);
+        PQfinish(late);
+        PQfinish(pg);
+        st_end();
+}
+
+int main(int argc, char **argv)
+{
+        static const struct test_case cases[] = {
+                { "starts", starts, NULL, NULL },
+                { "late_commit", late_commit, NULL, NULL },
+                { "aborted_insert", aborted_insert, NULL, NULL },
+                { "reopen", reopen, NULL, NULL },
+                { "advance_after_reopen", advance_after_reopen, NULL, NULL },
+                { "mark_is_hot", mark_is_hot, NULL, NULL },
+                { "concurrent_writers", concurrent_writers, NULL, NULL },
+        };
+        return st_suite_main("store_relay_cursor", cases,
+                             sizeof(cases) / sizeof(cases[0]), setup, teardown,
+                             true, argc, argv);
+}
