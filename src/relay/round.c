@@ -507,8 +507,8 @@ int relay_round(struct relay *r)
                 if (!r->kp)
                         return -1;
         }
-        rc = store_relay_fetch(r->db, r->o.batch_size, r->window, &b, err,
-                               sizeof(err));
+        rc = store_relay_fetch(r->db, r->o.batch_size, r->window, NULL, 0, &b,
+                               err, sizeof(err));
         if (rc == STORE_ERR_SCHEMA) {
                 store_relay_schema_explain(r->db, err, sizeof(err));
                 log_error(&r->lc,
