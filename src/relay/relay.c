@@ -44,8 +44,9 @@
 #define RELAY_AGE_EVERY_MS 1000
 /* Longest wait of the idle loop: a stop is seen at least this often. */
 #define RELAY_WAIT_MAX_MS 100
-/* With rounds in flight and room for another: the producer's reports and
- * the database socket are each waited on this long, in turn. */
+/* With rounds in flight and room for another: the producer's reports are
+ * waited for this long, then the database socket is looked at without
+ * waiting (a report is never held up by it; a NOTIFY by at most this). */
 #define RELAY_WATCH_MS 2
 
 int relay_stop_level(const struct relay *r)
@@ -306,7 +307,7 @@ static bool serve(struct relay *r, struct loop *l)
                 l->more = true;
         if (r->abandoned)
                 return false;
-        if (watch && store_relay_wait(r->db, RELAY_WATCH_MS) == 1)
+        if (watch && store_relay_wait(r->db, 0) == 1)
                 l->more = true;
         return true;
 }
