@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * relay: outbox -> result topic (see relay.h, docs/relay.md): the
- * lifecycle and the loop. One round (fetch, produce, await, mark, park) is
- * in round.c.
+ * lifecycle and the loop. The rounds (fetch, produce, await, mark, park)
+ * are in round.c.
  *
- * The loop: rounds follow each other while there is work; otherwise the
- * relay waits for a NOTIFY or relay.poll_interval, in waits of at most
- * 100 ms. Between rounds it rebalances the shards, runs the retention
- * cleanup and refreshes its counters.
+ * The loop: rounds follow each other while there is work, up to
+ * RELAY_ROUNDS_IN_FLIGHT at once: while a round awaits its reports, the
+ * loop also watches the database socket, and a NOTIFY (or
+ * relay.poll_interval) starts the next round at once. With nothing in
+ * flight it waits for a NOTIFY or relay.poll_interval, in waits of at
+ * most 100 ms. With nothing in flight it rebalances the shards (a due
+ * rebalance holds new rounds back until then); it runs the retention
+ * cleanup and refreshes its counters as they fall due.
  *
  * It must never: mark a row published before its delivery report
  * succeeded; produce a row while an earlier unparked row of its key is
@@ -44,6 +48,10 @@
 #define RELAY_ADVANCE_EVERY_MS 100
 /* Longest wait of the idle loop: a stop is seen at least this often. */
 #define RELAY_WAIT_MAX_MS 100
+/* With rounds in flight and room for another: the producer's reports are
+ * waited for this long, then the database socket is looked at without
+ * waiting (a report is never held up by it; a NOTIFY by at most this). */
+#define RELAY_WATCH_MS 2
 
 int relay_stop_level(const struct relay *r)
 {
@@ -82,11 +90,12 @@ void relay_destroy(struct relay *r)
 {
         if (!r)
                 return;
-        /* purges what is left: the reports still write into r->slots */
+        /* purges what is left: the reports of every round in flight
+         * still write into its slots, freed only after */
         kproducer_destroy(r->kp, 0);
         r->kp = NULL;
         store_relay_destroy(r->db);
-        free(r->slots);
+        relay_flights_free(r);
         free(r->ids);
         pthread_mutex_destroy(&r->mu);
         free(r);
@@ -128,8 +137,9 @@ struct relay *relay_new(const struct relay_opts *o, char *errstr,
         r->lc           = (struct log_ctx)LOG_CTX_INIT;
         r->lc.component = "relay";
         r->lc.topic     = o->topic;
-        r->slots        = xcalloc(o->batch_size, sizeof(*r->slots));
-        r->ids          = xcalloc(o->batch_size, sizeof(*r->ids));
+        r->ids =
+            xcalloc(o->batch_size * RELAY_ROUNDS_IN_FLIGHT, sizeof(*r->ids));
+        relay_flights_new(r);
         if (!(r->db = store_relay_connect(o->conninfo, o->shards, errstr,
                                           errstr_size)))
                 goto fail;
@@ -260,24 +270,49 @@ static void rebalance(struct relay *r, struct loop *l)
         pthread_mutex_unlock(&r->mu);
 }
 
-/* One round when it is due; false when it gave up on a stop. */
-static bool maybe_publish(struct relay *r, struct loop *l, int64_t now)
+/*
+ * Starts a round when one is due and may start, beside a round in flight
+ * too. Shards change hands only with nothing in flight: a due rebalance
+ * holds new rounds back until the rounds in flight are finished.
+ */
+static void maybe_publish(struct relay *r, struct loop *l, int64_t now)
 {
         int n;
 
         if (l->held <= 0 || now < r->retry_at ||
-            (!l->more && now < l->poll.next_ms))
-                return true;
-        n = relay_round(r);
-        if (r->abandoned)
-                return false;
+            (!l->more && now < l->poll.next_ms) || !relay_round_may_start(r))
+                return;
+        if (relay_rounds_busy(r) && flow_tick_wait(&l->rebal, now, 1) == 0)
+                return;
+        n = relay_round_start(r);
         if (n < 0) {
                 (void)relay_backoff(r, false);
                 l->more = false;
         } else {
-                l->more = n > 0;
+                /* a full batch: more rows are waiting now; otherwise the
+                 * next round is for a NOTIFY, the poll, or the marks of a
+                 * round finished (they free the next row of their keys) */
+                l->more = (size_t)n >= r->o.batch_size;
         }
         l->poll.next_ms = time_mono_ms() + r->o.poll_ms;
+}
+
+/*
+ * With rounds in flight: serves their reports and finishes what it can;
+ * while another round could start, watches the database socket too (a
+ * NOTIFY starts it at the next turn). False when stopping gave the
+ * rounds up.
+ */
+static bool serve(struct relay *r, struct loop *l)
+{
+        bool watch = l->held > 0 && relay_round_may_start(r);
+
+        if (relay_rounds_serve(r, watch ? RELAY_WATCH_MS : 10) > 0)
+                l->more = true;
+        if (r->abandoned)
+                return false;
+        if (watch && store_relay_wait(r->db, 0) == 1)
+                l->more = true;
         return true;
 }
 
@@ -322,6 +357,27 @@ static void idle_wait(struct relay *r, struct loop *l, int64_t now)
                 l->more = true;
 }
 
+/*
+ * With nothing in flight: the stop flag, the database, the rebalance.
+ * Returns 1 (go on), 0 (the database is down: loop again), -1 (drained:
+ * return 0), -2 (a second signal: return FLOW_EXIT_NOW).
+ */
+static int between_rounds(struct relay *r, struct loop *l, int64_t now)
+{
+        enum flow_step step = flow_drain_step(&r->drain, relay_stop_level(r),
+                                              now, r->o.drain_ms, 0);
+
+        if (step == FLOW_STEP_EXIT)
+                return -2;
+        if (step != FLOW_STEP_RUN)
+                return -1; /* nothing in flight: drained */
+        if (!db_ready(r, l, now))
+                return 0;
+        if (flow_tick_due(&l->rebal, now))
+                rebalance(r, l);
+        return 1;
+}
+
 int relay_run(struct relay *r, const atomic_int *stop)
 {
         int64_t now   = time_mono_ms();
@@ -345,24 +401,20 @@ int relay_run(struct relay *r, const atomic_int *stop)
                  "poll every %" PRId64 " ms",
                  r->o.topic, r->o.shards, r->o.batch_size, r->o.poll_ms);
         for (;;) {
-                enum flow_step step;
-
                 metrics_loop_beat(r->o.metrics, r->loop_id);
-                now  = time_mono_ms();
-                step = flow_drain_step(&r->drain, flow_stop_level(stop), now,
-                                       r->o.drain_ms, 0);
-                if (step == FLOW_STEP_EXIT) {
-                        rc = FLOW_EXIT_NOW;
-                        break;
+                now = time_mono_ms();
+                if (!relay_rounds_busy(r)) {
+                        int step = between_rounds(r, &l, now);
+                        if (step == 0)
+                                continue;
+                        if (step < 0) {
+                                rc = step == -2 ? FLOW_EXIT_NOW : 0;
+                                break;
+                        }
                 }
-                if (step != FLOW_STEP_RUN)
-                        break; /* the round in flight is over: drained */
-                if (!db_ready(r, &l, now))
-                        continue;
-                if (flow_tick_due(&l.rebal, now))
-                        rebalance(r, &l);
-                if (!maybe_publish(r, &l, now)) {
-                        /* gave up the round: a second signal (exit now,
+                maybe_publish(r, &l, now);
+                if (relay_rounds_busy(r) && !serve(r, &l)) {
+                        /* gave up the rounds: a second signal (exit now,
                          * as docs/relay.md says) or the drain's time */
                         if (flow_stop_level(stop) >= FLOW_EXIT)
                                 rc = FLOW_EXIT_NOW;
@@ -374,6 +426,8 @@ int relay_run(struct relay *r, const atomic_int *stop)
                 }
                 now = time_mono_ms();
                 housekeeping(r, &l, now);
+                if (relay_rounds_busy(r))
+                        continue;
                 if (r->kp)
                         kproducer_poll(r->kp, 0);
                 /* more work only counts with a shard to do it in: a

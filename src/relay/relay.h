@@ -95,7 +95,7 @@ struct relay *relay_new(const struct relay_opts *o, char *errstr,
 
 /*
  * Relays on the calling thread until *stop (flow/flow.h) asks.
- * FLOW_DRAIN: the round in flight finishes (its deliveries get up to
+ * FLOW_DRAIN: the rounds in flight finish (their deliveries get up to
  * relay.drain_timeout), what was delivered is marked, returns 0.
  * FLOW_EXIT: returns FLOW_EXIT_NOW at once (what was in flight is
  * published again later). 1 on a fatal error. One thread at a time.

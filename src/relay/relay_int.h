@@ -27,6 +27,9 @@ struct kproducer;
 struct store_relay;
 
 #define RELAY_CLIENT_ID "chargeonce-relay"
+/* At most this many rounds in flight (produced, not finished): a new
+ * round is fetched and produced while the last one awaits its reports. */
+#define RELAY_ROUNDS_IN_FLIGHT 2
 
 enum slot_state {
         SLOT_UNSENT = 0,
@@ -36,9 +39,11 @@ enum slot_state {
         SLOT_PARKED, /* parked: not to be marked or retried */
 };
 
+struct relay_flight; /* one round in flight (round.c) */
+
 /* One produced row, the opaque of its delivery report. */
 struct slot {
-        struct relay *r;
+        struct relay_flight *f; /* its round */
         int64_t id;
         enum slot_state state;
         rd_kafka_resp_err_t err;
@@ -51,15 +56,19 @@ struct relay {
 
         struct store_relay *db; /* owned */
         struct kproducer *kp;   /* owned */
-        struct slot *slots;     /* batch_size, owned; alive while kp is */
-        int64_t *ids;           /* batch_size, scratch */
-        size_t pending;         /* delivery reports still due */
+        /* RELAY_ROUNDS_IN_FLIGHT rounds, each with its own slots,
+         * owned; alive while kp is (kproducer_destroy fails what is in
+         * flight into them) */
+        struct relay_flight *flights;
+        uint64_t rounds; /* rounds started: their order */
+        int64_t *ids;    /* batch_size * RELAY_ROUNDS_IN_FLIGHT, scratch */
+        size_t pending;  /* delivery reports still due, every round */
 
         size_t max_msg;     /* the producer's message.max.bytes */
         int64_t backoff_ms; /* nominal, before jitter; 0 after a success */
         int64_t retry_at;
         uint32_t rng;   /* xorshift32 state for the jitter */
-        bool abandoned; /* a round left reports due (stopping) */
+        bool abandoned; /* the rounds left reports due (stopping) */
         /* a statement did not fit the database's schema: stop (1) */
         bool fatal;
         int64_t standby_warned_ms; /* last "results wait" log (mono) */
@@ -91,11 +100,36 @@ void relay_producer_renew(struct relay *r, const char *why);
  */
 int64_t relay_backoff(struct relay *r, bool longest);
 
+/* The rounds and their slots (relay_new); freed by relay_flights_free,
+ * only once the producer is gone (its last reports write into them). */
+void relay_flights_new(struct relay *r);
+void relay_flights_free(struct relay *r);
+
+/* Rounds in flight: started, not finished. */
+size_t relay_rounds_busy(const struct relay *r);
+
 /*
- * One round: fetch, produce, await every report, mark (round.c).
- * Returns the number of rows fetched (> 0: there may be more), or -1
- * when the database failed (the caller backs off).
+ * Whether a new round may start now: a free slot, no round in flight
+ * with a failure (that one is handled with nothing else in flight), not
+ * stopping.
  */
-int relay_round(struct relay *r) CO_MUST_CHECK;
+bool relay_round_may_start(const struct relay *r);
+
+/*
+ * Starts a round (round.c): fetch the rows of the held shards, never a
+ * row of a key whose earlier row is in flight, then produce them.
+ * Returns the number of rows fetched, or -1 when the database failed
+ * (the caller backs off). Only when relay_round_may_start().
+ */
+int relay_round_start(struct relay *r) CO_MUST_CHECK;
+
+/*
+ * Serves delivery reports (up to poll_ms), then finishes every round it
+ * can (isolate, mark, back-off, counters), oldest first: a round once
+ * its own reports are in; one with a failure once no other round has
+ * reports due. Returns the rows of the rounds finished (> 0: there may
+ * be more). r->abandoned when stopping gave the rounds up.
+ */
+size_t relay_rounds_serve(struct relay *r, int poll_ms);
 
 #endif

@@ -1,12 +1,21 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * relay/round: one publish round (see relay.h, docs/relay.md).
+ * relay/round: the publish rounds (see relay.h, docs/relay.md).
  *
- * Fetch the first unpublished row of each key of the held shards (at most
- * relay.batch_size), produce them all, wait for every delivery report,
- * mark the acknowledged ones published in one UPDATE. A row whose
- * delivery failed stays unpublished and is first in line for its key in
- * the next round, so nothing later of its key goes out before it.
+ * A round: fetch the first unpublished row of each key of the held
+ * shards (at most relay.batch_size), produce them all, wait for every
+ * delivery report, mark the acknowledged ones published in one UPDATE. A
+ * row whose delivery failed stays unpublished and is first in line for
+ * its key in a later round, so nothing later of its key goes out before
+ * it.
+ *
+ * Up to RELAY_ROUNDS_IN_FLIGHT rounds overlap: while one awaits its
+ * reports, the next is fetched and produced. Its fetch skips every key
+ * whose first unpublished row is in flight, so a key has at most one row
+ * in flight. A round is finished once its own reports are in, oldest
+ * first; a round with a failure only once no other round has reports due
+ * (its rows with an error of their own are produced alone, and its
+ * producer may be replaced), and no new round starts meanwhile.
  *
  * A row that can never be produced is parked (0006) instead of being
  * retried forever in front of its key: one over the producer's
@@ -19,8 +28,9 @@
  *
  * It must never: mark a row published before its delivery report
  * succeeded; produce a row while an earlier unparked row of its key is
- * unmarked; park a row on an error it did not get alone; log a full
- * idempotency key or a payload.
+ * unmarked (in flight in another round included); park a row on an
+ * error it did not get alone; free a round's slots while the producer
+ * may still report into them; log a full idempotency key or a payload.
  */
 #include "kafka/producer.h"
 #include "relay/policy.h"
@@ -29,9 +39,11 @@
 #include "util/failpoint.h"
 #include "util/log.h"
 #include "util/timeutil.h"
+#include "util/xalloc.h"
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -42,6 +54,10 @@
 /* At most this many rows produced alone per round (each costs a round
  * trip); the others are tried again in the next round. */
 #define RELAY_ISOLATE_MAX 50
+/* Failpoint relay.hold_reports (test builds): a round it fails counts
+ * its reports as not in for this long after its produce, while the relay
+ * goes on (a slow broker's acknowledgement, for one round). */
+#define RELAY_HOLD_MS 5000
 
 /* What one round did with its b.n rows. */
 struct round {
@@ -56,14 +72,32 @@ struct round {
         int64_t marked;
 };
 
+/* One round from its fetch until it is finished. */
+struct relay_flight {
+        struct relay *r;
+        struct store_relay_batch b; /* its rows */
+        struct slot *slots;         /* batch_size; alive while r->kp is */
+        size_t pending;             /* its delivery reports still due */
+        size_t failed;              /* its delivery reports that failed */
+        struct round t;
+        uint64_t seq; /* start order: oldest first */
+        int64_t started_ms;
+        int64_t held_until; /* relay.hold_reports (test builds) */
+        bool busy;          /* started, not finished */
+};
+
 /* @locality: the relay thread, from kproducer_poll()/kproducer_destroy() */
 static void on_delivery(void *opaque, rd_kafka_resp_err_t err)
 {
-        struct slot *s = opaque;
+        struct slot *s         = opaque;
+        struct relay_flight *f = s->f;
 
         s->state = err ? SLOT_FAILED : SLOT_OK;
         s->err   = err;
-        s->r->pending--;
+        if (err)
+                f->failed++;
+        f->pending--;
+        f->r->pending--;
 }
 
 /* The size librdkafka would give the row's message (policy.h). */
@@ -134,6 +168,7 @@ produce_one(struct relay *r, const struct store_relay_row *row, struct slot *s)
                                    s) == 0) {
                         s->state = SLOT_PENDING;
                         s->attempts++;
+                        s->f->pending++;
                         r->pending++;
                         return RD_KAFKA_RESP_ERR_NO_ERROR;
                 }
@@ -150,57 +185,69 @@ produce_one(struct relay *r, const struct store_relay_row *row, struct slot *s)
 }
 
 /*
- * Serves delivery reports until none is due. Returns 0 when all are in,
- * 1 when stopping made the round give up (r->abandoned: a second signal,
- * or the drain's relay.drain_timeout passed), 2 when they were overdue
- * (the producer was replaced, which failed them).
+ * One turn of the wait for delivery reports: serves them (up to
+ * poll_ms), then looks at the stop flag and at the time since since_ms.
+ * Returns 0 (go on), 1 when stopping made the rounds give up
+ * (r->abandoned: a second signal, or the drain's relay.drain_timeout
+ * passed), 2 when reports were overdue (the producer was replaced, which
+ * failed every one in flight).
  */
+static int serve_turn(struct relay *r, int poll_ms, int64_t since_ms)
+{
+        enum flow_step step;
+
+        if (r->kp)
+                kproducer_poll(r->kp, poll_ms);
+        step = flow_drain_step(&r->drain, relay_stop_level(r), time_mono_ms(),
+                               r->o.drain_ms, r->pending);
+        if (step == FLOW_STEP_EXIT) {
+                r->abandoned = true;
+                return 1;
+        }
+        if (step == FLOW_STEP_DONE && r->pending > 0) {
+                log_warn(&r->lc,
+                         "stopping: %zu delivery report(s) not in after "
+                         "%" PRId64 " ms; those rows are published again "
+                         "later",
+                         r->pending, r->o.drain_ms);
+                r->abandoned = true;
+                return 1;
+        }
+        if (r->pending > 0 && time_mono_ms() - since_ms > RELAY_ROUND_MAX_MS) {
+                relay_producer_renew(r, "delivery reports overdue");
+                return 2;
+        }
+        return 0;
+}
+
+/* Serves delivery reports until none is due (serve_turn's answers). */
 static int await_reports(struct relay *r)
 {
         int64_t start = time_mono_ms();
 
         while (r->pending > 0) {
-                int level = relay_stop_level(r);
-                enum flow_step step;
-
-                kproducer_poll(r->kp, 10);
-                step = flow_drain_step(&r->drain, level, time_mono_ms(),
-                                       r->o.drain_ms, r->pending);
-                if (step == FLOW_STEP_EXIT) {
-                        r->abandoned = true;
-                        return 1;
-                }
-                if (step == FLOW_STEP_DONE && r->pending > 0) {
-                        log_warn(&r->lc,
-                                 "stopping: %zu delivery report(s) not in "
-                                 "after %" PRId64 " ms; those rows are "
-                                 "published again later",
-                                 r->pending, r->o.drain_ms);
-                        r->abandoned = true;
-                        return 1;
-                }
-                if (time_mono_ms() - start > RELAY_ROUND_MAX_MS) {
-                        relay_producer_renew(r, "delivery reports overdue");
-                        return 2;
-                }
+                int rc = serve_turn(r, 10, start);
+                if (rc)
+                        return rc;
         }
         return 0;
 }
 
 /*
- * The rows of the round whose delivery failed with an error of the row:
+ * The rows of round f whose delivery failed with an error of the row:
  * the broker refuses a whole batch (one partition's messages of one
  * request) for one row over the topic's max.message.bytes, so each is
  * produced again alone, nothing else in flight. Delivered now: marked
  * with the others. Refused again alone: parked. Otherwise it stays failed
- * with its new error. Call only when no report is due.
+ * with its new error. Call only when no report of any round is due.
  */
-static void isolate_failed(struct relay *r, const struct store_relay_batch *b)
+static void isolate_failed(struct relay *r, struct relay_flight *f)
 {
-        size_t done = 0;
+        const struct store_relay_batch *b = &f->b;
+        size_t done                       = 0;
 
         for (size_t i = 0; i < b->n; i++) {
-                struct slot *s = &r->slots[i];
+                struct slot *s = &f->slots[i];
                 char reason[256];
                 rd_kafka_resp_err_t first;
 
@@ -252,9 +299,10 @@ static int class_rank(enum relay_err_class c)
  * at the first refusal of another kind (t->refused): nothing after it
  * goes, so no key overtakes its own earlier row.
  */
-static void produce_rows(struct relay *r, const struct store_relay_batch *b,
-                         struct round *t)
+static void produce_rows(struct relay *r, struct relay_flight *f)
 {
+        const struct store_relay_batch *b = &f->b;
+        struct round *t                   = &f->t;
         char reason[256];
 
         for (size_t i = 0; i < b->n; i++) {
@@ -272,10 +320,10 @@ static void produce_rows(struct relay *r, const struct store_relay_batch *b,
                                  "%zu: never produced",
                                  wire, row->payload_len, r->max_msg);
                         if (park_row(r, row, reason, 0))
-                                r->slots[i].state = SLOT_PARKED;
+                                f->slots[i].state = SLOT_PARKED;
                         continue;
                 }
-                perr = produce_one(r, row, &r->slots[i]);
+                perr = produce_one(r, row, &f->slots[i]);
                 if (perr && relay_classify_err(perr) == RELAY_ERR_ROW) {
                         /* refused for the row itself at produce time */
                         snprintf(reason, sizeof(reason),
@@ -284,7 +332,7 @@ static void produce_rows(struct relay *r, const struct store_relay_batch *b,
                                  rd_kafka_err2name(perr),
                                  rd_kafka_err2str(perr), wire);
                         if (park_row(r, row, reason, 0))
-                                r->slots[i].state = SLOT_PARKED;
+                                f->slots[i].state = SLOT_PARKED;
                         continue;
                 }
                 if (perr) {
@@ -297,10 +345,10 @@ static void produce_rows(struct relay *r, const struct store_relay_batch *b,
 }
 
 /* Counts the slots' final states and the worst delivery error. */
-static void tally(const struct relay *r, size_t n, struct round *t)
+static void tally(const struct relay_flight *f, struct round *t)
 {
-        for (size_t i = 0; i < n; i++) {
-                const struct slot *s = &r->slots[i];
+        for (size_t i = 0; i < f->b.n; i++) {
+                const struct slot *s = &f->slots[i];
 
                 if (s->state == SLOT_OK) {
                         t->n_ok++;
@@ -323,17 +371,18 @@ static void tally(const struct relay *r, size_t n, struct round *t)
  * Returns 0, or -1 when the mark failed (the delivered rows stay
  * unmarked and are published again later).
  */
-static int mark_delivered(struct relay *r, size_t n, struct round *t)
+static int mark_delivered(struct relay *r, const struct relay_flight *f,
+                          struct round *t)
 {
+        size_t n = f->b.n, nf = 0, n_ok = 0;
         char err[512];
-        size_t nf = 0, n_ok = 0;
         int rc;
 
         /* attempts that failed (rows still unpublished, and rows that
          * failed in the batch and were delivered alone) count before the
          * mark adds the successful one */
         for (size_t i = 0; i < n; i++) {
-                const struct slot *s = &r->slots[i];
+                const struct slot *s = &f->slots[i];
                 int failed           = s->attempts - (s->state == SLOT_OK);
                 if (s->state != SLOT_PARKED && failed > 0)
                         r->ids[nf++] = s->id;
@@ -342,8 +391,8 @@ static int mark_delivered(struct relay *r, size_t n, struct round *t)
                                           sizeof(err)) != STORE_OK)
                 log_warn(&r->lc, "%s", err);
         for (size_t i = 0; i < n; i++)
-                if (r->slots[i].state == SLOT_OK)
-                        r->ids[n_ok++] = r->slots[i].id;
+                if (f->slots[i].state == SLOT_OK)
+                        r->ids[n_ok++] = f->slots[i].id;
         if (n_ok == 0)
                 return 0;
         if (FAILPOINT("relay.before_mark") < 0) {
@@ -494,21 +543,94 @@ static bool standbys_have(struct relay *r)
         return false;
 }
 
-int relay_round(struct relay *r)
+void relay_flights_new(struct relay *r)
 {
-        struct store_relay_batch b = { 0 };
-        struct round t             = { 0 };
+        r->flights = xcalloc(RELAY_ROUNDS_IN_FLIGHT, sizeof(*r->flights));
+        for (int k = 0; k < RELAY_ROUNDS_IN_FLIGHT; k++) {
+                r->flights[k].r = r;
+                r->flights[k].slots =
+                    xcalloc(r->o.batch_size, sizeof(*r->flights[k].slots));
+        }
+}
+
+void relay_flights_free(struct relay *r)
+{
+        if (!r->flights)
+                return;
+        for (int k = 0; k < RELAY_ROUNDS_IN_FLIGHT; k++) {
+                store_relay_batch_clear(&r->flights[k].b);
+                free(r->flights[k].slots);
+        }
+        free(r->flights);
+        r->flights = NULL;
+}
+
+size_t relay_rounds_busy(const struct relay *r)
+{
+        size_t n = 0;
+
+        for (int k = 0; k < RELAY_ROUNDS_IN_FLIGHT; k++)
+                n += r->flights[k].busy;
+        return n;
+}
+
+/* A failed report or a refusal: the round is finished alone. */
+static bool troubled(const struct relay_flight *f)
+{
+        return f->failed > 0 || f->t.refused;
+}
+
+/* A slot for a new round: not busy, and no report of an abandoned round
+ * can still land in it. */
+static struct relay_flight *free_flight(struct relay *r)
+{
+        for (int k = 0; k < RELAY_ROUNDS_IN_FLIGHT; k++)
+                if (!r->flights[k].busy && r->flights[k].pending == 0)
+                        return &r->flights[k];
+        return NULL;
+}
+
+bool relay_round_may_start(const struct relay *r)
+{
+        bool slot = false;
+
+        if (r->abandoned || relay_stop_level(r) != FLOW_RUN)
+                return false;
+        for (int k = 0; k < RELAY_ROUNDS_IN_FLIGHT; k++) {
+                const struct relay_flight *f = &r->flights[k];
+
+                if (f->busy && troubled(f))
+                        return false;
+                if (!f->busy && f->pending == 0)
+                        slot = true;
+        }
+        return slot;
+}
+
+/* The ids of every row of the rounds in flight into ids: the fetch must
+ * not offer their keys. */
+static size_t in_flight_ids(const struct relay *r, int64_t *ids)
+{
+        size_t n = 0;
+
+        for (int k = 0; k < RELAY_ROUNDS_IN_FLIGHT; k++) {
+                const struct relay_flight *f = &r->flights[k];
+
+                for (size_t i = 0; f->busy && i < f->b.n; i++)
+                        ids[n++] = f->b.rows[i].id;
+        }
+        return n;
+}
+
+/* Fetches f's rows, skipping the keys in flight. STORE_OK or -1. */
+static int fetch(struct relay *r, struct relay_flight *f)
+{
+        size_t nskip = in_flight_ids(r, r->ids);
         char err[512];
-        size_t n;
         int rc;
 
-        if (!r->kp) {
-                relay_producer_renew(r, "no producer");
-                if (!r->kp)
-                        return -1;
-        }
-        rc = store_relay_fetch(r->db, r->o.batch_size, r->window, &b, err,
-                               sizeof(err));
+        rc = store_relay_fetch(r->db, r->o.batch_size, r->window, r->ids, nskip,
+                               &f->b, err, sizeof(err));
         if (rc == STORE_ERR_SCHEMA) {
                 store_relay_schema_explain(r->db, err, sizeof(err));
                 log_error(&r->lc,
@@ -522,43 +644,142 @@ int relay_round(struct relay *r)
                 log_warn(&r->lc, "%s", err);
                 return -1;
         }
-        if ((n = b.n) == 0)
-                return 0;
-        if (r->o.wait_standbys > 0 && !standbys_have(r)) {
-                store_relay_batch_clear(&b);
-                return 0;
-        }
-        for (size_t i = 0; i < n; i++)
-                r->slots[i] = (struct slot){ r, b.rows[i].id, SLOT_UNSENT,
+        return STORE_OK;
+}
+
+/* Produces f's fetched rows: f is in flight from now on. */
+static void launch(struct relay *r, struct relay_flight *f)
+{
+        for (size_t i = 0; i < f->b.n; i++)
+                f->slots[i] = (struct slot){ f, f->b.rows[i].id, SLOT_UNSENT,
                                              RD_KAFKA_RESP_ERR_NO_ERROR, 0 };
-        t.worst = RELAY_ERR_ROW;
-        produce_rows(r, &b, &t);
+        f->t          = (struct round){ .worst = RELAY_ERR_ROW };
+        f->failed     = 0;
+        f->seq        = ++r->rounds;
+        f->started_ms = time_mono_ms();
+        f->held_until = 0;
+        f->busy       = true;
+        produce_rows(r, f);
         /* after the step: only kill and delay mean anything */
         CO_IGNORE(FAILPOINT("relay.after_produce"));
+        if (f->t.n_sent && FAILPOINT("relay.hold_reports") < 0)
+                f->held_until = time_mono_ms() + RELAY_HOLD_MS;
+}
 
-        /* every report of the round, or give up on a second signal */
-        if (await_reports(r) == 1 && relay_stop_level(r) >= FLOW_EXIT) {
-                store_relay_batch_clear(&b);
-                return (int)t.n_sent;
+int relay_round_start(struct relay *r)
+{
+        struct relay_flight *f = free_flight(r);
+
+        if (!f)
+                return 0;
+        if (!r->kp) {
+                relay_producer_renew(r, "no producer");
+                if (!r->kp)
+                        return -1;
         }
-        if (!r->abandoned && r->pending == 0)
-                isolate_failed(r, &b);
-        tally(r, n, &t);
-        if (mark_delivered(r, n, &t) < 0) {
-                store_relay_batch_clear(&b);
-                relay_stats_add(r, 0, t.n_failed, 0, 0, true);
+        if (fetch(r, f) != STORE_OK)
                 return -1;
+        if (f->b.n == 0)
+                return 0;
+        if (r->o.wait_standbys > 0 && !standbys_have(r)) {
+                store_relay_batch_clear(&f->b);
+                return 0;
         }
-        if (t.n_failed > 0 || t.refused ||
-            (t.n_sent + t.n_parked < n && t.n_ok == 0 && t.n_parked == 0))
-                after_shortfall(r, n, &t);
-        else
-                r->backoff_ms = 0;
-        relay_stats_add(r, (uint64_t)t.marked, t.n_failed, 0, 0, true);
-        log_debug(&r->lc,
-                  "round: %zu row(s), %zu delivered, %" PRId64
-                  " marked, %zu failed, %zu parked",
-                  n, t.n_ok, t.marked, t.n_failed, t.n_parked);
-        store_relay_batch_clear(&b);
-        return (int)n;
+        launch(r, f);
+        return (int)f->b.n;
+}
+
+/*
+ * Whether round f may be finished now: its own reports are in (or the
+ * rounds were given up), and, if it had a failure, no other round has
+ * reports due (isolate_failed produces alone; after_shortfall may
+ * replace the producer, which fails whatever is in flight).
+ */
+static bool finishable(const struct relay *r, const struct relay_flight *f)
+{
+        if (!f->busy)
+                return false;
+        if (r->abandoned)
+                return true;
+        if (f->pending > 0)
+                return false;
+        if (troubled(f))
+                return r->pending == 0;
+        return !f->held_until || time_mono_ms() >= f->held_until ||
+               relay_stop_level(r) != FLOW_RUN;
+}
+
+/* Isolates, tallies, marks, backs off and counts round f, then frees its
+ * slot. Returns its rows (0 when the mark failed). */
+static size_t finish(struct relay *r, struct relay_flight *f)
+{
+        struct round *t = &f->t;
+        size_t n        = f->b.n;
+
+        if (!r->abandoned && r->pending == 0)
+                isolate_failed(r, f);
+        tally(f, t);
+        if (mark_delivered(r, f, t) < 0) {
+                relay_stats_add(r, 0, t->n_failed, 0, 0, true);
+                (void)relay_backoff(r, false);
+                n = 0;
+        } else {
+                if (t->n_failed > 0 || t->refused ||
+                    (t->n_sent + t->n_parked < n && t->n_ok == 0 &&
+                     t->n_parked == 0))
+                        after_shortfall(r, n, t);
+                else
+                        r->backoff_ms = 0;
+                relay_stats_add(r, (uint64_t)t->marked, t->n_failed, 0, 0,
+                                true);
+                log_debug(&r->lc,
+                          "round: %zu row(s), %zu delivered, %" PRId64
+                          " marked, %zu failed, %zu parked",
+                          n, t->n_ok, t->marked, t->n_failed, t->n_parked);
+        }
+        store_relay_batch_clear(&f->b);
+        f->busy = false;
+        return n;
+}
+
+/* The oldest round in flight that may be finished now, or NULL. */
+static struct relay_flight *next_to_finish(struct relay *r)
+{
+        struct relay_flight *best = NULL;
+
+        for (int k = 0; k < RELAY_ROUNDS_IN_FLIGHT; k++) {
+                struct relay_flight *f = &r->flights[k];
+
+                if (finishable(r, f) && (!best || f->seq < best->seq))
+                        best = f;
+        }
+        return best;
+}
+
+/* When the oldest round with reports due was produced (now if none). */
+static int64_t oldest_due_ms(const struct relay *r)
+{
+        int64_t t = time_mono_ms();
+
+        for (int k = 0; k < RELAY_ROUNDS_IN_FLIGHT; k++) {
+                const struct relay_flight *f = &r->flights[k];
+
+                if (f->busy && f->pending > 0 && f->started_ms < t)
+                        t = f->started_ms;
+        }
+        return t;
+}
+
+size_t relay_rounds_serve(struct relay *r, int poll_ms)
+{
+        struct relay_flight *f;
+        size_t rows = 0;
+
+        /* a second signal: nothing more is marked */
+        if (serve_turn(r, poll_ms, oldest_due_ms(r)) == 1 &&
+            relay_stop_level(r) >= FLOW_EXIT)
+                return 0;
+        while ((f = next_to_finish(r)) != NULL)
+                rows += finish(r, f);
+        return rows;
 }

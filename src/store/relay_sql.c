@@ -331,12 +331,13 @@ void store_relay_batch_clear(struct store_relay_batch *b)
 }
 
 int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
+                      const int64_t *skip, size_t nskip,
                       struct store_relay_batch *b, char *errstr,
                       size_t errstr_size)
 {
         char nsh[16], lim[24], win[24];
-        struct pgarr shards;
-        const char *v[4];
+        struct pgarr shards, skipped;
+        const char *v[5];
         int64_t list[STORE_RELAY_MAX_SHARDS];
         size_t nl = 0;
         PGresult *res;
@@ -355,6 +356,7 @@ int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
         v[1] = i64_array(&shards, list, nl);
         v[2] = win;
         v[3] = lim;
+        v[4] = i64_array(&skipped, skip, nskip);
         /*
          * w: the window, a prefix in id order of the unpublished rows of
          * the held shards (all rows of a key are in one shard, so a key's
@@ -364,7 +366,10 @@ int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
          * f: that first row
          * of each key. A row whose key has an earlier unpublished row is
          * never offered, whatever ids commit later. Parked rows (0006) are
-         * not waited for: they are holes an operator looks at.
+         * not waited for: they are holes an operator looks at. A key
+         * whose first row is in $5 (in flight, not marked yet) offers
+         * nothing: the skip comes after f, never before it, or the key's
+         * next row would be offered while the earlier one is unmarked.
          */
         res = run(sr->work, "relay fetch",
                   "WITH w AS ("
@@ -381,9 +386,11 @@ int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
                   "        o.status, o.payload,"
                   "        (extract(epoch FROM o.created_at) * 1000)::bigint"
                   "   FROM outbox o JOIN f ON f.id = o.id"
+                  "  WHERE f.id <> ALL ($5::bigint[])"
                   "  ORDER BY o.id LIMIT $4::int",
-                  4, v, &rc, errstr, errstr_size);
+                  5, v, &rc, errstr, errstr_size);
         store_pgarr_free(&shards);
+        store_pgarr_free(&skipped);
         if (!res)
                 return rc;
         n = PQntuples(res);

@@ -99,9 +99,12 @@ void store_relay_schema_explain(struct store_relay *sr, char *errstr,
  * unpublished rows in id order, the FIRST unpublished row of each message
  * key, at most max of them, in id order. So a row is offered only when
  * every earlier row of its key is marked published, i.e. was delivered.
- * b is cleared first; b->n == 0 when there is nothing to do.
+ * skip[0..nskip): ids in flight (produced, not marked yet); a key whose
+ * first unpublished row is one of them offers nothing, never its next
+ * row. b is cleared first; b->n == 0 when there is nothing to do.
  */
 int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
+                      const int64_t *skip, size_t nskip,
                       struct store_relay_batch *b, char *errstr,
                       size_t errstr_size) CO_MUST_CHECK;
 

@@ -28,6 +28,10 @@
  *   test_relay notopic    the results topic does not exist: nothing is
  *                         parked, produce attempts stay few (back-off),
  *                         all is published once the topic is created
+ *   test_relay overlap    a round's reports held back (failpoint): a row
+ *                         of another key committed meanwhile is published
+ *                         at once, a row of the held row's key only after
+ *                         it
  *
  * Never trusts the relay's own counters: truth is the topic and the table.
  */
@@ -1123,6 +1127,98 @@ static void standby_wait(void)
         sc_cleanup(&sc);
 }
 
+/* One row of key tenant/idem, committed now (or with the caller's
+ * transaction); its outbox id. */
+static long insert_one(struct scenario *sc, const char *tenant,
+                       const char *idem)
+{
+        return sc_sql_long(sc,
+                           "WITH g AS (SELECT gen_random_uuid() AS e)"
+                           " INSERT INTO outbox (event_id, message_key,"
+                           "       tenant_id, idem_key, intent_event_id,"
+                           "       status, payload)"
+                           " SELECT e, '%s/%s', '%s', '%s',"
+                           "       gen_random_uuid()::text, 'conflict',"
+                           "       json_build_object('event_id', e)::text"
+                           "   FROM g RETURNING id",
+                           tenant, idem, tenant, idem);
+}
+
+/*
+ * Overlapped rounds: row A (key K) produced, its round's reports held
+ * back (failpoint relay.hold_reports: its reports count as not in for
+ * 5 s), then row X of another key and row B of K committed together.
+ * X is published (marked) while A's round still waits: the next round
+ * did not wait for it. B is not: its key has A in flight, so it goes out
+ * only after A is marked, and after A on the topic. (A relay with serial
+ * rounds publishes nothing while A's round waits; one that fetched B
+ * beside X would mark them together.)
+ */
+static void overlap(void)
+{
+        /* no rebalance after the first: a due one holds new rounds back
+         * until the rounds in flight are finished */
+        static const char *const xs[]  = { "relay.poll_interval=10s",
+                                           "relay.rebalance_interval=60s",
+                                           NULL };
+        static const char *const env[] = {
+                "CHARGEONCE_FAILPOINTS=relay.hold_reports=2*error",
+                "CHARGEONCE_FAILPOINTS_LOG=1", NULL
+        };
+        struct scenario sc;
+        struct co c;
+        char q[128];
+        long a, x, b;
+        int64_t t0;
+
+        sc_init(&sc, "relay_overlap", 3);
+        co_start(&sc, &c, "relay", NULL, xs, env);
+        SC_CHECK(wait_holders(&sc, 1, 20000), "the relay took no shard");
+        /* the first round warms the producer up (metadata, producer id:
+         * about a second) */
+        CO_IGNORE(insert_one(&sc, "t2", "key-w"));
+        SC_CHECK(wait_published(&sc, 20000), "the first row");
+        a  = insert_one(&sc, "t0", "key-k");
+        t0 = now_ms();
+        while (now_ms() - t0 < 5000 &&
+               !count_in_file(c.log, "failpoint relay.hold_reports hit 2"))
+                sleep_ms(10);
+        printf("A (id %ld) produced, its round held: %s\n", a,
+               count_in_file(c.log, "relay.hold_reports hit 2") ? "yes" : "no");
+        exec_sql(&sc, "BEGIN");
+        x = insert_one(&sc, "t1", "key-x");
+        b = insert_one(&sc, "t0", "key-k");
+        exec_sql(&sc, "COMMIT");
+        t0 = now_ms();
+        snprintf(q, sizeof(q),
+                 "SELECT published_at IS NOT NULL FROM outbox WHERE id = %ld",
+                 x);
+        SC_CHECK(sc_wait_sql(&sc, q, 3000),
+                 "X (id %ld) not published within 3 s while A's round "
+                 "waited: no overlap",
+                 x);
+        printf("X (id %ld) published %lld ms after its commit\n", x,
+               (long long)(now_ms() - t0));
+        SC_CHECK(sc_sql_long(&sc,
+                             "SELECT count(*) FROM outbox WHERE id IN "
+                             "(%ld, %ld) AND published_at IS NULL",
+                             a, b) == 2,
+                 "A (id %ld) or B (id %ld) marked before A's round's "
+                 "reports were in",
+                 a, b);
+        SC_CHECK(wait_published(&sc, T_WAIT), "%ld row(s) left unpublished",
+                 unpublished(&sc));
+        SC_CHECK(sc_sql_long(&sc,
+                             "SELECT count(*) FROM outbox a, outbox b"
+                             " WHERE a.id = %ld AND b.id = %ld"
+                             "   AND b.published_at > a.published_at",
+                             a, b) == 1,
+                 "B (id %ld) marked before A (id %ld) of its key", b, a);
+        stop_ok(&c);
+        SC_CHECK(verify(&sc, 3000, false).rows == 4, "rows");
+        sc_cleanup(&sc);
+}
+
 static void multi2(void)
 {
         multi(2);
@@ -1151,6 +1247,7 @@ int main(int argc, char **argv)
                 { "park", park, NULL, NULL },
                 { "notopic", notopic, NULL, NULL },
                 { "standby_wait", standby_wait, NULL, NULL },
+                { "overlap", overlap, NULL, NULL },
         };
         static const struct test_suite suite = {
                 .name    = "test_relay",

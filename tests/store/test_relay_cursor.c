@@ -82,8 +82,8 @@ static int publish_all(long long id, bool *saw)
         for (;;) {
                 int64_t ids[64], marked = 0;
 
-                REQUIRE(store_relay_fetch(sr, 64, 256, &b, err, sizeof(err)) ==
-                        STORE_OK);
+                REQUIRE(store_relay_fetch(sr, 64, 256, NULL, 0, &b, err,
+                                          sizeof(err)) == STORE_OK);
                 if (b.n == 0)
                         break;
                 for (size_t i = 0; i < b.n; i++) {
