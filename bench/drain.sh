@@ -16,11 +16,7 @@ export N_DRAIN=${1:-30000} N_NAIVE=${2:-2000}
 # shellcheck source=bench/build.sh
 . "$root/bench/build.sh"
 bench_build "$build"
-out=$(mktemp -d "${TMPDIR:-/tmp}/chargeonce-drain.XXXXXX")
-chmod 755 "$out"
-trap 'rm -rf "$out"' EXIT
-export WORK=$out
-: >"$WORK/results.jsonl"
+bench_work drain
 "$root/tests/harness/with-services" bash -c '
 	set -euo pipefail
 	. "'"$root"'/bench/lib.sh"

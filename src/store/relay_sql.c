@@ -141,10 +141,15 @@ static PGconn *connect_one(const char *conninfo, const char *app, char *errstr,
         /* one statement per call: run() uses the extended protocol.
          * No bitmap scans: the relay's fetch reads the primary key in id
          * order from relay_cursor.through and stops at its LIMIT, where a
-         * bitmap scan would visit every page above it first. */
+         * bitmap scan would visit every page above it first. No
+         * parallel plans: the relay's statements read a few pages, and
+         * starting workers costs more than that (tens of ms). */
         snprintf(sql, sizeof(sql), "SET application_name = '%s'", app);
         if (run_ok(conn, "database setup", "SET enable_bitmapscan = off",
                    errstr, errstr_size) != STORE_OK ||
+            run_ok(conn, "database setup",
+                   "SET max_parallel_workers_per_gather = 0", errstr,
+                   errstr_size) != STORE_OK ||
             run_ok(conn, "database setup", sql, errstr, errstr_size) !=
                 STORE_OK) {
                 PQfinish(conn);
@@ -330,14 +335,39 @@ void store_relay_batch_clear(struct store_relay_batch *b)
         memset(b, 0, sizeof(*b));
 }
 
+/*
+ * relay_cursor.through as text into buf, read in a statement of its own:
+ * the statements that read above it get it as a parameter, so that the
+ * planner sees its value (behind a subquery it guesses a third of the
+ * outbox, and on a big one plans a parallel scan: 40-80 ms a fetch).
+ */
+static int cursor_through(struct store_relay *sr, char *buf, size_t size,
+                          char *errstr, size_t errstr_size)
+{
+        int64_t t = -1;
+        int rc    = run_number(sr->work, "relay cursor",
+                               "SELECT through FROM relay_cursor WHERE id = 1", 0,
+                               NULL, false, &t, errstr, errstr_size);
+
+        if (rc != STORE_OK)
+                return rc;
+        if (t < 0) {
+                snprintf(errstr, errstr_size,
+                         "relay cursor: no relay_cursor row (0021)");
+                return STORE_ERR_SCHEMA;
+        }
+        snprintf(buf, size, "%" PRId64, t);
+        return STORE_OK;
+}
+
 int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
                       const int64_t *skip, size_t nskip,
                       struct store_relay_batch *b, char *errstr,
                       size_t errstr_size)
 {
-        char nsh[16], lim[24], win[24];
+        char nsh[16], lim[24], win[24], through[24];
         struct pgarr shards, skipped;
-        const char *v[5];
+        const char *v[6];
         int64_t list[STORE_RELAY_MAX_SHARDS];
         size_t nl = 0;
         PGresult *res;
@@ -346,6 +376,9 @@ int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
         store_relay_batch_clear(b);
         if (sr->nheld == 0)
                 return STORE_OK;
+        if ((rc = cursor_through(sr, through, sizeof(through), errstr,
+                                 errstr_size)) != STORE_OK)
+                return rc;
         for (int s = 0; s < sr->nshards; s++)
                 if (sr->held[s])
                         list[nl++] = s;
@@ -357,6 +390,7 @@ int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
         v[2] = win;
         v[3] = lim;
         v[4] = i64_array(&skipped, skip, nskip);
+        v[5] = through;
         /*
          * w: the window, a prefix in id order of the unpublished rows of
          * the held shards (all rows of a key are in one shard, so a key's
@@ -374,8 +408,7 @@ int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
         res = run(sr->work, "relay fetch",
                   "WITH w AS ("
                   "  SELECT id, message_key FROM outbox"
-                  "   WHERE id > (SELECT through FROM relay_cursor"
-                  "                WHERE id = 1)"
+                  "   WHERE id > $6::bigint"
                   "     AND published_at IS NULL AND parked_at IS NULL"
                   "     AND (hashtext(message_key) & 2147483647) % $1::int"
                   "         = ANY ($2::int[])"
@@ -388,7 +421,7 @@ int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
                   "   FROM outbox o JOIN f ON f.id = o.id"
                   "  WHERE f.id <> ALL ($5::bigint[])"
                   "  ORDER BY o.id LIMIT $4::int",
-                  5, v, &rc, errstr, errstr_size);
+                  6, v, &rc, errstr, errstr_size);
         store_pgarr_free(&shards);
         store_pgarr_free(&skipped);
         if (!res)
@@ -623,15 +656,21 @@ int store_relay_cleanup(struct store_relay *sr, int64_t retention_ms, int limit,
 int store_relay_oldest_age(struct store_relay *sr, int64_t *age_ms,
                            char *errstr, size_t errstr_size)
 {
+        char through[24];
+        const char *v[1] = { through };
+        int rc;
+
         *age_ms = 0;
+        if ((rc = cursor_through(sr, through, sizeof(through), errstr,
+                                 errstr_size)) != STORE_OK)
+                return rc;
         return run_number(sr->work, "relay backlog",
                           "SELECT greatest(0, (extract(epoch FROM"
                           "        now() - created_at) * 1000)::bigint)"
-                          "  FROM outbox WHERE id > (SELECT through"
-                          "        FROM relay_cursor WHERE id = 1)"
+                          "  FROM outbox WHERE id > $1::bigint"
                           "   AND published_at IS NULL AND parked_at IS NULL"
                           " ORDER BY id LIMIT 1",
-                          0, NULL, false, age_ms, errstr, errstr_size);
+                          1, v, false, age_ms, errstr, errstr_size);
 }
 
 int store_relay_wal_position(struct store_relay *sr, char *lsn, size_t lsn_size,

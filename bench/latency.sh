@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# bench/latency.sh [RATE] [SECONDS] [SIM_MS] [ROUNDS]: intent-to-result
+# latency at a steady rate (issue 29 item 5: p99 <= 100 ms at 1,000
+# intents/s with a 50 ms gateway). On one private PostgreSQL and Kafka
+# (tests/harness/with-services), ROUNDS (default 3) runs, each on a fresh
+# database and fresh topics (PARTITIONS, default 4): chargeonce consume
+# with its defaults and a simulator answering in SIM_MS (default 50),
+# RATE intents/s (default 1000) produced for SECONDS (default 20) after a
+# warm-up of one second's worth. Prints each run's JSON line (p50/p99/max
+# from produce to result, in ms) and the medians. CO_BIN: another binary
+# to measure (an A/B run); builds as bench/capacity.sh does (BUILD_DIR).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD_DIR:-$root/build-bench}
+export RATE=${1:-1000} SECS=${2:-20} SIM=${3:-50} ROUNDS=${4:-3}
+# shellcheck source=bench/build.sh
+. "$root/bench/build.sh"
+bench_build "$build"
+bench_work latency
+"$root/tests/harness/with-services" bash -c '
+	set -euo pipefail
+	. "'"$root"'/bench/lib.sh"
+	trap cleanup_all EXIT
+	for i in $(seq "$ROUNDS"); do
+		echo "latency: run $i, load $(cut -d" " -f1-3 /proc/loadavg)"
+		measure "latency_$i" "$SIM" $((RATE * SECS)) "$RATE" "$RATE" \
+			>/dev/null
+	done
+' >&2
+cat "$WORK/results.jsonl"
+python3 - "$WORK/results.jsonl" "$RATE" "$SIM" <<'PY'
+import json, statistics, sys
+runs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+bad = [r for r in runs if not r.get("ok") or r.get("duplicates")]
+for k in ("intents_per_s", "p50_ms", "p99_ms", "max_ms"):
+    v = [float(r.get(k, 0)) for r in runs]
+    print("latency: %-14s median %8.1f  (%s)" %
+          (k, statistics.median(v), ", ".join("%.1f" % x for x in v)))
+print("latency: %s intents/s, %s ms gateway, %d run(s)%s" %
+      (sys.argv[2], sys.argv[3], len(runs),
+       "" if not bad else ", %d NOT ok" % len(bad)))
+PY
