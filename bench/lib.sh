@@ -213,6 +213,9 @@ measure_with() { # measure_with WHO TAG LATENCY_MS N RATE WARMUP [-X k=v]...
 # DRAIN_DB=NAME: instead of a fresh database, the migrated database NAME
 # (e.g. filled by bench/history.sh), renamed for the run and renamed back
 # after it, never dropped.
+# DRAIN_KEEP=1: the fresh database is not dropped after the run (a DROP
+# DATABASE checkpoints, which would make the next run pay full-page
+# images); its name goes to $WORK/kept-dbs.
 drain() {
 	local tag=$1 who=$2 n=$3 parts=${DRAIN_PARTITIONS:-6} name prod t0 out hwm \
 		charges
@@ -242,6 +245,10 @@ drain() {
 	sim_stop
 	if [ -n "${DRAIN_DB:-}" ]; then
 		psql_q postgres "ALTER DATABASE db_$name RENAME TO $DRAIN_DB" >/dev/null
+	elif [ -n "${DRAIN_KEEP:-}" ]; then
+		# DROP DATABASE makes the server checkpoint: kept for the
+		# caller to drop when nothing is measured any more
+		echo "db_$name" >>"$WORK/kept-dbs"
 	else
 		db_drop "db_$name"
 	fi
