@@ -227,6 +227,7 @@ static void log_stats(struct relay *r)
 /* The loop's state: its timers and what the last steps found. */
 struct loop {
         struct flow_tick rebal, poll, clean, age, stats, adv;
+        int64_t adv_err_logged; /* last failed advance logged (mono) */
         int64_t db_err_logged;
         int held;  /* shards held */
         bool more; /* the last round (or a NOTIFY) says there is work */
@@ -326,8 +327,11 @@ static void housekeeping(struct relay *r, struct loop *l, int64_t now)
                 int64_t through;
 
                 if (store_relay_advance(r->db, &through, err, sizeof(err)) !=
-                    STORE_OK)
+                        STORE_OK &&
+                    now - l->adv_err_logged >= 10000) {
                         log_warn(&r->lc, "%s", err);
+                        l->adv_err_logged = now;
+                }
                 l->adv.next_ms = time_mono_ms() + RELAY_ADVANCE_EVERY_MS;
         }
         if (flow_tick_due(&l->clean, now)) {

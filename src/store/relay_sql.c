@@ -460,10 +460,14 @@ int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
 
 /* (2): read before (3) looks at the writers, so that every transaction
  * that drew an id up to it still holds its lock then or has ended. The
- * sequence hands out ids one at a time (CACHE 1, identity's default). */
+ * sequence must hand out ids one at a time (CACHE 1, identity's
+ * default): a session's cached ids would be drawn later than read here,
+ * by a transaction the barrier does not name. Checked with it. */
 #define ADVANCE_SEQ_SQL                                                        \
         "SELECT coalesce(pg_sequence_last_value(pg_get_serial_sequence("       \
-        "'outbox', 'id')::regclass), 0)"
+        "'outbox', 'id')::regclass), 0),"                                      \
+        " (SELECT seqcache = 1 FROM pg_sequence WHERE seqrelid ="              \
+        " pg_get_serial_sequence('outbox', 'id')::regclass)"
 
 /* (3), once (1) found the barrier's transactions gone: $1 its sequence
  * value (NULL: no barrier yet, through stays), $2 gen as (1) read it, $3
@@ -515,6 +519,18 @@ int store_relay_advance(struct store_relay *sr, int64_t *through, char *errstr,
         }
         sq = run(sr->work, "relay cursor", ADVANCE_SEQ_SQL, 0, NULL, &rc,
                  errstr, errstr_size);
+        if (sq && strcmp(PQgetvalue(sq, 0, 1), "t") != 0) {
+                snprintf(errstr, errstr_size,
+                         "relay cursor: outbox's sequence hands out ids in "
+                         "blocks (CACHE > 1), so the cursor cannot move "
+                         "safely and stays where it is (the relay still "
+                         "publishes, reading more of the outbox each time): "
+                         "ALTER SEQUENCE %s CACHE 1",
+                         "outbox_id_seq");
+                PQclear(sq);
+                PQclear(res);
+                return STORE_ERR;
+        }
         if (sq && !PQgetisnull(res, 0, 1) &&
             !strcmp(PQgetvalue(res, 0, 1), PQgetvalue(sq, 0, 0)) &&
             !strcmp(PQgetvalue(res, 0, 3), PQgetvalue(sq, 0, 0))) {

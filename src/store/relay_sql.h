@@ -121,7 +121,9 @@ int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
  * reads every row above through.
  *
  * Never: pass an id that a transaction in flight may still commit (the
- * barrier), or an unpublished, unparked row.
+ * barrier), or an unpublished, unparked row; move at all while outbox's
+ * sequence hands out ids in blocks (CACHE > 1: STORE_ERR, the cursor
+ * stays).
  */
 int store_relay_advance(struct store_relay *sr, int64_t *through, char *errstr,
                         size_t errstr_size) CO_MUST_CHECK;

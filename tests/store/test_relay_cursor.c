@@ -258,6 +258,38 @@ static void mark_is_hot(void)
         REQUIRE(st_exec(pg, true, "COMMIT"));
 }
 
+/* Ids handed out in blocks (CACHE > 1) would be drawn by sessions the
+ * barrier does not name: the cursor refuses to move, the fetch goes on. */
+static void sequence_cache(void)
+{
+        char err[512];
+        int64_t t;
+        long long before, id;
+        bool saw;
+
+        advance();
+        before = through();
+        PLANT("ALTER SEQUENCE outbox_id_seq CACHE 10");
+        id = result_row(pg);
+        CHECK_EQ_I(publish_all(id, &saw), 1);
+        CHECK(saw);
+        for (int i = 0; i < 2; i++) {
+                CHECK(store_relay_advance(sr, &t, err, sizeof(err)) ==
+                      STORE_ERR);
+                CHECK(strstr(err, "CACHE 1") != NULL);
+        }
+        CHECK_EQ_I(through(), before);
+        /* this session's cached ids go with the change (the others'
+         * would be used up first: PostgreSQL's ALTER SEQUENCE) */
+        PLANT("ALTER SEQUENCE outbox_id_seq CACHE 1");
+        advance();
+        advance();
+        CHECK(through() >= id);
+        CHECK_EQ_I(through(), st_count(pg, "SELECT pg_sequence_last_value("
+                                           "'outbox_id_seq'::regclass)"));
+        CHECK_EQ_I(unpublished(), 0);
+}
+
 /* Writers that hold their insert open a random while (and roll one in
  * ten back) beside a relay that publishes and advances all along: at the
  * end every committed row is published, none twice, and the cursor is at
@@ -359,6 +391,7 @@ int main(int argc, char **argv)
                 { "reopen", reopen, NULL, NULL },
                 { "advance_after_reopen", advance_after_reopen, NULL, NULL },
                 { "mark_is_hot", mark_is_hot, NULL, NULL },
+                { "sequence_cache", sequence_cache, NULL, NULL },
                 { "concurrent_writers", concurrent_writers, NULL, NULL },
         };
         return st_suite_main("store_relay_cursor", cases,
