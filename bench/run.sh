@@ -22,16 +22,10 @@ build=${BUILD_DIR:-$root/build-bench}
 results=${RESULTS:-$root/bench/results}
 
 echo "bench: building in $build" >&2
-cmake -S "$root" -B "$build/main" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	-DCHARGEONCE_FAILPOINTS=OFF >/dev/null
-cmake --build "$build/main" -j2 --target chargeonce chargeonce-gatewaysim \
-	>/dev/null
-cmake -S "$root/bench" -B "$build/bench" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	>/dev/null
-cmake --build "$build/bench" -j2 >/dev/null
-export CO_BIN=$build/main/src/chargeonce
-export SIM_BIN=$build/main/tools/gatewaysim/chargeonce-gatewaysim
-export E2E_BIN=$build/bench/e2e/chargeonce-e2e
+# shellcheck source=bench/build.sh
+. "$root/bench/build.sh"
+unset CO_BIN # the binary just built, always
+bench_build "$build"
 
 out=$(mktemp -d "${TMPDIR:-/tmp}/chargeonce-bench.XXXXXX")
 chmod 755 "$out"

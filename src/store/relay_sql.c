@@ -525,8 +525,7 @@ int store_relay_advance(struct store_relay *sr, int64_t *through, char *errstr,
                          "blocks (CACHE > 1), so the cursor cannot move "
                          "safely and stays where it is (the relay still "
                          "publishes, reading more of the outbox each time): "
-                         "ALTER SEQUENCE %s CACHE 1",
-                         "outbox_id_seq");
+                         "ALTER SEQUENCE outbox_id_seq CACHE 1");
                 PQclear(sq);
                 PQclear(res);
                 return STORE_ERR;
