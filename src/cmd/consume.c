@@ -15,14 +15,24 @@
  * round in flight (results settled during the drain are published by the
  * next relay to run), last the http server. A second signal ends the
  * process at once at any point.
+ *
+ * A pipeline that returns PIPELINE_REJOIN (its static member's own rejoin
+ * fenced after a network fault, kafka/consumer.h) is destroyed and made
+ * again while the other engines go on: what it had in flight is left to
+ * redelivery and the reconciler, as after a crash. At most once per
+ * CONSUME_REJOIN_EVERY_MS; a second fencing within it stops the process
+ * (exit 1) as any fatal consumer error does.
  */
 #include "cmd/cmd.h"
 #include "cmd/engine.h"
 #include "cmd/opts.h"
 #include "cmd/serve.h"
+#include "flow/flow.h"
+#include "pipeline/pipeline.h"
 #include "util/config.h"
 #include "util/failpoint.h"
 #include "util/log.h"
+#include "util/timeutil.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -65,6 +75,44 @@ static bool enabled(const struct consume *c, size_t i)
 static const void *opts_of(const struct consume *c, size_t i)
 {
         return (const char *)c->o + engines[i].opts;
+}
+
+#define CONSUME_REJOIN_EVERY_MS (5 * 60 * 1000)
+
+/* Runs the pipeline (engine 0) on this thread, making it again after a
+ * fenced rejoin; its exit status. */
+static int run_pipeline(struct consume *c, const atomic_int *sig,
+                        struct log_ctx *lc)
+{
+        int64_t last = 0;
+
+        for (;;) {
+                int rc = cmd_engine_run(engines[0].kind->run, c->e[0], sig);
+                int64_t now = time_mono_ms();
+                char err[1024];
+
+                if (rc != PIPELINE_REJOIN)
+                        return rc;
+                if (flow_stop_level(sig) != FLOW_RUN)
+                        return 1;
+                if (last && now - last < CONSUME_REJOIN_EVERY_MS) {
+                        log_error(lc,
+                                  "fenced again %lld ms after the consumer "
+                                  "started again: stopping (does another "
+                                  "process run under this "
+                                  "group.instance.id?)",
+                                  (long long)(now - last));
+                        return 1;
+                }
+                last = now;
+                engines[0].kind->destroy(c->e[0]);
+                c->e[0] =
+                    engines[0].kind->make(opts_of(c, 0), err, sizeof(err));
+                if (!c->e[0]) {
+                        log_error(lc, "%s: %s", engines[0].thread, err);
+                        return 1;
+                }
+        }
 }
 
 /* Judges, makes and starts the engines: 0, 2 (configuration) or 1. */
@@ -144,7 +192,7 @@ int cmd_consume(struct config *cfg, int argc, char **argv)
         c.o = &o;
         rc  = consume_start(&c, &lc);
         if (rc == 0)
-                rc = cmd_engine_run(engines[0].kind->run, c.e[0], sig);
+                rc = run_pipeline(&c, sig, &lc);
         consume_stop(&c, sig);
         cmd_opts_free(&o);
         return rc;

@@ -6,7 +6,9 @@
  */
 #include "kafka/consumer.h"
 #include "kafka/kconf.h"
+#include "util/failpoint.h"
 #include "util/log.h"
+#include "util/timeutil.h"
 #include "util/xalloc.h"
 
 #include <stdio.h>
@@ -25,6 +27,9 @@ struct kconsumer {
          * (kconsumer_lag); KC_BASE_UNKNOWN before either is known */
         int64_t *base;
         int32_t n_base;
+        bool is_static;     /* a group.instance.id (KIP-345) */
+        int64_t lost_at_ms; /* the assignment last lost (monotonic), or 0 */
+        int fatal_err;      /* the fatal error reported, or 0 */
 };
 
 #define KC_BASE_UNKNOWN INT64_MIN
@@ -146,6 +151,15 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                 bool lost = rd_kafka_assignment_lost(rk);
                 log_info(&lc, "revoking %d partition(s)%s", n,
                          lost ? " (assignment lost)" : "");
+                if (lost) {
+                        kc->lost_at_ms = time_mono_ms();
+                        /* tests: the broker fencing the rejoin that
+                         * follows, every time (by itself it is a race) */
+                        if (FAILPOINT("kafka.fence_after_loss") < 0)
+                                CO_IGNORE(rd_kafka_test_fatal_error(
+                                    rk, RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID,
+                                    "failpoint kafka.fence_after_loss"));
+                }
                 /* a hold ends with the assignment */
                 for (int i = 0; i < n; i++) {
                         unhold(kc, ps[i]);
@@ -198,8 +212,9 @@ struct kconsumer *kconsumer_new(const struct kafka_opts *ko, const char *topic,
         rd_kafka_resp_err_t err;
         char rderr[512];
 
-        kc->topic = xstrdup(topic);
-        kc->hooks = *hooks;
+        kc->topic     = xstrdup(topic);
+        kc->hooks     = *hooks;
+        kc->is_static = ko->instance_id && *ko->instance_id;
         if (!(conf = kconf_new(ko, KCONF_MEMBER, errstr, errstr_size)))
                 goto fail;
         /* chargeonce's guarantees depend on these: not overridable */
@@ -309,7 +324,8 @@ size_t kconsumer_poll(struct kconsumer *kc, rd_kafka_message_t **msgs,
                 lc.partition      = m->partition;
                 if (m->err == RD_KAFKA_RESP_ERR__FATAL) {
                         char why[512];
-                        rd_kafka_fatal_error(kc->rk, why, sizeof(why));
+                        kc->fatal_err =
+                            (int)rd_kafka_fatal_error(kc->rk, why, sizeof(why));
                         log_error(&lc, "fatal consumer error: %s", why);
                         *fatal = true;
                 } else if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
@@ -319,6 +335,20 @@ size_t kconsumer_poll(struct kconsumer *kc, rd_kafka_message_t **msgs,
                 rd_kafka_message_destroy(m);
         }
         return n;
+}
+
+bool kconsumer_self_fence(int fatal_err, bool is_static, int64_t lost_at_ms,
+                          int64_t now_ms)
+{
+        return fatal_err == RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID && is_static &&
+               lost_at_ms > 0 && now_ms >= lost_at_ms &&
+               now_ms - lost_at_ms <= KCONSUMER_SELF_FENCE_MS;
+}
+
+bool kconsumer_fenced_by_own_rejoin(const struct kconsumer *kc)
+{
+        return kconsumer_self_fence(kc->fatal_err, kc->is_static,
+                                    kc->lost_at_ms, time_mono_ms());
 }
 
 void kconsumer_store(struct kconsumer *kc, int32_t p, int64_t offset)

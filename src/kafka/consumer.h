@@ -52,6 +52,34 @@ void kconsumer_destroy(struct kconsumer *kc);
 size_t kconsumer_poll(struct kconsumer *kc, rd_kafka_message_t **msgs,
                       size_t max, int timeout_ms, bool *fatal);
 
+/*
+ * How long after losing its assignment a static member's fencing counts
+ * as its own rejoin's (kconsumer_fenced_by_own_rejoin).
+ */
+#define KCONSUMER_SELF_FENCE_MS 10000
+
+/*
+ * Whether the fatal error kconsumer_poll() just reported is the broker
+ * fencing this member's own rejoin, which a new consumer survives. A
+ * static member (KIP-345) whose session ran out on its side (no heartbeat
+ * answered within session.timeout.ms: a network fault) loses its
+ * assignment and joins again under its group.instance.id without its
+ * member id; the broker maps the instance to a new member id and answers
+ * a request still sent under the old one (the auto-commit) with
+ * FENCED_INSTANCE_ID, which librdkafka 2.0 makes fatal for the whole
+ * consumer (librdkafka issue 3437). True for that error only, for a
+ * static member, and only within KCONSUMER_SELF_FENCE_MS of losing its
+ * assignment; another process under the same identity fences a member
+ * that still holds its assignment (its heartbeat is answered
+ * FENCED_INSTANCE_ID first), so that stays fatal.
+ */
+bool kconsumer_fenced_by_own_rejoin(const struct kconsumer *kc);
+/* The rule of kconsumer_fenced_by_own_rejoin() without I/O: fatal_err the
+ * fatal error's code, lost_at_ms the monotonic time the assignment was
+ * last lost (0: never). */
+bool kconsumer_self_fence(int fatal_err, bool is_static, int64_t lost_at_ms,
+                          int64_t now_ms);
+
 /* librdkafka adds 1 to the eventfd fd whenever the consumer's queue goes
  * from empty to not empty (a message, a rebalance, an error), so the
  * owner can sleep in poll(2) and still wake for it. */

@@ -453,8 +453,10 @@ static bool turn(struct pipeline *pl, bool draining, int64_t *at_cap_since)
         n            = room ? kconsumer_poll(pl->kc, msgs, room, 0, &fatal) : 0;
         if (n > 0)
                 pipeline_take(pl, msgs, n);
-        if (fatal)
+        if (fatal) {
+                pl->rejoin = kconsumer_fenced_by_own_rejoin(pl->kc);
                 return false;
+        }
         (void)take_done_jobs(pl);
         if (pl->fatal)
                 return false;
@@ -517,8 +519,16 @@ int pipeline_run(struct pipeline *pl, const atomic_int *stop)
                         break;
                 }
                 if (!turn(pl, drain.draining, &at_cap_since)) {
-                        log_error(&lc, "fatal error: stopping");
-                        rc = 1;
+                        if (pl->rejoin) {
+                                log_warn(&lc,
+                                         "the group fenced this member's "
+                                         "own rejoin after its session ran "
+                                         "out: the consumer starts again");
+                                rc = PIPELINE_REJOIN;
+                        } else {
+                                log_error(&lc, "fatal error: stopping");
+                                rc = 1;
+                        }
                         break;
                 }
         }

@@ -68,9 +68,13 @@ struct pipeline *pipeline_new(const struct pipeline_opts *o, char *errstr,
  * FLOW_DRAIN stops fetching, finishes what is in flight (at most
  * gateway.deadline + 10 s) and returns 0; FLOW_EXIT returns FLOW_EXIT_NOW
  * at once, leaving everything as it is (redelivery and the reconciler
- * recover it); a fatal consumer error returns 1.
+ * recover it); a fatal consumer error returns 1, or PIPELINE_REJOIN when
+ * it is the broker fencing the member's own rejoin after its session ran
+ * out (kconsumer_fenced_by_own_rejoin): the caller destroys the pipeline
+ * and makes a new one, whose new consumer joins again.
  */
 int pipeline_run(struct pipeline *pl, const atomic_int *stop) CO_MUST_CHECK;
+#define PIPELINE_REJOIN 75
 
 /*
  * Finishes what safely can be without starting anything new (database

@@ -144,6 +144,8 @@ struct pipeline {
         /* a statement did not fit the database's schema (STORE_ERR_SCHEMA):
          * retrying cannot help, the loop stops with an error */
         bool fatal;
+        /* the consumer's fatal error was its own rejoin fenced */
+        bool rejoin;
         struct flow_list all;
         struct pipeline_stats st, st_logged;
         struct flow_tick stats_tick;

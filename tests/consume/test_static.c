@@ -14,6 +14,11 @@
  *   test_static dynamic_restart   group.instance.id=none: the same kill
  *                                 rebalances the other member (the check
  *                                 of the first case, shown to fail)
+ *   test_static self_fence        a lone static member frozen past its
+ *                                 session and fenced as it joins again
+ *                                 (failpoint): the consumer is made again
+ *                                 in the same process; a second fencing
+ *                                 within 5 minutes exits 1
  *
  * Both: every intent charged once with one result, invariants empty.
  * What is observed is the consumers' own rebalance log lines (librdkafka's
@@ -392,6 +397,78 @@ static void term_release(void)
         sc_cleanup(&sc);
 }
 
+/* Freezes c (SIGSTOP) until its session has run out, then lets it go. */
+static void pause_past_session(struct co *c)
+{
+        SC_CHECK(kill(c->pid, SIGSTOP) == 0, "SIGSTOP");
+        usleep((SESSION_MS + 1500) * 1000);
+        SC_CHECK(kill(c->pid, SIGCONT) == 0, "SIGCONT");
+}
+
+/*
+ * A lone static member frozen (SIGSTOP) past its session, then let go: as
+ * after a network fault, its session has run out and it joins again under
+ * its identity. When the broker still maps the identity to the old member
+ * id, it fences what librdkafka sends under that id, FENCED_INSTANCE_ID,
+ * fatal in librdkafka 2.0 (seen in the Kafka network-fault test); by
+ * itself that is a race, so the failpoint kafka.fence_after_loss makes
+ * the same fatal error (rd_kafka_test_fatal_error) at every lost
+ * assignment. The process makes its consumer again, says so, and every
+ * intent is answered once; a second fencing within 5 minutes stops it
+ * (exit 1, naming a process under the same identity).
+ */
+static void self_fence(void)
+{
+        struct scenario sc;
+        struct sim s;
+        struct co c;
+        char session[64];
+        const char *xs[]  = { "worker.id=sf", session,
+                              "kafka.consumer.heartbeat.interval.ms=1000",
+                              "consumer.batch_linger=2ms", NULL };
+        const char *env[] = {
+                "CHARGEONCE_FAILPOINTS=kafka.fence_after_loss=error", NULL
+        };
+        const int n = 80;
+        int rc;
+
+        snprintf(session, sizeof(session),
+                 "kafka.consumer.session.timeout.ms=%d", SESSION_MS);
+        sc_init(&sc, "selffence", 2);
+        sim_start(&sc, &s, "");
+        co_start(&sc, &c, "consume", &s, xs, env);
+        produce(&sc, 0, n / 2);
+        SC_CHECK(wait_answered(&sc, n / 2, 60) >= 0, "intents not answered");
+        pause_past_session(&c);
+        produce(&sc, n / 2, n);
+        SC_CHECK(wait_answered(&sc, n, 60) >= 0,
+                 "intents after the pause not answered (the process %s)",
+                 kill(c.pid, 0) == 0 ? "runs" : "is gone");
+        SC_CHECK(scan_log(c.log, 0, "SESSTMOUT", NULL, 0) >= 1,
+                 "no session ran out: nothing tested");
+        SC_CHECK(scan_log(c.log, 0, "failpoint kafka.fence_after_loss", NULL,
+                          0) >= 1,
+                 "no fencing: nothing tested");
+        SC_CHECK(scan_log(c.log, 0, "the consumer starts again", NULL, 0) == 1,
+                 "the consumer was not made again once");
+        SC_CHECK(scan_log(c.log, 0, "fatal error: stopping", NULL, 0) == 0,
+                 "the pipeline stopped");
+        check_once(&sc, &s, n);
+
+        /* the second fencing, within 5 minutes of the first: exit 1 */
+        pause_past_session(&c);
+        rc = co_wait(&c, 60000);
+        SC_CHECK(rc == 1, "after a second fencing: exit %d, not 1", rc);
+        SC_CHECK(scan_log(c.log, 0, "fenced again", NULL, 0) == 1,
+                 "the second fencing is not named");
+        printf("self_fence: fenced after the first pause, the consumer made "
+               "again and %d intents answered once; fenced again after the "
+               "second: exit 1\n",
+               n);
+        sim_stop(&s);
+        sc_cleanup(&sc);
+}
+
 static int setup(void)
 {
         return testenv_have_services() ? 0 : TESTENV_SKIP;
@@ -404,6 +481,7 @@ int main(int argc, char **argv)
                 { "dynamic_restart", NULL, restart, "none" },
                 { "lone_restart", lone_restart, NULL, NULL },
                 { "term_release", term_release, NULL, NULL },
+                { "self_fence", self_fence, NULL, NULL },
         };
         static const struct test_suite suite = {
                 .name    = "test_static",

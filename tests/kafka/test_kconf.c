@@ -3,7 +3,8 @@
  * test_kconf: the group member's static identity (group.instance.id,
  * KIP-345): derived from worker.id, "none", an explicit
  * kafka.group.instance.id winning, conflicts naming both keys, and only
- * the group member's configuration ever carrying it.
+ * the group member's configuration ever carrying it; and when a static
+ * member's fencing is its own rejoin's (kconsumer_self_fence).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,6 +12,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "kafka/consumer.h"
 #include "kafka/kconf.h"
 
 #include <stdio.h>
@@ -131,6 +133,29 @@ static void test_member_only(void **state)
         assert_int_equal(kconf_check(&ko, err, sizeof(err)), 0);
 }
 
+static void test_self_fence(void **state)
+{
+        const int fenced    = RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID;
+        const int64_t lost  = 50000;
+        const int64_t later = lost + KCONSUMER_SELF_FENCE_MS;
+
+        (void)state;
+        /* a static member fenced just after losing its assignment */
+        assert_true(kconsumer_self_fence(fenced, true, lost, lost));
+        assert_true(kconsumer_self_fence(fenced, true, lost, lost + 17));
+        assert_true(kconsumer_self_fence(fenced, true, lost, later));
+        /* too long after, never lost, or a clock that went back */
+        assert_false(kconsumer_self_fence(fenced, true, lost, later + 1));
+        assert_false(kconsumer_self_fence(fenced, true, 0, lost));
+        assert_false(kconsumer_self_fence(fenced, true, lost, lost - 1));
+        /* a dynamic member is never fenced by an instance id */
+        assert_false(kconsumer_self_fence(fenced, false, lost, lost + 17));
+        /* any other fatal error stays fatal */
+        assert_false(kconsumer_self_fence(RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID,
+                                          true, lost, lost + 17));
+        assert_false(kconsumer_self_fence(0, true, lost, lost + 17));
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -139,6 +164,7 @@ int main(void)
                 cmocka_unit_test(test_explicit_wins),
                 cmocka_unit_test(test_conflict_names_both),
                 cmocka_unit_test(test_member_only),
+                cmocka_unit_test(test_self_fence),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
