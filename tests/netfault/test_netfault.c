@@ -78,6 +78,7 @@ struct opts {
         unsigned seed;
         int hold_ms, bound_ms, fbound_ms, rate, wait_ms, cut_ms;
         char only[128];
+        const char *set; /* set=KEY=VALUE: one more -X of chargeonce */
 };
 
 struct ctx;
@@ -163,6 +164,8 @@ static void parse_opts(struct opts *o)
                         o->wait_ms = (int)v;
                 else if (!strncmp(a, "cut=", 4) && v > 0)
                         o->cut_ms = (int)v;
+                else if (!strncmp(a, "set=", 4) && strchr(a + 4, '='))
+                        o->set = a + 4;
                 else if (!strncmp(a, "faults=", 7))
                         snprintf(o->only, sizeof(o->only), ",%s,", a + 7);
                 else
@@ -308,12 +311,15 @@ static void consume_start(struct ctx *c)
                 setenv("NETFAULT_REAL_BIN", real, 1);
                 setenv("CHARGEONCE_BIN", nsexec, 1);
         }
-        if (c->extra) {
-                int k = 0;
+        for (int e = 0; e < 2; e++) {
+                const char *x = e ? c->o.set : c->extra;
+                int k         = 0;
 
+                if (!x)
+                        continue;
                 while (xs[k])
                         k++;
-                xs[k]     = c->extra;
+                xs[k]     = x;
                 xs[k + 1] = NULL;
         }
         co_start(&c->run.sc, &c->co, "consume", &c->sim, xs, NULL);
@@ -718,6 +724,16 @@ static void net_case(const char *name, const struct fault *faults, int n)
         c->peer       = need_env("CHARGEONCE_TEST_NETNS_PEER");
         c->port_pg    = atoi(need_env("CHARGEONCE_TEST_PGPORT"));
         c->port_kafka = port_of(need_env("CHARGEONCE_TEST_KAFKA_NS"));
+        /* as deployed (deploy/chargeonce@.service.in,
+         * deploy/kubernetes/statefulset.yaml): a worker.id of its own, hence a
+         * static member of the group (KIP-345). A dynamic member whose session
+         * ran out on its side while its heartbeats still reached the broker
+         * after a heal (TCP's backed-off retransmissions) joins again as a new
+         * member, and the broker holds the group until its former self expires:
+         * up to session.timeout.ms after the heal (docs/testing.md,
+         * "Network faults and failover"); `set=group.instance.id=none`
+         * measures that case */
+        c->extra = "worker.id=netfault-1";
         printf("netfault %s: seed %u, hold %d ms, bound %d ms, %d intents/s, "
                "namespace %s (reproduce: tests/netfault/run.sh %s %u "
                "hold=%d)\n",
