@@ -101,14 +101,7 @@ int store_audit_lead(struct store *st, int64_t timeout_ms, bool *leader,
         " pg_get_serial_sequence('ledger_postings', 'id')::regclass,"          \
         " pg_get_serial_sequence('gateway_evidence', 'id')::regclass))"
 
-#define AUDIT_WRITERS_SQL                                                      \
-        "SELECT coalesce(array_agg(DISTINCT l.virtualtransaction), '{}')"      \
-        " FROM pg_locks l WHERE l.locktype = 'relation'"                       \
-        " AND l.mode = 'RowExclusiveLock'"                                     \
-        " AND l.database = (SELECT oid FROM pg_database"                       \
-        "  WHERE datname = current_database())"                                \
-        " AND l.relation IN (" AUDIT_FEED_TABLES ")"                           \
-        " AND l.pid IS DISTINCT FROM pg_backend_pid()"
+#define AUDIT_WRITERS_SQL "SELECT " STORE_WRITERS_SQL(AUDIT_FEED_TABLES)
 
 /* No cursor: one at the feeds' ends. Under SHARE locks no insert into a
  * feed is in flight, so every id up to the sequences' values is

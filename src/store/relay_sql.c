@@ -469,6 +469,9 @@ int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
         " (SELECT seqcache = 1 FROM pg_sequence WHERE seqrelid ="              \
         " pg_get_serial_sequence('outbox', 'id')::regclass)"
 
+/* The barrier's transactions: those inserting into the outbox now. */
+#define RELAY_WRITERS_SQL STORE_WRITERS_SQL("'outbox'::regclass")
+
 /* (3), once (1) found the barrier's transactions gone: $1 its sequence
  * value (NULL: no barrier yet, through stays), $2 gen as (1) read it, $3
  * the value of (2). Nothing changes when another relay moved the barrier
@@ -482,13 +485,7 @@ int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
         "    ORDER BY o.id LIMIT 1), $1::bigint)))"                            \
         "  ELSE c.through END,"                                                \
         " barrier_seq = $3::bigint,"                                           \
-        " barrier_vxids = (SELECT"                                             \
-        "  coalesce(array_agg(DISTINCT l.virtualtransaction), '{}')"           \
-        "  FROM pg_locks l WHERE l.locktype = 'relation'"                      \
-        "  AND l.mode = 'RowExclusiveLock' AND l.database = (SELECT oid"       \
-        "  FROM pg_database WHERE datname = current_database())"               \
-        "  AND l.relation = 'outbox'::regclass"                                \
-        "  AND l.pid IS DISTINCT FROM pg_backend_pid()),"                      \
+        " barrier_vxids = " RELAY_WRITERS_SQL ","                              \
         " advanced_at = now()"                                                 \
         " WHERE c.id = 1 AND c.gen = $2::bigint"                               \
         " AND c.barrier_seq IS NOT DISTINCT FROM $1::bigint"                   \

@@ -258,6 +258,24 @@ void store_copy_field(const PGresult *res, int row, int col, char *out,
 int64_t store_i64_field(const PGresult *res, int row, int col);
 
 /*
+ * The writers of a barrier (the audit's cursor, the relay's): the virtual
+ * transaction ids of the other sessions of this database that hold a
+ * RowExclusiveLock on one of RELS (a SQL list of regclass constants).
+ * Every insert holds one on its table from before it draws an id from the
+ * table's sequence to its end, so once they have all ended, every id up
+ * to a sequence value read before this is committed or never will be. An
+ * expression: the array, '{}' for none.
+ */
+#define STORE_WRITERS_SQL(RELS)                                                \
+        "(SELECT coalesce(array_agg(DISTINCT l.virtualtransaction), '{}')"     \
+        " FROM pg_locks l WHERE l.locktype = 'relation'"                       \
+        " AND l.mode = 'RowExclusiveLock'"                                     \
+        " AND l.database = (SELECT oid FROM pg_database"                       \
+        "  WHERE datname = current_database())"                                \
+        " AND l.relation IN (" RELS ")"                                        \
+        " AND l.pid IS DISTINCT FROM pg_backend_pid())"
+
+/*
  * The reason of a failed statement for errstr: "<what>: <SQLSTATE> <primary
  * message>". Never DETAIL or parameters, which may hold keys and payment
  * methods. Used by every file of the store that talks to the server.
