@@ -14,7 +14,11 @@
 # Set-based SQL: each chunk of payments is one INSERT ... SELECT FROM
 # generate_series statement over every table, in one transaction, with
 # every constraint and trigger of the schema live (the ledger's balance is
-# checked per posting, as for a settle); JOBS chunks run at once. Then
+# checked per posting, as for a settle); JOBS chunks run at once. With
+# --bulk the indexes, keys and foreign keys of the filled tables are
+# dropped first and built again after the rows, JOBS at once (PostgreSQL's
+# "Populating a Database": an index built over the loaded rows costs less
+# than one kept up row by row); the CHECK constraints stay live. Then
 # ANALYZE. Prints the rate, the rows per table and kind, and the size of
 # every table.
 #
@@ -47,6 +51,11 @@ and kind ('count NAME VALUE' lines) and the table sizes ('size' lines).
                   pg_restore --disable-triggers): faster; what the
                   foreign keys and the ledger's triggers check per row is
                   then checked over the whole tables after the fill
+  --bulk          the indexes, keys and foreign keys of the tables it
+                  fills are dropped before the fill and built again after
+                  it, as pg_restore does (an empty database only): the
+                  same schema at the end, every key and foreign key
+                  checked by its build; the rate counts the builds
   -h, --help      this text
 
 Exit 0 done; 1 a failure (the chunks committed before it stay: the
@@ -59,7 +68,7 @@ EOF
 die2() { echo "bench/history.sh: $*" >&2; exit 2; }
 
 append=0 days=365 gc_share=0.5 seed= jobs=$(nproc) chunk=100000 vacuum=off
-skip=off
+skip=off bulk=off
 args=()
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -72,6 +81,7 @@ while [ $# -gt 0 ]; do
 	--chunk) chunk=${2:?--chunk needs a value}; shift ;;
 	--vacuum) vacuum=on ;;
 	--skip-triggers) skip=on ;;
+	--bulk) bulk=on ;;
 	--) shift; args+=("$@"); break ;;
 	-*) usage >&2; die2 "unknown option $1" ;;
 	*) args+=("$1") ;;
@@ -120,6 +130,8 @@ rows=$(part rows)
 if [ "$rows" != 0 ] && [ $append = 0 ]; then
 	die2 "the database holds data ($rows rows in the tables history fills): refused without --append"
 fi
+[ $bulk = off ] || [ $append = 0 ] ||
+	die2 "--bulk fills an empty database only (not with --append)"
 
 ms() { date +%s%3N; }
 t_end=$(date +%s)
@@ -129,11 +141,96 @@ nproc=$((n / 50 < 12 ? n / 50 : 12))
 nunpub=$((n / 100 < 5 ? n / 100 : 5))
 echo "history: schema version $ver ($(basename "$sql")), $n payments over $days days" \
 	"up to $(date -u -d @"$t_end" +%Y-%m-%dT%H:%M:%SZ), seed $seed," \
-	"gc share $gc_share, $jobs job(s), chunks of $chunk$([ $append = 1 ] && echo ', appended')$([ $skip = on ] && echo ', triggers skipped')"
+	"gc share $gc_share, $jobs job(s), chunks of $chunk$([ $append = 1 ] && echo ', appended')$([ $skip = on ] && echo ', triggers skipped')$([ $bulk = on ] && echo ', indexes built after the rows')"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/chargeonce-history.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 lsn0=$(psql_q -c "SELECT pg_current_wal_lsn()")
+
+# --bulk: every index of the tables the chunks fill (those of their
+# primary keys and unique constraints too), the statements that make the
+# keys again on their rebuilt indexes, and every foreign key from or to
+# those tables, read from the catalog (whatever the schema version), then
+# dropped in one transaction; bulk_build makes them again after the fill.
+filled="'payments', 'inbox', 'outbox', 'ledger_postings', 'gateway_evidence', 'webhook_events'"
+in_filled="c.relnamespace = current_schema()::regnamespace AND c.relname IN ($filled)"
+bulk_restore_hint() {
+	echo "history: the tables are left without some of their indexes, keys or foreign keys; these statements make them again:" >&2
+	cat "$work/bulk.index" "$work/bulk.key" "$work/bulk.fk" | sed 's/^/  /' >&2
+}
+bulk_drop() {
+	[ "$(psql_q -c "SELECT count(*) FROM pg_constraint x JOIN pg_class c ON c.oid = x.conrelid WHERE $in_filled AND x.contype = 'x'")" = 0 ] ||
+		die2 "--bulk: an exclusion constraint on the tables it fills; not supported"
+	# builds of the largest tables first (payments, then the others)
+	psql_q -c "SELECT pg_get_indexdef(i.indexrelid) || ';'
+	             FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid
+	            WHERE $in_filled
+	            ORDER BY c.relname <> 'payments', c.relname, i.indexrelid" \
+		>"$work/bulk.index"
+	psql_q -c "SELECT format('ALTER TABLE %I ADD CONSTRAINT %I %s USING INDEX %I%s;',
+	                         c.relname, x.conname,
+	                         CASE x.contype WHEN 'p' THEN 'PRIMARY KEY' ELSE 'UNIQUE' END,
+	                         ic.relname,
+	                         CASE WHEN x.condeferrable THEN ' DEFERRABLE' ||
+	                              CASE WHEN x.condeferred THEN ' INITIALLY DEFERRED' ELSE '' END
+	                         ELSE '' END)
+	             FROM pg_constraint x JOIN pg_class c ON c.oid = x.conrelid
+	             JOIN pg_class ic ON ic.oid = x.conindid
+	            WHERE $in_filled AND x.contype IN ('p', 'u')
+	            ORDER BY c.relname, x.conname" >"$work/bulk.key"
+	psql_q -c "SELECT format('ALTER TABLE %s ADD CONSTRAINT %I %s;', x.conrelid::regclass,
+	                         x.conname, pg_get_constraintdef(x.oid))
+	             FROM pg_constraint x
+	            WHERE x.contype = 'f' AND (x.conrelid IN (SELECT c.oid FROM pg_class c WHERE $in_filled)
+	                  OR x.confrelid IN (SELECT c.oid FROM pg_class c WHERE $in_filled))
+	            ORDER BY x.conrelid::regclass::text, x.conname" >"$work/bulk.fk"
+	psql_q -c "DO \$\$ DECLARE r record; BEGIN
+	  FOR r IN SELECT x.conrelid::regclass AS t, x.conname FROM pg_constraint x
+	            WHERE x.contype = 'f' AND (x.conrelid IN (SELECT c.oid FROM pg_class c WHERE $in_filled)
+	                  OR x.confrelid IN (SELECT c.oid FROM pg_class c WHERE $in_filled))
+	  LOOP EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', r.t, r.conname); END LOOP;
+	  FOR r IN SELECT c.relname AS t, x.conname FROM pg_constraint x
+	             JOIN pg_class c ON c.oid = x.conrelid
+	            WHERE $in_filled AND x.contype IN ('p', 'u')
+	  LOOP EXECUTE format('ALTER TABLE %I DROP CONSTRAINT %I', r.t, r.conname); END LOOP;
+	  FOR r IN SELECT i.indexrelid::regclass AS ix FROM pg_index i
+	             JOIN pg_class c ON c.oid = i.indrelid WHERE $in_filled
+	  LOOP EXECUTE format('DROP INDEX %s', r.ix); END LOOP;
+	END \$\$" >/dev/null
+}
+# the index builds, at most $jobs at once (CREATE INDEX takes a SHARE
+# lock: two builds on one table run side by side), then the keys on their
+# indexes and the foreign keys (each checked over the whole tables)
+bulk_build() {
+	local -a stmts=()
+	local -A job=()
+	local i bad=0
+	reap() {
+		local rc=0 pid k
+		wait -n -p pid || rc=$?
+		k=${job[$pid]}
+		unset "job[$pid]"
+		[ $rc = 0 ] && return 0
+		echo "history: failed: ${stmts[$k]}" >&2
+		sed 's/^/  /' "$work/build.$k" >&2
+		return 1
+	}
+	mapfile -t stmts <"$work/bulk.index"
+	for i in "${!stmts[@]}"; do
+		while [ ${#job[@]} -ge "$jobs" ]; do reap || bad=1; done
+		[ $bad = 0 ] || break
+		psql_q -c "SET maintenance_work_mem = '512MB'" -c "${stmts[$i]}" \
+			>"$work/build.$i" 2>&1 &
+		job[$!]=$i
+	done
+	while [ ${#job[@]} -gt 0 ]; do reap || bad=1; done
+	[ $bad = 0 ] || return 1
+	psql_q -1 -f "$work/bulk.key" -f "$work/bulk.fk" >/dev/null
+}
+if [ $bulk = on ]; then
+	bulk_drop
+	echo "history: --bulk: $(wc -l <"$work/bulk.index") indexes ($(wc -l <"$work/bulk.key") of keys) and $(wc -l <"$work/bulk.fk") foreign keys dropped; built again after the fill" >&2
+fi
 
 # the chunks, at most $jobs at once; after a failure no new one starts
 declare -A lo_of=()
@@ -164,11 +261,20 @@ while :; do
 	el=$(($(ms) - t0))
 	echo "history: $done_n / $n payments, $((done_n * 1000 / (el > 0 ? el : 1))) payments/s" >&2
 done
-t1=$(ms)
+t_rows=$(ms)
 if [ $failed = 1 ]; then
 	echo "history: stopped after a failure; $done_n payments of the committed chunks stay in the database" >&2
+	[ $bulk = off ] || bulk_restore_hint
 	exit 1
 fi
+if [ $bulk = on ]; then
+	bulk_build || {
+		echo "history: --bulk: building the indexes and keys again failed" >&2
+		bulk_restore_hint
+		exit 1
+	}
+fi
+t1=$(ms)
 lsn1=$(psql_q -c "SELECT pg_current_wal_lsn()")
 part finish >/dev/null
 t2=$(ms)
@@ -181,9 +287,13 @@ t3=$(ms)
 fill_ms=$((t1 - t0 > 0 ? t1 - t0 : 1))
 wal=$(psql_q -c "SELECT pg_wal_lsn_diff('$lsn1', '$lsn0')::bigint")
 awk -v n="$n" -v f="$fill_ms" -v a="$((t2 - t1))" -v c="$((t3 - t2))" \
+	-v r="$((t_rows - t0))" -v b="$([ $bulk = on ] && echo $((t1 - t_rows)) || echo -1)" \
 	-v w="$wal" -v v="$vacuum" -v verdict="$verdict" 'BEGIN {
 	printf "history: filled %d payments in %.2f s: %d payments/s (%.0f bytes of WAL per payment)\n",
 		n, f / 1000, n * 1000 / f, w / n
+	if (b >= 0)
+		printf "history: --bulk: the rows in %.2f s, the indexes, keys and foreign keys built again in %.2f s (both counted above)\n",
+			r / 1000, b / 1000
 	printf "history: %s in %.2f s\n", v == "on" ? "VACUUM (ANALYZE)" : "ANALYZE", a / 1000
 	if (verdict != "")
 		printf "history: the skipped triggers'"'"' checks over the whole tables in %.2f s: %s\n",

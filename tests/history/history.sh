@@ -15,8 +15,11 @@
 #     posting (ledger_entries reads two per posting);
 #   * the tombstones hold what gc leaves (src/store/gc.c) and the audit's
 #     mark (outbox_cleanup) covers every result gc removed;
+#   * --bulk (the fill above): the indexes, keys and foreign keys built
+#     again after the rows are those migrate made;
 #   * refused: a database not migrated, one holding data (without
-#     --append), a schema version without its SQL; --append adds more and
+#     --append), --bulk with --append, a schema version without its SQL;
+#     --append adds more and
 #     the audit stays clean, also with --skip-triggers (whose checks
 #     then run over the whole tables).
 set -euo pipefail
@@ -53,10 +56,24 @@ check "a database not migrated is refused (exit 2, got $rc)" $rc = 2
 check "... saying to run chargeonce migrate" \
 	"$(grep -c 'chargeonce migrate' "$tmp/bare.out")" = 1
 
-# the fill
+# the fill, --bulk: the indexes, keys and foreign keys dropped and built
+# again after the rows; the schema at the end is the one migrate made
 newdb "$db"
 migrate "$db"
-"$hist" "$ci" 20000 --seed 29 --jobs 2 --chunk 6000 >"$tmp/out" 2>"$tmp/err" || {
+schema() {
+	q "SELECT string_agg(x, E'\n' ORDER BY x) FROM (
+	     SELECT c.relname || ' ' || pg_get_indexdef(i.indexrelid) AS x
+	       FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid
+	      WHERE c.relnamespace = current_schema()::regnamespace
+	     UNION ALL
+	     SELECT conrelid::regclass || ' ' || conname || ' ' || contype::text || ' '
+	            || pg_get_constraintdef(oid) || ' ' || condeferrable || ' '
+	            || convalidated
+	       FROM pg_constraint
+	      WHERE connamespace = current_schema()::regnamespace) s"
+}
+schema >"$tmp/schema.before"
+"$hist" "$ci" 20000 --seed 29 --jobs 2 --chunk 6000 --bulk >"$tmp/out" 2>"$tmp/err" || {
 	cat "$tmp/out" "$tmp/err"
 	echo "FAIL: bench/history.sh"
 	exit 1
@@ -65,6 +82,13 @@ cat "$tmp/out"
 check "the rate is reported" \
 	"$(grep -Ec '^history: filled 20000 payments in [0-9.]+ s: [0-9]+ payments/s' "$tmp/out")" = 1
 check "4 chunks reported progress" "$(grep -c 'payments/s$' "$tmp/err")" = 4
+schema >"$tmp/schema.after"
+check "--bulk: indexes and foreign keys dropped, then built again" \
+	"$(grep -c '^history: --bulk: [0-9]* indexes ([0-9]* of keys) and [0-9]* foreign keys dropped' "$tmp/err")/$(grep -c '^history: --bulk: the rows in [0-9.]* s, the indexes, keys and foreign keys built again' "$tmp/out")" = 1/1
+check "--bulk: every index, key and foreign key as migrate made it ($(wc -l <"$tmp/schema.before") lines)" \
+	"$(cmp -s "$tmp/schema.before" "$tmp/schema.after" && echo same)" = same
+check "... (the dump names payments_pkey and a foreign key)" \
+	"$(grep -c '^payments payments_pkey p \|FOREIGN KEY' "$tmp/schema.before")" -ge 2
 check "the size of every table is reported" \
 	"$(grep -Ec '^size (payments|inbox|outbox|ledger_postings|webhook_events|gateway_evidence) [0-9]+' "$tmp/out")" = 6
 
@@ -176,6 +200,12 @@ rc=$?
 set -e
 check "a second fill without --append is refused (exit 2, got $rc)" $rc = 2
 check "... saying the database holds data" "$(grep -c 'holds data' "$tmp/again.out")" = 1
+
+set +e
+"$hist" "$ci" 100 --append --bulk >"$tmp/bulkappend.out" 2>&1
+rc=$?
+set -e
+check "--bulk with --append is refused (exit 2, got $rc)" $rc = 2
 
 # --append: more history, new ids, the audit still clean; with the
 # triggers skipped, their checks run over the whole tables after
