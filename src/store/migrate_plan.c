@@ -420,11 +420,14 @@ static void plan_create(struct out *o, const struct stmt *s)
                    is(s, i, "AGGREGATE") || is(s, i, "DOMAIN")) {
                 char what[32];
 
-                snprintf(what, sizeof(what), "CREATE %.20s", s->t[i].text);
+                /* OR REPLACE of a function: the one an earlier
+                 * migration made, changed in place */
+                snprintf(what, sizeof(what), "%s %.20s",
+                         replace ? "REPLACE" : "CREATE", s->t[i].text);
                 i++;
                 skip_words(s, &i, NULL, NULL, NULL);
                 name_at(s, &i, name, sizeof(name));
-                add(o, s, what, name, MIGRATE_LOCK_NONE)->creates = true;
+                add(o, s, what, name, MIGRATE_LOCK_NONE)->creates = !replace;
         } else {
                 add(o, s, "CREATE", "", MIGRATE_LOCK_NONE)->unknown = true;
         }

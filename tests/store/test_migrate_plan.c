@@ -69,7 +69,9 @@ static const char sample[] =
     "VACUUM big;\n"                                        /* 42 */
     "SELECT E'it''s; \\' ok' FROM other;\n"                /* 43 */
     "CREATE TRIGGER t2 AFTER INSERT ON big FOR EACH ROW\n" /* 44 */
-    "  EXECUTE FUNCTION f();\n";
+    "  EXECUTE FUNCTION f();\n"
+    "CREATE OR REPLACE FUNCTION f() RETURNS int\n" /* 46 */
+    "  LANGUAGE plpgsql AS $$ BEGIN RETURN 2; END $$;\n";
 
 struct want {
         const char *what, *target;
@@ -135,6 +137,8 @@ static const struct want want[] = {
           false, 43 },
         { "CREATE TRIGGER", "big", MIGRATE_LOCK_SHARE_ROW_EXCLUSIVE, false,
           false, false, false, 44 },
+        /* OR REPLACE: an earlier migration's function changed in place */
+        { "REPLACE FUNCTION", "f", NO, false, false, false, false, 46 },
 };
 
 static void test_sample(void **state)
@@ -169,7 +173,7 @@ static void test_sample(void **state)
         assert_int_equal(migrate_plan("DO $x$ DROP TABLE a;", 20, 1, s, 64), 2);
 }
 
-/* The statements of the sample: 25 (a DO block is one), each from its
+/* The statements of the sample: 26 (a DO block is one), each from its
  * first token to before its ';', with its first line. */
 static void test_split(void **state)
 {
@@ -177,7 +181,7 @@ static void test_split(void **state)
         size_t n = migrate_split(sample, strlen(sample), 1, sp, 64);
 
         (void)state;
-        assert_int_equal(n, 25);
+        assert_int_equal(n, 26);
         assert_int_equal(sp[0].line, 3);
         assert_memory_equal(sample + sp[0].off, "CREATE TABLE IF NOT EXISTS",
                             26);
@@ -188,6 +192,7 @@ static void test_split(void **state)
         assert_memory_equal(sample + sp[21].off, "DO $body$", 9);
         assert_int_equal(sample[sp[21].off + sp[21].len - 1], '$');
         assert_int_equal(sp[24].line, 44);
+        assert_int_equal(sp[25].line, 46);
         assert_int_equal(migrate_split("  ;; -- x\n", 10, 1, sp, 64), 0);
 }
 
