@@ -32,6 +32,7 @@
 #include "util/config.h"
 #include "util/failpoint.h"
 #include "util/log.h"
+#include "util/metrics.h"
 #include "util/timeutil.h"
 
 #include <errno.h>
@@ -105,6 +106,7 @@ static int run_pipeline(struct consume *c, const atomic_int *sig,
                         return 1;
                 }
                 last = now;
+                metrics_inc(c->o->metrics, METRIC_CONSUMER_REJOINS, 0);
                 engines[0].kind->destroy(c->e[0]);
                 c->e[0] =
                     engines[0].kind->make(opts_of(c, 0), err, sizeof(err));

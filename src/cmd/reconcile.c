@@ -44,6 +44,7 @@ int cmd_reconcile(struct config *cfg, int argc, char **argv)
         o.http.webhooks = HTTP_WEBHOOKS_OFF;
         /* no consumer here: no "joined" gauge for an alert to read */
         metrics_hide(o.metrics, METRIC_CONSUMER_JOINED);
+        metrics_hide(o.metrics, METRIC_CONSUMER_REJOINS);
         rc = cmd_serve_beside(&cmd_reconcile_kind, &o.reconcile, &o.http,
                               o.http_enabled);
         cmd_opts_free(&o);

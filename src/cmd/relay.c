@@ -192,6 +192,7 @@ int cmd_relay(struct config *cfg, int argc, char **argv)
         o.http.webhooks = HTTP_WEBHOOKS_OFF;
         /* no consumer here: no "joined" gauge for an alert to read */
         metrics_hide(o.metrics, METRIC_CONSUMER_JOINED);
+        metrics_hide(o.metrics, METRIC_CONSUMER_REJOINS);
         rc = relay_args(&o, argc, argv);
         cmd_opts_free(&o);
         return rc;

@@ -35,6 +35,7 @@ int cmd_webhook(struct config *cfg, int argc, char **argv)
         cmd_opts_fill(&o, cfg);
         /* no consumer here: no "joined" gauge for an alert to read */
         metrics_hide(o.metrics, METRIC_CONSUMER_JOINED);
+        metrics_hide(o.metrics, METRIC_CONSUMER_REJOINS);
         o.http.webhooks             = HTTP_WEBHOOKS_REQUIRED;
         o.http.ready_needs_consumer = false;
         rc                          = cmd_engine_main(&cmd_serve_kind, &o.http);

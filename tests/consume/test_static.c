@@ -430,6 +430,7 @@ static void self_fence(void)
                 "CHARGEONCE_FAILPOINTS=kafka.fence_after_loss=error", NULL
         };
         const int n = 80;
+        char url[128], *body;
         int rc;
 
         snprintf(session, sizeof(session),
@@ -453,6 +454,13 @@ static void self_fence(void)
                  "the consumer was not made again once");
         SC_CHECK(scan_log(c.log, 0, "fatal error: stopping", NULL, 0) == 0,
                  "the pipeline stopped");
+        snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics",
+                 co_http_port(&c));
+        body = sc_scrape(url);
+        SC_CHECK(body &&
+                     strstr(body, "\nchargeonce_consumer_rejoins_total 1\n"),
+                 "chargeonce_consumer_rejoins_total is not 1");
+        free(body);
         check_once(&sc, &s, n);
 
         /* the second fencing, within 5 minutes of the first: exit 1 */
