@@ -67,7 +67,8 @@ size_t kconsumer_poll(struct kconsumer *kc, rd_kafka_message_t **msgs,
  * member id; the broker maps the instance to a new member id and answers
  * a request still sent under the old one (the auto-commit) with
  * FENCED_INSTANCE_ID, which librdkafka 2.0 makes fatal for the whole
- * consumer (librdkafka issue 3437). True for that error only, for a
+ * consumer (its session-timeout path rejoins a static member this way
+ * and then fails on its own fencing). True for that error only, for a
  * static member, and only within KCONSUMER_SELF_FENCE_MS of losing its
  * assignment; another process under the same identity fences a member
  * that still holds its assignment (its heartbeat is answered
