@@ -96,10 +96,10 @@ int store_audit_lead(struct store *st, int64_t timeout_ms, bool *leader,
         "'ledger_postings', 'id')::regclass), 0),"                             \
         " coalesce(pg_sequence_last_value(pg_get_serial_sequence("             \
         "'gateway_evidence', 'id')::regclass), 0),"                            \
-        " (SELECT bool_and(seqcache = 1) FROM pg_sequence WHERE seqrelid IN"   \
-        " (pg_get_serial_sequence('outbox', 'id')::regclass,"                  \
-        " pg_get_serial_sequence('ledger_postings', 'id')::regclass,"          \
-        " pg_get_serial_sequence('gateway_evidence', 'id')::regclass))"
+        " " STORE_SEQS_CACHE1_SQL(                                             \
+            "pg_get_serial_sequence('outbox', 'id')::regclass,"                \
+            " pg_get_serial_sequence('ledger_postings', 'id')::regclass,"      \
+            " pg_get_serial_sequence('gateway_evidence', 'id')::regclass")
 
 #define AUDIT_WRITERS_SQL "SELECT " STORE_WRITERS_SQL(AUDIT_FEED_TABLES)
 

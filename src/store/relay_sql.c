@@ -466,8 +466,8 @@ int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
 #define ADVANCE_SEQ_SQL                                                        \
         "SELECT coalesce(pg_sequence_last_value(pg_get_serial_sequence("       \
         "'outbox', 'id')::regclass), 0),"                                      \
-        " (SELECT seqcache = 1 FROM pg_sequence WHERE seqrelid ="              \
-        " pg_get_serial_sequence('outbox', 'id')::regclass)"
+        " " STORE_SEQS_CACHE1_SQL(                                             \
+            "pg_get_serial_sequence('outbox', 'id')::regclass")
 
 /* The barrier's transactions: those inserting into the outbox now. */
 #define RELAY_WRITERS_SQL STORE_WRITERS_SQL("'outbox'::regclass")

@@ -276,6 +276,16 @@ int64_t store_i64_field(const PGresult *res, int row, int col);
         " AND l.pid IS DISTINCT FROM pg_backend_pid())"
 
 /*
+ * Whether every sequence of SEQS (a SQL list of regclass expressions)
+ * hands out ids one at a time (CACHE 1, identity's default), as a barrier
+ * needs: a session's cached ids are drawn later than a barrier reads the
+ * sequence, by a transaction it does not name. An expression: a boolean.
+ */
+#define STORE_SEQS_CACHE1_SQL(SEQS)                                            \
+        "(SELECT bool_and(seqcache = 1) FROM pg_sequence WHERE seqrelid IN"    \
+        " (" SEQS "))"
+
+/*
  * The reason of a failed statement for errstr: "<what>: <SQLSTATE> <primary
  * message>". Never DETAIL or parameters, which may hold keys and payment
  * methods. Used by every file of the store that talks to the server.
