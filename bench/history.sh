@@ -161,42 +161,45 @@ bulk_restore_hint() {
 bulk_drop() {
 	[ "$(psql_q -c "SELECT count(*) FROM pg_constraint x JOIN pg_class c ON c.oid = x.conrelid WHERE $in_filled AND x.contype = 'x'")" = 0 ] ||
 		die2 "--bulk: an exclusion constraint on the tables it fills; not supported"
-	# builds of the largest tables first (payments, then the others)
-	psql_q -c "SELECT pg_get_indexdef(i.indexrelid) || ';'
+	# each query gives the statement that makes a thing again and the one
+	# that drops it; builds of the largest tables first (payments)
+	psql_q -F $'\t' -c "SELECT pg_get_indexdef(i.indexrelid) || ';',
+	                           CASE WHEN x.oid IS NULL
+	                                THEN format('DROP INDEX %s;', i.indexrelid::regclass) END
 	             FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid
+	             LEFT JOIN pg_constraint x ON x.conindid = i.indexrelid
+	                                      AND x.contype IN ('p', 'u')
 	            WHERE $in_filled
 	            ORDER BY c.relname <> 'payments', c.relname, i.indexrelid" \
-		>"$work/bulk.index"
-	psql_q -c "SELECT format('ALTER TABLE %I ADD CONSTRAINT %I %s USING INDEX %I%s;',
+		>"$work/bulk.index.2"
+	psql_q -F $'\t' -c "SELECT format('ALTER TABLE %I ADD CONSTRAINT %I %s USING INDEX %I%s;',
 	                         c.relname, x.conname,
 	                         CASE x.contype WHEN 'p' THEN 'PRIMARY KEY' ELSE 'UNIQUE' END,
 	                         ic.relname,
 	                         CASE WHEN x.condeferrable THEN ' DEFERRABLE' ||
 	                              CASE WHEN x.condeferred THEN ' INITIALLY DEFERRED' ELSE '' END
-	                         ELSE '' END)
+	                         ELSE '' END),
+	                  format('ALTER TABLE %I DROP CONSTRAINT %I;', c.relname, x.conname)
 	             FROM pg_constraint x JOIN pg_class c ON c.oid = x.conrelid
 	             JOIN pg_class ic ON ic.oid = x.conindid
 	            WHERE $in_filled AND x.contype IN ('p', 'u')
-	            ORDER BY c.relname, x.conname" >"$work/bulk.key"
-	psql_q -c "SELECT format('ALTER TABLE %s ADD CONSTRAINT %I %s;', x.conrelid::regclass,
-	                         x.conname, pg_get_constraintdef(x.oid))
+	            ORDER BY c.relname, x.conname" >"$work/bulk.key.2"
+	psql_q -F $'\t' -c "SELECT format('ALTER TABLE %s ADD CONSTRAINT %I %s;', x.conrelid::regclass,
+	                         x.conname, pg_get_constraintdef(x.oid)),
+	                  format('ALTER TABLE %s DROP CONSTRAINT %I;', x.conrelid::regclass, x.conname)
 	             FROM pg_constraint x
 	            WHERE x.contype = 'f' AND (x.conrelid IN (SELECT c.oid FROM pg_class c WHERE $in_filled)
 	                  OR x.confrelid IN (SELECT c.oid FROM pg_class c WHERE $in_filled))
-	            ORDER BY x.conrelid::regclass::text, x.conname" >"$work/bulk.fk"
-	psql_q -c "DO \$\$ DECLARE r record; BEGIN
-	  FOR r IN SELECT x.conrelid::regclass AS t, x.conname FROM pg_constraint x
-	            WHERE x.contype = 'f' AND (x.conrelid IN (SELECT c.oid FROM pg_class c WHERE $in_filled)
-	                  OR x.confrelid IN (SELECT c.oid FROM pg_class c WHERE $in_filled))
-	  LOOP EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', r.t, r.conname); END LOOP;
-	  FOR r IN SELECT c.relname AS t, x.conname FROM pg_constraint x
-	             JOIN pg_class c ON c.oid = x.conrelid
-	            WHERE $in_filled AND x.contype IN ('p', 'u')
-	  LOOP EXECUTE format('ALTER TABLE %I DROP CONSTRAINT %I', r.t, r.conname); END LOOP;
-	  FOR r IN SELECT i.indexrelid::regclass AS ix FROM pg_index i
-	             JOIN pg_class c ON c.oid = i.indrelid WHERE $in_filled
-	  LOOP EXECUTE format('DROP INDEX %s', r.ix); END LOOP;
-	END \$\$" >/dev/null
+	            ORDER BY x.conrelid::regclass::text, x.conname" >"$work/bulk.fk.2"
+	local k
+	for k in index key fk; do
+		cut -f1 "$work/bulk.$k.2" >"$work/bulk.$k"
+	done
+	# the foreign keys first, then the keys (with their indexes), then
+	# the other indexes: one transaction
+	cut -f2 "$work/bulk.fk.2" "$work/bulk.key.2" "$work/bulk.index.2" |
+		grep -v '^$' >"$work/bulk.drop" || true
+	psql_q -1 -f "$work/bulk.drop" >/dev/null
 }
 # the index builds, at most $jobs at once (CREATE INDEX takes a SHARE
 # lock: two builds on one table run side by side), then the keys on their
