@@ -282,7 +282,7 @@ static void consume_start(struct ctx *c)
         const char *real = need_env("CHARGEONCE_BIN");
         char nsexec[512];
         const char *xs[16] = { QUICK, NULL };
-        int n              = 7;
+        int n              = 7, dup_end;
 
         if (c->netns) {
                 char ci[1200];
@@ -311,21 +311,17 @@ static void consume_start(struct ctx *c)
                 setenv("NETFAULT_REAL_BIN", real, 1);
                 setenv("CHARGEONCE_BIN", nsexec, 1);
         }
-        for (int e = 0; e < 2; e++) {
-                const char *x = e ? c->o.set : c->extra;
-                int k         = 0;
-
-                if (!x)
-                        continue;
-                while (xs[k])
-                        k++;
-                xs[k]     = x;
-                xs[k + 1] = NULL;
-        }
+        dup_end = n; /* xs[7 .. dup_end) are strdup'd */
+        /* the case's own -X, then set= (later -X win) */
+        if (c->extra)
+                xs[n++] = c->extra;
+        if (c->o.set)
+                xs[n++] = c->o.set;
+        xs[n] = NULL;
         co_start(&c->run.sc, &c->co, "consume", &c->sim, xs, NULL);
         if (c->netns) {
                 setenv("CHARGEONCE_BIN", real, 1);
-                for (int i = 7; i < n; i++)
+                for (int i = 7; i < dup_end; i++)
                         free((void *)(uintptr_t)xs[i]);
         }
 }
