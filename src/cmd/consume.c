@@ -19,15 +19,17 @@
  * A pipeline that returns PIPELINE_REJOIN (its static member's own rejoin
  * fenced after a network fault, kafka/consumer.h) is destroyed and made
  * again while the other engines go on: what it had in flight is left to
- * redelivery and the reconciler, as after a crash. At most once per
- * CONSUME_REJOIN_EVERY_MS; a second fencing within it stops the process
- * (exit 1) as any fatal consumer error does.
+ * redelivery and the reconciler, as after a crash. Every time a fault
+ * makes it so, up to KCONSUMER_REJOIN_MAX times within
+ * KCONSUMER_REJOIN_WINDOW_MS; one more stops the process (exit 1) as any
+ * fatal consumer error does.
  */
 #include "cmd/cmd.h"
 #include "cmd/engine.h"
 #include "cmd/opts.h"
 #include "cmd/serve.h"
 #include "flow/flow.h"
+#include "kafka/consumer.h"
 #include "pipeline/pipeline.h"
 #include "util/config.h"
 #include "util/failpoint.h"
@@ -78,34 +80,30 @@ static const void *opts_of(const struct consume *c, size_t i)
         return (const char *)c->o + engines[i].opts;
 }
 
-#define CONSUME_REJOIN_EVERY_MS (5 * 60 * 1000)
-
 /* Runs the pipeline (engine 0) on this thread, making it again after a
  * fenced rejoin; its exit status. */
 static int run_pipeline(struct consume *c, const atomic_int *sig,
                         struct log_ctx *lc)
 {
-        int64_t last = 0;
+        struct kconsumer_rejoins rejoins = { .n = 0 };
 
         for (;;) {
                 int rc = cmd_engine_run(engines[0].kind->run, c->e[0], sig);
-                int64_t now = time_mono_ms();
                 char err[1024];
 
                 if (rc != PIPELINE_REJOIN)
                         return rc;
                 if (flow_stop_level(sig) != FLOW_RUN)
                         return 1;
-                if (last && now - last < CONSUME_REJOIN_EVERY_MS) {
+                if (!kconsumer_rejoin_budget(&rejoins, time_mono_ms())) {
                         log_error(lc,
-                                  "fenced again %lld ms after the consumer "
-                                  "started again: stopping (does another "
-                                  "process run under this "
-                                  "group.instance.id?)",
-                                  (long long)(now - last));
+                                  "fenced for the %dth time in %d minutes: "
+                                  "stopping (does another process run "
+                                  "under this group.instance.id?)",
+                                  KCONSUMER_REJOIN_MAX + 1,
+                                  KCONSUMER_REJOIN_WINDOW_MS / 60000);
                         return 1;
                 }
-                last = now;
                 metrics_inc(c->o->metrics, METRIC_CONSUMER_REJOINS, 0);
                 engines[0].kind->destroy(c->e[0]);
                 c->e[0] =

@@ -345,6 +345,21 @@ bool kconsumer_self_fence(int fatal_err, bool is_static, int64_t lost_at_ms,
                now_ms - lost_at_ms <= KCONSUMER_SELF_FENCE_MS;
 }
 
+bool kconsumer_rejoin_budget(struct kconsumer_rejoins *r, int64_t now_ms)
+{
+        size_t kept = 0;
+
+        for (size_t i = 0; i < r->n; i++)
+                if (now_ms >= r->at_ms[i] &&
+                    now_ms - r->at_ms[i] < KCONSUMER_REJOIN_WINDOW_MS)
+                        r->at_ms[kept++] = r->at_ms[i];
+        r->n = kept;
+        if (kept == KCONSUMER_REJOIN_MAX)
+                return false;
+        r->at_ms[r->n++] = now_ms;
+        return true;
+}
+
 bool kconsumer_fenced_by_own_rejoin(const struct kconsumer *kc)
 {
         return kconsumer_self_fence(kc->fatal_err, kc->is_static,

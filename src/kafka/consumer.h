@@ -81,6 +81,25 @@ bool kconsumer_fenced_by_own_rejoin(const struct kconsumer *kc);
 bool kconsumer_self_fence(int fatal_err, bool is_static, int64_t lost_at_ms,
                           int64_t now_ms);
 
+/*
+ * How many times a process may make its consumer again after its own
+ * rejoin was fenced, within KCONSUMER_REJOIN_WINDOW_MS: each takes a
+ * session run out (session.timeout.ms without an answered heartbeat), so
+ * a flaky link reaches a few per window; more is a loop nobody foresaw,
+ * and the process stops for its supervisor (the systemd unit restarts it
+ * at most 10 times in 5 minutes too).
+ */
+#define KCONSUMER_REJOIN_MAX       10
+#define KCONSUMER_REJOIN_WINDOW_MS (5 * 60 * 1000)
+struct kconsumer_rejoins {
+        int64_t at_ms[KCONSUMER_REJOIN_MAX]; /* the last ones, monotonic */
+        size_t n;
+};
+/* Whether one more rejoin at now_ms stays within the budget (then it is
+ * counted in r); false: the (KCONSUMER_REJOIN_MAX + 1)th within the
+ * window. No I/O. */
+bool kconsumer_rejoin_budget(struct kconsumer_rejoins *r, int64_t now_ms);
+
 /* librdkafka adds 1 to the eventfd fd whenever the consumer's queue goes
  * from empty to not empty (a message, a rebalance, an error), so the
  * owner can sleep in poll(2) and still wake for it. */

@@ -156,6 +156,29 @@ static void test_self_fence(void **state)
         assert_false(kconsumer_self_fence(0, true, lost, lost + 17));
 }
 
+static void test_rejoin_budget(void **state)
+{
+        struct kconsumer_rejoins r = { .n = 0 };
+        const int64_t t0           = 1000000;
+        const int64_t w            = KCONSUMER_REJOIN_WINDOW_MS;
+
+        (void)state;
+        /* KCONSUMER_REJOIN_MAX within the window pass, one more does not */
+        for (int i = 0; i < KCONSUMER_REJOIN_MAX; i++)
+                assert_true(kconsumer_rejoin_budget(&r, t0 + i * 10000));
+        assert_false(kconsumer_rejoin_budget(&r, t0 + w - 1));
+        /* a refusal is not counted: the first one leaves the window at
+         * t0 + w and makes room for exactly one */
+        assert_true(kconsumer_rejoin_budget(&r, t0 + w));
+        assert_false(kconsumer_rejoin_budget(&r, t0 + w + 1));
+        /* a window later all have left it */
+        assert_true(kconsumer_rejoin_budget(&r, t0 + 3 * w));
+        assert_int_equal(r.n, 1);
+        /* a clock that went back drops what would be in the future */
+        assert_true(kconsumer_rejoin_budget(&r, t0));
+        assert_int_equal(r.n, 1);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -165,6 +188,7 @@ int main(void)
                 cmocka_unit_test(test_conflict_names_both),
                 cmocka_unit_test(test_member_only),
                 cmocka_unit_test(test_self_fence),
+                cmocka_unit_test(test_rejoin_budget),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
