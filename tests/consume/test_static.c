@@ -400,6 +400,22 @@ static void term_release(void)
         sc_cleanup(&sc);
 }
 
+/* Starts `chargeonce consume` alone as the static member of worker.id
+ * id: this suite's short session, a heartbeat a second, no batch held. */
+static void start_static(struct scenario *sc, struct sim *s, struct co *c,
+                         const char *id, const char *const *env)
+{
+        char wid[64], session[64];
+        const char *xs[] = { wid, session,
+                             "kafka.consumer.heartbeat.interval.ms=1000",
+                             "consumer.batch_linger=2ms", NULL };
+
+        snprintf(wid, sizeof(wid), "worker.id=%s", id);
+        snprintf(session, sizeof(session),
+                 "kafka.consumer.session.timeout.ms=%d", SESSION_MS);
+        co_start(sc, c, "consume", s, xs, env);
+}
+
 /* Freezes c (SIGSTOP) until its session has run out, then lets it go. */
 static void pause_past_session(struct co *c)
 {
@@ -426,10 +442,6 @@ static void self_fence(void)
         struct scenario sc;
         struct sim s;
         struct co c;
-        char session[64];
-        const char *xs[]  = { "worker.id=sf", session,
-                              "kafka.consumer.heartbeat.interval.ms=1000",
-                              "consumer.batch_linger=2ms", NULL };
         const char *env[] = {
                 "CHARGEONCE_FAILPOINTS=kafka.fence_after_loss=error", NULL
         };
@@ -437,11 +449,9 @@ static void self_fence(void)
         char url[128], *body;
         int rc;
 
-        snprintf(session, sizeof(session),
-                 "kafka.consumer.session.timeout.ms=%d", SESSION_MS);
         sc_init(&sc, "selffence", 2);
         sim_start(&sc, &s, "");
-        co_start(&sc, &c, "consume", &s, xs, env);
+        start_static(&sc, &s, &c, "sf", env);
         produce(&sc, 0, n / 2);
         SC_CHECK(wait_answered(&sc, n / 2, 60) >= 0, "intents not answered");
         pause_past_session(&c);
@@ -504,21 +514,15 @@ static void same_identity(void)
         struct scenario sc;
         struct sim s;
         struct co a, b;
-        char session[64];
-        const char *xs[] = { "worker.id=dup", session,
-                             "kafka.consumer.heartbeat.interval.ms=1000",
-                             "consumer.batch_linger=2ms", NULL };
-        const int n      = 60;
+        const int n = 60;
         int rc;
 
-        snprintf(session, sizeof(session),
-                 "kafka.consumer.session.timeout.ms=%d", SESSION_MS);
         sc_init(&sc, "sameid", 2);
         sim_start(&sc, &s, "");
-        co_start(&sc, &a, "consume", &s, xs, NULL);
+        start_static(&sc, &s, &a, "dup", NULL);
         produce(&sc, 0, n / 2);
         SC_CHECK(wait_answered(&sc, n / 2, 60) >= 0, "intents not answered");
-        co_start(&sc, &b, "consume", &s, xs, NULL);
+        start_static(&sc, &s, &b, "dup", NULL);
         rc = co_wait(&a, 60000);
         SC_CHECK(rc == 1,
                  "the first process under the identity: exit %d, "
