@@ -285,8 +285,12 @@ static struct migrate_step *add(struct out *o, const struct stmt *s,
 
         o->n++;
         memset(st, 0, sizeof(*st));
-        snprintf(st->what, sizeof(st->what), "%s", what);
-        snprintf(st->target, sizeof(st->target), "%s", target ? target : "");
+        /* cut to the fields (the precision says so to -O3's
+         * -Wformat-truncation) */
+        snprintf(st->what, sizeof(st->what), "%.*s", (int)sizeof(st->what) - 1,
+                 what);
+        snprintf(st->target, sizeof(st->target), "%.*s",
+                 (int)sizeof(st->target) - 1, target ? target : "");
         st->lock  = lock;
         st->in_do = o->in_do;
         st->line  = s->n ? s->t[0].line : 0;
