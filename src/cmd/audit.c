@@ -87,8 +87,8 @@ static void put_violation(const struct store_violation *v)
 static int audit_incremental(struct config *cfg, struct log_ctx *lc)
 {
         struct store_violation *v    = NULL;
-        struct store_audit_info info = { 0, false, false };
-        int64_t rows = 0, steps = 0;
+        struct store_audit_info info = { .rows = 0 };
+        int64_t rows = 0, steps = 0, fresh = 0;
         struct store *st;
         bool lead = false;
         size_t n  = 0;
@@ -117,6 +117,7 @@ static int audit_incremental(struct config *cfg, struct log_ctx *lc)
                 if (rc != STORE_OK)
                         break;
                 rows += info.rows;
+                fresh += info.fresh;
                 steps++;
                 if (info.started)
                         log_info(lc, "no audit cursor yet: it starts at the "
@@ -137,14 +138,16 @@ static int audit_incremental(struct config *cfg, struct log_ctx *lc)
                 log_error(lc,
                           "%zu invariant violation(s) in the rows written "
                           "since the audit cursor and the ones found before "
-                          "(%" PRId64 " row(s) read in %" PRId64 " step(s))",
-                          n, rows, steps);
+                          "(%" PRId64 " row(s) read in %" PRId64 " step(s), "
+                          "%" PRId64 " payment(s) checked from them alone)",
+                          n, rows, steps, fresh);
         else
                 log_info(lc,
                          "no invariant violation in the rows written since "
                          "the audit cursor (%" PRId64 " row(s) read in %" PRId64
-                         " step(s))",
-                         rows, steps);
+                         " step(s), %" PRId64
+                         " payment(s) checked from them alone)",
+                         rows, steps, fresh);
         store_violations_free(v, n);
         store_destroy(st);
         return n ? 1 : 0;

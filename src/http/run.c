@@ -268,7 +268,7 @@ static bool audit(struct http *h, struct gauge_loop *g)
         int64_t t0                  = time_mono_ms();
         int64_t contradictions      = 0;
         struct log_ctx lc           = run_ctx();
-        struct store_audit_info inf = { 0, false, false };
+        struct store_audit_info inf = { .rows = 0 };
         bool lead                   = false;
         size_t n                    = 0;
         char err[512];

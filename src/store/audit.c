@@ -120,7 +120,8 @@ int store_audit_lead(struct store *st, int64_t timeout_ms, bool *leader,
         " ON CONFLICT (id) DO NOTHING; COMMIT"
 
 /*
- * One feed f (audit_cursor's f_through, f_holes, f_pending) of table T:
+ * One feed f (audit_cursor's f_through, f_holes, f_pending) of table T,
+ * its columns cols (id and payment_id first):
  *   f_tail  the next rows after f_through, at most $1 (the index, in id
  *           order);
  *   f_hole  the rows that have become visible in the ranges passed
@@ -131,13 +132,13 @@ int store_audit_lead(struct store *st, int64_t timeout_ms, bool *leader,
  *           the ids up to f_pending when the last barrier's transactions
  *           have ended ($2), since those can no longer appear.
  */
-#define AUDIT_FEED(f, T)                                                       \
-        ", " #f "_tail AS (SELECT t.id, t.payment_id FROM c, LATERAL"          \
-        " (SELECT id, payment_id FROM " #T " WHERE id > c." #f "_through"      \
+#define AUDIT_FEED(f, T, cols)                                                 \
+        ", " #f "_tail AS (SELECT t.* FROM c, LATERAL"                         \
+        " (SELECT " cols " FROM " #T " WHERE id > c." #f "_through"            \
         " ORDER BY id LIMIT $1) t)"                                            \
-        ", " #f "_hole AS (SELECT h.r, t.id, t.payment_id"                     \
+        ", " #f "_hole AS (SELECT h.r, t.*"                                    \
         " FROM c, unnest(c." #f "_holes) AS h(r), LATERAL"                     \
-        " (SELECT id, payment_id FROM " #T                                     \
+        " (SELECT " cols " FROM " #T                                           \
         " WHERE id >= lower(h.r) AND id < upper(h.r)) t)"                      \
         ", " #f "_end AS (SELECT c." #f "_through AS lo,"                      \
         " coalesce((SELECT max(id) FROM " #f "_tail), c." #f "_through)"       \
@@ -159,6 +160,13 @@ int store_audit_lead(struct store *st, int64_t timeout_ms, bool *leader,
         "AS nxt"                                                               \
         " FROM " #f "_pts) x, c WHERE x.nxt > x.id + 1)"
 
+/* What the summaries need of a posting and of a result. */
+#define AUDIT_POSTING_COLS                                                     \
+        "id, payment_id, kind, amount, currency, tenant_id, debit_account,"    \
+        " credit_account"
+#define AUDIT_RESULT_COLS                                                      \
+        "id, payment_id, replayed, status, resolves_review, event_id"
+
 #define AUDIT_FEED_SET(f, v)                                                   \
         " " #f "_through = (SELECT hi FROM " #f "_end),"                       \
         " " #f "_holes = coalesce((SELECT array_agg(r ORDER BY r)"             \
@@ -168,41 +176,129 @@ int store_audit_lead(struct store *st, int64_t timeout_ms, bool *leader,
 
 #define AUDIT_FINAL "('succeeded', 'failed', 'review')"
 
+/* clang-format off */
+/* A posting on other accounts than its kind's (l: the posting). */
+#define AUDIT_BAD_ACCOUNTS(l)                                                  \
+        "(" l ".debit_account <> CASE " l ".kind WHEN 'charge'"                \
+        " THEN 'customer_funds:' ELSE 'merchant_payable:' END || " l           \
+        ".tenant_id OR " l ".credit_account <> CASE " l ".kind"                \
+        " WHEN 'charge' THEN 'merchant_payable:' ELSE 'customer_funds:'"       \
+        " END || " l ".tenant_id)"
+
 /*
- * What the checks need of each subject payment p, read once: its
- * postings (ledger_postings' primary key) and its results
- * (outbox_payment_idx), each summed up in one index scan. Most payments
- * are healthy; the kinds that name a row read the rows again for the few
- * that are not.
+ * What the checks need of a payment's postings (rows l for which P
+ * holds) and of its results (rows o for which O holds, each with
+ * same_event: how many of the payment's results carry its event id),
+ * summed up the same way from the feed rows (sp) and from the indexes
+ * (ps). No aggregate sorts its input (a sort per payment costs more than
+ * the rest): the latest final result's status is the greatest of its id,
+ * zero-padded, followed by its status.
+ */
+#define AUDIT_POSTING_AGGS(l, P)                                               \
+        "count(*) FILTER (WHERE " P ") AS postings,"                           \
+        " count(*) FILTER (WHERE " P " AND " l ".kind = 'charge') AS charges," \
+        " min(" l ".id) FILTER (WHERE " P " AND " l ".kind = 'refund')"        \
+        " AS refund_id,"                                                       \
+        " min(" l ".amount) FILTER (WHERE " P ") AS amount_lo,"                \
+        " max(" l ".amount) FILTER (WHERE " P ") AS amount_hi,"                \
+        " min(" l ".currency) FILTER (WHERE " P ") AS currency_lo,"            \
+        " max(" l ".currency) FILTER (WHERE " P ") AS currency_hi,"            \
+        " coalesce(bool_or(" AUDIT_BAD_ACCOUNTS(l) ") FILTER (WHERE " P "),"   \
+        " false) AS bad_accounts"
+#define AUDIT_LATEST(o, O)                                                     \
+        "(WHERE " O " AND NOT " o ".replayed AND " o ".status IN "             \
+        AUDIT_FINAL ")"
+#define AUDIT_RESULT_AGGS(o, O)                                                \
+        "count(*) FILTER (WHERE " O " AND NOT " o ".replayed) AS originals,"   \
+        " max(" o ".id) FILTER " AUDIT_LATEST(o, O) " AS latest_id,"           \
+        " substr(max(lpad(" o ".id::text, 20, '0') || " o ".status)"           \
+        " FILTER " AUDIT_LATEST(o, O) ", 21) AS latest_status,"                \
+        " count(*) FILTER (WHERE " O " AND NOT " o ".replayed AND " o          \
+        ".status IN " AUDIT_FINAL " AND NOT " o ".resolves_review) AS finals," \
+        " count(*) FILTER (WHERE " O " AND NOT " o ".replayed AND " o          \
+        ".resolves_review) AS resolving,"                                      \
+        " coalesce(bool_or(" o ".same_event > 1) FILTER (WHERE " O "), false)" \
+        " AS dup_event_id"
+
+/*
+ * The subject payments, one row each, with their postings and results
+ * among the feed rows read (fr: src 1 a posting, 2 a result, 3 evidence,
+ * 4 what an earlier step found, reopened).
+ */
+#define AUDIT_SUBJECTS                                                         \
+        ", fr AS (SELECT payment_id, 1 AS src, id, kind, amount, currency,"    \
+        " tenant_id, debit_account, credit_account, NULL::boolean"             \
+        " AS replayed, NULL::text AS status, NULL::boolean AS"                 \
+        " resolves_review, NULL::uuid AS event_id FROM (SELECT "               \
+        AUDIT_POSTING_COLS " FROM postings_tail UNION ALL SELECT "             \
+        AUDIT_POSTING_COLS " FROM postings_hole) l"                            \
+        " UNION ALL SELECT payment_id, 2, id, NULL, NULL, NULL, NULL, NULL,"   \
+        " NULL, replayed, status, resolves_review, event_id FROM (SELECT "     \
+        AUDIT_RESULT_COLS " FROM outbox_tail UNION ALL SELECT "                \
+        AUDIT_RESULT_COLS " FROM outbox_hole) o"                               \
+        " UNION ALL SELECT payment_id, 3, NULL, NULL, NULL, NULL, NULL, NULL," \
+        " NULL, NULL, NULL, NULL, NULL FROM (SELECT payment_id FROM"           \
+        " evidence_tail UNION ALL SELECT payment_id FROM evidence_hole) e"     \
+        " UNION ALL SELECT unnest(c.open_payments), 4, NULL, NULL, NULL,"      \
+        " NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM c)"              \
+        ", sp AS (SELECT f.payment_id, bool_or(f.src = 4) AS reopened, "       \
+        AUDIT_POSTING_AGGS("f", "f.src = 1") ", "                              \
+        AUDIT_RESULT_AGGS("f", "f.src = 2") " FROM (SELECT fr.*, count(*)"     \
+        " OVER (PARTITION BY fr.payment_id, fr.src, fr.event_id)"              \
+        " AS same_event FROM fr WHERE fr.payment_id IS NOT NULL) f"            \
+        " GROUP BY f.payment_id)"
+
+/*
+ * A subject payment is fresh when it was claimed after the last step's
+ * snapshot (claim_xid not visible in it; sql/0024): no row naming it was
+ * visible to that step, so, when no feed stopped at its limit ($1) in
+ * this one, every row naming it this step can see is a feed row read
+ * now: its postings and results are summed up from sp, without reading
+ * an index. Not fresh: claimed before (or before 0024), no snapshot of
+ * the last step (none yet, or the last step was an earlier release's),
+ * found by an earlier step (checked again without new rows; a result
+ * that named it before it was claimed was read then), or a feed behind.
+ */
+#define AUDIT_FRESH                                                            \
+        ", fs AS (SELECT c.snapshot AS snap, c.snapshot_step = c.steps"        \
+        " AND (SELECT n FROM outbox_end) < $1"                                 \
+        " AND (SELECT n FROM postings_end) < $1 AS ok FROM c)"                 \
+        ", p AS (SELECT x.payment_id, x.tenant_id, x.status, x.amount,"        \
+        " x.currency, x.finished_at, x.refunded_at, coalesce(fs.ok"            \
+        " AND NOT sp.reopened AND NOT pg_visible_in_snapshot(x.claim_xid,"     \
+        " fs.snap), false) AS fresh, sp AS f FROM sp"                          \
+        " JOIN payments x ON x.payment_id = sp.payment_id, fs)"
+
+/*
+ * What the checks need of each subject payment p, read once: for a fresh
+ * one from sp; else its postings (ledger_postings' primary key) and its
+ * results (outbox_payment_idx), each summed up in one index scan (NOT
+ * p.fresh gates the scan, and HAVING the sum: a fresh payment's is
+ * never run). Most payments are healthy; the kinds that name a row read
+ * the rows again for the few that are not.
  */
 #define AUDIT_SUMMARY                                                          \
         "SELECT p.payment_id, p.tenant_id, p.status, p.amount, p.currency,"    \
-        " p.finished_at, p.refunded_at, l.postings, l.charges, l.refund_id,"   \
-        " l.bad_amount, l.bad_accounts, o.originals, o.latest_id,"             \
-        " o.latest_status, o.finals, o.resolving, o.dup_event_id FROM p"       \
-        " CROSS JOIN LATERAL (SELECT count(*) AS postings,"                    \
-        " count(*) FILTER (WHERE l.kind = 'charge') AS charges,"               \
-        " min(l.id) FILTER (WHERE l.kind = 'refund') AS refund_id,"            \
-        " coalesce(bool_or(l.amount <> p.amount"                               \
-        " OR l.currency <> p.currency), false) AS bad_amount,"                 \
-        " coalesce(bool_or(l.debit_account <> CASE l.kind WHEN 'charge'"       \
-        " THEN 'customer_funds:' ELSE 'merchant_payable:' END || l.tenant_id"  \
-        " OR l.credit_account <> CASE l.kind WHEN 'charge'"                    \
-        " THEN 'merchant_payable:' ELSE 'customer_funds:' END"                 \
-        " || l.tenant_id), false) AS bad_accounts"                             \
-        " FROM ledger_postings l WHERE l.payment_id = p.payment_id) l"         \
-        " CROSS JOIN LATERAL (SELECT"                                          \
-        " count(*) FILTER (WHERE NOT o.replayed) AS originals,"                \
-        " (array_agg(o.id ORDER BY o.id DESC) FILTER (WHERE NOT o.replayed"    \
-        " AND o.status IN " AUDIT_FINAL "))[1] AS latest_id,"                  \
-        " (array_agg(o.status ORDER BY o.id DESC) FILTER (WHERE NOT"           \
-        " o.replayed AND o.status IN " AUDIT_FINAL "))[1] AS latest_status,"   \
-        " count(*) FILTER (WHERE NOT o.replayed AND o.status IN " AUDIT_FINAL  \
-        " AND NOT o.resolves_review) AS finals,"                               \
-        " count(*) FILTER (WHERE NOT o.replayed AND o.resolves_review)"        \
-        " AS resolving,"                                                       \
-        " count(DISTINCT o.event_id) <> count(*) AS dup_event_id"              \
-        " FROM outbox o WHERE o.payment_id = p.payment_id) o"
+        " p.finished_at, p.refunded_at, p.fresh, l.postings, l.charges,"       \
+        " l.refund_id, coalesce(l.amount_lo <> p.amount"                       \
+        " OR l.amount_hi <> p.amount OR l.currency_lo <> p.currency"           \
+        " OR l.currency_hi <> p.currency, false) AS bad_amount,"               \
+        " l.bad_accounts, o.originals, o.latest_id, o.latest_status,"          \
+        " o.finals, o.resolving, o.dup_event_id FROM p"                        \
+        " CROSS JOIN LATERAL (SELECT " AUDIT_POSTING_AGGS("l", "true")         \
+        " FROM ledger_postings l WHERE l.payment_id = p.payment_id"            \
+        " AND NOT p.fresh HAVING NOT p.fresh UNION ALL SELECT (p.f).postings," \
+        " (p.f).charges, (p.f).refund_id, (p.f).amount_lo, (p.f).amount_hi,"   \
+        " (p.f).currency_lo, (p.f).currency_hi, (p.f).bad_accounts"            \
+        " WHERE p.fresh) l"                                                    \
+        " CROSS JOIN LATERAL (SELECT " AUDIT_RESULT_AGGS("o", "true")          \
+        " FROM (SELECT " AUDIT_RESULT_COLS ", count(*) OVER (PARTITION BY"     \
+        " event_id) AS same_event FROM outbox WHERE payment_id = p.payment_id" \
+        " AND NOT p.fresh) o HAVING NOT p.fresh"                               \
+        " UNION ALL SELECT (p.f).originals, (p.f).latest_id,"                  \
+        " (p.f).latest_status, (p.f).finals, (p.f).resolving,"                 \
+        " (p.f).dup_event_id WHERE p.fresh) o"
+/* clang-format on */
 
 /*
  * The checks of invariant_violations (sql/0002 .. 0012) for the subject
@@ -237,139 +333,120 @@ int store_audit_lead(struct store *st, int64_t timeout_ms, bool *leader,
         " ps.tenant_id, l.id, NULL,"                                           \
         " l.kind || ' posting with entries on other accounts'"                 \
         " FROM ps JOIN ledger_postings l ON l.payment_id = ps.payment_id"      \
-        " WHERE ps.bad_accounts AND (l.debit_account <> CASE l.kind"           \
-        " WHEN 'charge' THEN 'customer_funds:' ELSE 'merchant_payable:' END"   \
-        " || l.tenant_id OR l.credit_account <> CASE l.kind WHEN 'charge'"     \
-        " THEN 'merchant_payable:' ELSE 'customer_funds:' END || l.tenant_id)" \
-        " UNION ALL SELECT 'refund_without_charge', ps.payment_id,"            \
-        " ps.tenant_id, ps.refund_id, NULL,"                                   \
-        " 'refund posting without a charge posting' FROM ps"                   \
-        " WHERE ps.refund_id IS NOT NULL AND ps.charges = 0"                   \
-        " UNION ALL SELECT 'refund_flag_mismatch', ps.payment_id,"             \
-        " ps.tenant_id, ps.refund_id, NULL, CASE WHEN ps.refund_id IS NULL"    \
-        " THEN 'refunded_at set, no refund posting'"                           \
-        " ELSE 'refund posting, refunded_at not set' END FROM ps"              \
-        " WHERE (ps.refunded_at IS NOT NULL) <> (ps.refund_id IS NOT NULL)"    \
-        " UNION ALL SELECT 'final_without_result', ps.payment_id,"             \
-        " ps.tenant_id, NULL, NULL,"                                           \
-        " 'payment ' || ps.status || ' has no result row' FROM ps, cl"         \
-        " WHERE ps.status <> 'processing' AND ps.originals = 0"                \
-        " AND NOT (ps.finished_at <= cl.published_through)"                    \
-        " UNION ALL SELECT 'result_status_mismatch', ps.payment_id,"           \
-        " ps.tenant_id, NULL, ps.latest_id,"                                   \
-        " 'result ' || ps.latest_status || ', payment ' || ps.status FROM ps"  \
-        " WHERE ps.latest_status <> ps.status"                                 \
-        " UNION ALL SELECT 'duplicate_final_result', ps.payment_id,"           \
-        " d.tenant_id, NULL, d.first, d.nf || ' final results, ' || d.nr ||"   \
-        " ' resolving a review' FROM ps CROSS JOIN LATERAL (SELECT"            \
-        " o.tenant_id, o.idem_key, min(o.id) AS first,"                        \
-        " count(*) FILTER (WHERE NOT o.resolves_review) AS nf,"                \
-        " count(*) FILTER (WHERE o.resolves_review) AS nr,"                    \
-        " count(*) FILTER (WHERE NOT o.resolves_review"                        \
-        " AND o.status <> 'review') AS nfr FROM outbox o"                      \
-        " WHERE o.payment_id = ps.payment_id AND NOT o.replayed"               \
-        " AND o.status IN " AUDIT_FINAL                                        \
-        " GROUP BY o.tenant_id, o.idem_key) d, cl"                             \
-        " WHERE (ps.finals > 1 OR ps.resolving > 0)"                           \
-        " AND (d.nf > 1 OR d.nr > 1 OR (d.nr = 1 AND d.nfr > 0)"               \
-        " OR (d.nr = 1 AND d.nf = 0 AND NOT coalesce((SELECT"                  \
-        " min(x.created_at) FROM payments x WHERE x.tenant_id = d.tenant_id"   \
-        " AND x.idem_key = d.idem_key) <= cl.published_through, false)))"      \
-        " UNION ALL SELECT 'result_for_unknown_payment', o.payment_id,"        \
-        " o.tenant_id, NULL, o.id, 'result names a missing payment'"           \
-        " FROM unk JOIN outbox o ON o.payment_id = unk.payment_id"             \
-        " UNION ALL SELECT 'result_event_id_reused', ps.payment_id,"           \
-        " ps.tenant_id, NULL, o.id, 'result event id ' || o.event_id ||"       \
-        " ' on ' || o.n || ' outbox rows' FROM ps CROSS JOIN LATERAL"          \
-        " (SELECT o.event_id, min(o.id) AS id, count(*) AS n FROM outbox o"    \
-        " WHERE o.payment_id = ps.payment_id GROUP BY o.event_id"              \
-        " HAVING count(*) > 1) o WHERE ps.dup_event_id"                        \
-        " UNION ALL SELECT 'webhook_without_result', wp.payment_id, NULL,"     \
-        " NULL, NULL, 'webhook ' || left(w.webhook_id, 64) ||"                 \
-        " ' has no result' FROM wp JOIN webhook_events w"                      \
-        " ON w.payment_id = wp.payment_id WHERE w.result IS NULL"
+        " WHERE ps.bad_accounts AND " AUDIT_BAD_ACCOUNTS(                      \
+            "l") " UNION ALL SELECT 'refund_without_charge', ps.payment_id,"   \
+                 " ps.tenant_id, ps.refund_id, NULL,"                          \
+                 " 'refund posting without a charge posting' FROM ps"          \
+                 " WHERE ps.refund_id IS NOT NULL AND ps.charges = 0"          \
+                 " UNION ALL SELECT 'refund_flag_mismatch', ps.payment_id,"    \
+                 " ps.tenant_id, ps.refund_id, NULL, CASE WHEN ps.refund_id "  \
+                 "IS NULL"                                                     \
+                 " THEN 'refunded_at set, no refund posting'"                  \
+                 " ELSE 'refund posting, refunded_at not set' END FROM ps"     \
+                 " WHERE (ps.refunded_at IS NOT NULL) <> (ps.refund_id IS "    \
+                 "NOT NULL)"                                                   \
+                 " UNION ALL SELECT 'final_without_result', ps.payment_id,"    \
+                 " ps.tenant_id, NULL, NULL,"                                  \
+                 " 'payment ' || ps.status || ' has no result row' FROM ps, "  \
+                 "cl"                                                          \
+                 " WHERE ps.status <> 'processing' AND ps.originals = 0"       \
+                 " AND NOT (ps.finished_at <= cl.published_through)"           \
+                 " UNION ALL SELECT 'result_status_mismatch', ps.payment_id,"  \
+                 " ps.tenant_id, NULL, ps.latest_id,"                          \
+                 " 'result ' || ps.latest_status || ', payment ' || "          \
+                 "ps.status FROM ps"                                           \
+                 " WHERE ps.latest_status <> ps.status"                        \
+                 " UNION ALL SELECT 'duplicate_final_result', ps.payment_id,"  \
+                 " d.tenant_id, NULL, d.first, d.nf || ' final results, ' || " \
+                 "d.nr ||"                                                     \
+                 " ' resolving a review' FROM ps CROSS JOIN LATERAL (SELECT"   \
+                 " o.tenant_id, o.idem_key, min(o.id) AS first,"               \
+                 " count(*) FILTER (WHERE NOT o.resolves_review) AS nf,"       \
+                 " count(*) FILTER (WHERE o.resolves_review) AS nr,"           \
+                 " count(*) FILTER (WHERE NOT o.resolves_review"               \
+                 " AND o.status <> 'review') AS nfr FROM outbox o"             \
+                 " WHERE o.payment_id = ps.payment_id AND NOT o.replayed"      \
+                 " AND o.status IN " AUDIT_FINAL                               \
+                 " GROUP BY o.tenant_id, o.idem_key) d, cl"                    \
+                 " WHERE (ps.finals > 1 OR ps.resolving > 0)"                  \
+                 " AND (d.nf > 1 OR d.nr > 1 OR (d.nr = 1 AND d.nfr > 0)"      \
+                 " OR (d.nr = 1 AND d.nf = 0 AND NOT coalesce((SELECT"         \
+                 " min(x.created_at) FROM payments x WHERE x.tenant_id = "     \
+                 "d.tenant_id"                                                 \
+                 " AND x.idem_key = d.idem_key) <= cl.published_through, "     \
+                 "false)))"                                                    \
+                 " UNION ALL SELECT 'result_for_unknown_payment', "            \
+                 "o.payment_id,"                                               \
+                 " o.tenant_id, NULL, o.id, 'result names a missing payment'"  \
+                 " FROM unk JOIN outbox o ON o.payment_id = unk.payment_id"    \
+                 " UNION ALL SELECT 'result_event_id_reused', ps.payment_id,"  \
+                 " ps.tenant_id, NULL, o.id, 'result event id ' || "           \
+                 "o.event_id ||"                                               \
+                 " ' on ' || o.n || ' outbox rows' FROM ps CROSS JOIN LATERAL" \
+                 " (SELECT o.event_id, min(o.id) AS id, count(*) AS n FROM "   \
+                 "outbox o"                                                    \
+                 " WHERE o.payment_id = ps.payment_id GROUP BY o.event_id"     \
+                 " HAVING count(*) > 1) o WHERE ps.dup_event_id"               \
+                 " UNION ALL SELECT 'webhook_without_result', wp.payment_id, " \
+                 "NULL,"                                                       \
+                 " NULL, NULL, 'webhook ' || left(w.webhook_id, 64) ||"        \
+                 " ' has no result' FROM wp JOIN webhook_events w"             \
+                 " ON w.payment_id = wp.payment_id WHERE w.result IS NULL"
 
 /*
  * The step: $1 rows per feed at most, $2 the last barrier resolved (read
  * before this transaction's snapshot), $3..$5 the feeds' sequence values
  * and $6 the writers read for the next barrier. Its first row is the
  * step's own (kind NULL: ledger_txn_id the rows read, outbox_id 1 when a
- * feed had more), then the violations. What it found is kept in
- * audit_cursor.open_payments (the payment ids, those no payment has
- * included) and checked again at every step until it holds.
+ * feed had more, detail the fresh payments), then the violations. What
+ * it found is kept in audit_cursor.open_payments (the payment ids, those
+ * no payment has included) and checked again at every step until it
+ * holds; its snapshot in audit_cursor.snapshot (for the next step's
+ * fresh payments).
  */
+/* clang-format off */
 static const char step_sql[] =
-    "WITH c AS (SELECT * FROM audit_cursor WHERE id = 1 FOR UPDATE)" AUDIT_FEED(
-        outbox, outbox) AUDIT_FEED(postings, ledger_postings)
-        AUDIT_FEED(
-            evidence,
-            gateway_evidence) ", sp AS (SELECT DISTINCT s.payment_id FROM ("
-                              " SELECT payment_id FROM outbox_tail UNION ALL"
-                              " SELECT payment_id FROM outbox_hole UNION ALL"
-                              " SELECT payment_id FROM postings_tail UNION ALL"
-                              " SELECT payment_id FROM postings_hole UNION ALL"
-                              " SELECT payment_id FROM evidence_tail UNION ALL"
-                              " SELECT payment_id FROM evidence_hole UNION ALL"
-                              " SELECT unnest(c.open_payments) FROM c) s"
-                              " WHERE s.payment_id IS NOT NULL)"
-                              ", p AS (SELECT x.payment_id, x.tenant_id, "
-                              "x.status, x.amount,"
-                              " x.currency, x.finished_at, x.refunded_at FROM "
-                              "sp"
-                              " JOIN payments x ON x.payment_id = "
-                              "sp.payment_id)"
-                              ", unk AS (SELECT payment_id FROM sp EXCEPT "
-                              "SELECT payment_id FROM p)"
-                              ", wp AS (SELECT DISTINCT s.payment_id FROM ("
-                              " SELECT payment_id FROM evidence_tail UNION ALL"
-                              " SELECT payment_id FROM evidence_hole UNION ALL"
-                              " SELECT unnest(c.open_payments) FROM c) s"
-                              " WHERE s.payment_id IS NOT NULL)"
-                              ", ps AS (" AUDIT_SUMMARY ")"
-                              ", cl AS (SELECT published_through FROM "
-                              "outbox_cleanup WHERE id = 1)"
-                              ", v AS (" AUDIT_CHECKS ")"
-                              ", up AS (UPDATE audit_cursor a "
-                              "SET" AUDIT_FEED_SET(outbox, "$3")
-                                  AUDIT_FEED_SET(postings, "$4") AUDIT_FEED_SET(
-                                      evidence,
-                                      "$5") " pending_vxids = CASE WHEN $2 "
-                                            "THEN $6::text[]"
-                                            " ELSE c.pending_vxids END,"
-                                            " open_payments = coalesce((SELECT "
-                                            "array_agg(DISTINCT payment_id)"
-                                            " FROM v WHERE payment_id IS NOT "
-                                            "NULL), '{}'),"
-                                            " audited_at = now(), steps = "
-                                            "a.steps + 1,"
-                                            " last_rows = (SELECT n + late "
-                                            "FROM outbox_end)"
-                                            " + (SELECT n + late FROM "
-                                            "postings_end)"
-                                            " + (SELECT n + late FROM "
-                                            "evidence_end),"
-                                            " last_violations = (SELECT "
-                                            "count(*) FROM v)"
-                                            " FROM c WHERE a.id = c.id"
-                                            " RETURNING a.last_rows, (SELECT n "
-                                            "FROM outbox_end) >= $1"
-                                            " OR (SELECT n FROM postings_end) "
-                                            ">= $1"
-                                            " OR (SELECT n FROM evidence_end) "
-                                            ">= $1 AS behind)"
-                                            " SELECT NULL::text, NULL::uuid, "
-                                            "NULL::text, up.last_rows,"
-                                            " up.behind::int::bigint, "
-                                            "NULL::text, 0 AS o FROM up"
-                                            " UNION ALL SELECT kind, "
-                                            "payment_id, tenant_id, "
-                                            "ledger_txn_id,"
-                                            " outbox_id, detail, 1 FROM v "
-                                            "ORDER BY 7, 1, 2";
+    "WITH c AS (SELECT * FROM audit_cursor WHERE id = 1 FOR UPDATE)"
+    AUDIT_FEED(outbox, outbox, AUDIT_RESULT_COLS)
+    AUDIT_FEED(postings, ledger_postings, AUDIT_POSTING_COLS)
+    AUDIT_FEED(evidence, gateway_evidence, "id, payment_id")
+    AUDIT_SUBJECTS AUDIT_FRESH
+    ", unk AS (SELECT payment_id FROM sp EXCEPT SELECT payment_id FROM p)"
+    ", wp AS (SELECT DISTINCT s.payment_id FROM ("
+    " SELECT payment_id FROM evidence_tail UNION ALL"
+    " SELECT payment_id FROM evidence_hole UNION ALL"
+    " SELECT unnest(c.open_payments) FROM c) s"
+    " WHERE s.payment_id IS NOT NULL)"
+    ", ps AS (" AUDIT_SUMMARY ")"
+    ", cl AS (SELECT published_through FROM outbox_cleanup WHERE id = 1)"
+    ", v AS (" AUDIT_CHECKS ")"
+    ", up AS (UPDATE audit_cursor a SET"
+    AUDIT_FEED_SET(outbox, "$3") AUDIT_FEED_SET(postings, "$4")
+    AUDIT_FEED_SET(evidence, "$5")
+    " pending_vxids = CASE WHEN $2 THEN $6::text[] ELSE c.pending_vxids END,"
+    " open_payments = coalesce((SELECT array_agg(DISTINCT payment_id)"
+    " FROM v WHERE payment_id IS NOT NULL), '{}'),"
+    " snapshot = pg_current_snapshot(), snapshot_step = a.steps + 1,"
+    " audited_at = now(), steps = a.steps + 1,"
+    " last_rows = (SELECT n + late FROM outbox_end)"
+    " + (SELECT n + late FROM postings_end)"
+    " + (SELECT n + late FROM evidence_end),"
+    " last_violations = (SELECT count(*) FROM v)"
+    " FROM c WHERE a.id = c.id"
+    " RETURNING a.last_rows, (SELECT n FROM outbox_end) >= $1"
+    " OR (SELECT n FROM postings_end) >= $1"
+    " OR (SELECT n FROM evidence_end) >= $1 AS behind)"
+    " SELECT NULL::text, NULL::uuid, NULL::text, up.last_rows,"
+    " up.behind::int::bigint, (SELECT count(*) FROM ps WHERE fresh)::text,"
+    " 0 AS o FROM up"
+    " UNION ALL SELECT kind, payment_id, tenant_id, ledger_txn_id,"
+    " outbox_id, detail, 1 FROM v ORDER BY 7, 1, 2";
+/* clang-format on */
 
-/* The plans of the step: index scans only (docs/data-model.md). */
+/* The plans of the step: index scans only (docs/data-model.md); the feed
+ * rows (two per payment) sorted in memory. */
 #define AUDIT_BEGIN_SQL                                                        \
-        "BEGIN ISOLATION LEVEL REPEATABLE READ;"                               \
+        "BEGIN ISOLATION LEVEL REPEATABLE READ; SET LOCAL work_mem = '64MB';"  \
         " SET LOCAL enable_seqscan = off; SET LOCAL enable_hashjoin = off;"    \
         " SET LOCAL enable_mergejoin = off"
 
@@ -493,6 +570,7 @@ int store_audit_step(struct store *st, int64_t limit,
                 goto fail;
         info->rows   = store_i64_field(res, 0, 3);
         info->behind = store_i64_field(res, 0, 4) != 0;
+        info->fresh  = store_i64_field(res, 0, 5);
         v            = store_rows_calloc(res, sizeof(*v));
         for (int r = 1; r < PQntuples(res); r++) {
                 struct store_violation *x = &v[r - 1];

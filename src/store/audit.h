@@ -60,9 +60,10 @@ int store_audit_lead(struct store *st, int64_t timeout_ms, bool *leader,
 #define STORE_AUDIT_STEP_ROWS 50000
 
 struct store_audit_info {
-        int64_t rows; /* feed rows read (new ones, and late ones) */
-        bool behind;  /* a feed had more new rows than `limit` */
-        bool started; /* there was no cursor: made now, nothing read */
+        int64_t rows;  /* feed rows read (new ones, and late ones) */
+        int64_t fresh; /* payments checked from the feed rows alone */
+        bool behind;   /* a feed had more new rows than `limit` */
+        bool started;  /* there was no cursor: made now, nothing read */
 };
 
 int store_audit_step(struct store *st, int64_t limit,

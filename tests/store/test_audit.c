@@ -10,7 +10,8 @@
  * many rows committed after it meanwhile (the outbox by its primary key,
  * the ledger by its BRIN index); an aborted insert's id is forgotten once
  * every writer of its time has ended; a step reads at most its limit and
- * says it is behind.
+ * says it is behind; a payment claimed after the last step's snapshot is
+ * checked from the rows read alone.
  *
  * A chained suite (tests/common/cases.h): the cases run in order on one
  * database; store_audit_<case> runs the ones before it first.
@@ -32,8 +33,8 @@ static struct claim_item c[NPAY];
 static int flows;
 
 /* Claims n new payments and settles them: succeeded, except every
- * fifth failed. */
-static void flow(int n)
+ * fifth failed; their ids in pid (unless NULL). */
+static void flow_ids(int n, char (*pid)[UUID_STR_LEN])
 {
         struct st_intent fi;
         struct claim_item fc;
@@ -48,6 +49,8 @@ static void flow(int n)
                                           ST_SECRET, ST_SECRET_LEN, err,
                                           sizeof(err)) == STORE_OK);
                 REQUIRE(fc.outcome == CLAIM_NEW);
+                if (pid)
+                        memcpy(pid[i], fc.payment_id, UUID_STR_LEN);
                 st_settle_item(&s, &fc,
                                i % 5 == 4 ? SETTLE_FAILED : SETTLE_SUCCEEDED,
                                ev, buf, sizeof(buf));
@@ -56,6 +59,11 @@ static void flow(int n)
                 store_claim_item_clear(&fc);
         }
         flows++;
+}
+
+static void flow(int n)
+{
+        flow_ids(n, NULL);
 }
 
 /* One step; REQUIREs it to succeed. */
@@ -100,6 +108,17 @@ static long long seq_scans(void)
                             "'webhook_events')");
 }
 
+/* Scans of the two indexes a step reads a payment's postings and
+ * results through. */
+static long long lookups(void)
+{
+        PQclear(PQexec(store_pgconn(au), "SELECT pg_stat_force_next_flush()"));
+        PQclear(PQexec(pg, "SELECT pg_stat_clear_snapshot()"));
+        return st_count(pg, "SELECT sum(idx_scan) FROM pg_stat_user_indexes"
+                            " WHERE indexrelname IN ('ledger_postings_pkey',"
+                            " 'outbox_payment_idx')");
+}
+
 static long long holes(const char *feed)
 {
         return st_count(pg,
@@ -126,6 +145,19 @@ static bool result_copy(PGconn *conn, const char *pid, const char *status,
                        other_pid ? other_pid : "payment_id",
                        other_pid ? "'::uuid" : "", status ? "'" : "",
                        status ? status : "status", status ? "'" : "", pid);
+}
+
+/* A copy of payment pid's first result under the same event id. */
+static bool result_copy_event(const char *pid)
+{
+        return st_exec(pg, true,
+                       "INSERT INTO outbox (event_id, message_key, tenant_id,"
+                       " idem_key, payment_id, intent_event_id, status,"
+                       " payload, replayed) SELECT event_id, message_key,"
+                       " tenant_id, idem_key, payment_id, intent_event_id,"
+                       " status, payload, true FROM outbox WHERE payment_id"
+                       " = '%s' ORDER BY id LIMIT 1",
+                       pid);
 }
 
 /* A charge posting of payment pid (whatever its status), on conn. */
@@ -449,6 +481,123 @@ static void cursor_lost(void)
         store_violations_free(v, n);
 }
 
+/*
+ * Payments claimed after the last step's snapshot are fresh: checked from
+ * the feed rows alone, their postings and results never looked up. A
+ * violation of each kind planted among them before the step is found as
+ * the look-ups find it, then checked again by look-up (reported, so rows
+ * written before a claim could name it) until repaired. A payment
+ * claimed before that snapshot and settled after is looked up.
+ */
+static void fresh(void)
+{
+        char pid[9][UUID_STR_LEN], ev[UUID_STR_LEN], buf[1024], err[512];
+        struct store_audit_info info;
+        struct store_violation *v;
+        struct settle_item si;
+        struct claim_item q;
+        struct st_intent qi;
+        long long scans;
+        size_t n = 0;
+
+        v = step(1000, &n, &info); /* the snapshot after cursor_lost's */
+        store_violations_free(v, n);
+
+        /* clean: ten fresh payments, no posting or result looked up */
+        flow(10);
+        scans = lookups();
+        v     = step(1000, &n, &info);
+        CHECK_EQ_I(n, 0);
+        store_violations_free(v, n);
+        CHECK_EQ_I(info.fresh, 10);
+        CHECK_EQ_I(lookups(), scans);
+
+        /* after a step of an earlier release (it counts the step and
+         * leaves the snapshot): none fresh */
+        flow(3);
+        PLANT("UPDATE audit_cursor SET steps = steps + 1");
+        v = step(1000, &n, &info);
+        CHECK_EQ_I(n, 0);
+        store_violations_free(v, n);
+        CHECK_EQ_I(info.fresh, 0);
+
+        /* claimed before a step, settled after it, a result copied: not
+         * fresh, its rows looked up */
+        st_intent(&qi, "tenant-a", "aud-fresh-q", 4242, 0);
+        st_item(&q, &qi);
+        REQUIRE(store_claim_batch(st, &q, 1, "owner", ST_LEASE_MS, ST_SECRET,
+                                  ST_SECRET_LEN, err, sizeof(err)) == STORE_OK);
+        REQUIRE(q.outcome == CLAIM_NEW);
+        v = step(1000, &n, &info);
+        store_violations_free(v, n);
+        st_settle_item(&si, &q, SETTLE_SUCCEEDED, ev, buf, sizeof(buf));
+        REQUIRE(store_settle_batch(st, &si, 1, err, sizeof(err)) == STORE_OK);
+        CHECK(result_copy(pg, q.payment_id, NULL, NULL));
+
+        /* and nine fresh ones, seven of them made wrong before the step
+         * (a posting on other accounts the table's CHECK refuses) */
+        flow_ids(9, pid);
+        unpost(pid[0]);
+        CHECK(result_copy(pg, pid[1], NULL, NULL));
+        CHECK(result_copy(pg, pid[2], "failed", NULL));
+        PLANT("INSERT INTO ledger_postings (payment_id, kind, tenant_id,"
+              " amount, currency, debit_account, credit_account) SELECT"
+              " payment_id, 'refund', tenant_id, amount, currency,"
+              " 'merchant_payable:' || tenant_id, 'customer_funds:' ||"
+              " tenant_id FROM payments WHERE payment_id = '%s'",
+              pid[3]);
+        CHECK(charge_posting(pg, pid[4])); /* the fifth: failed */
+        CHECK(result_copy_event(q.payment_id));
+        CHECK(result_copy_event(pid[8]));
+        PLANT("SET session_replication_role = replica");
+        PLANT("UPDATE ledger_postings SET amount = amount + 1 WHERE"
+              " payment_id = '%s'",
+              pid[5]);
+        PLANT("SET session_replication_role = origin");
+        scans = lookups();
+        v     = step(1000, &n, &info);
+        CHECK_EQ_I(info.fresh, 9);
+        CHECK(lookups() > scans); /* q's, and the wrong ones' rows */
+        for (int pass = 0; pass < 2; pass++) {
+                CHECK(has(v, n, "duplicate_final_result", q.payment_id));
+                CHECK(has(v, n, "succeeded_without_posting", pid[0]));
+                CHECK(has(v, n, "duplicate_final_result", pid[1]));
+                CHECK(has(v, n, "result_status_mismatch", pid[2]));
+                CHECK(has(v, n, "refund_flag_mismatch", pid[3]));
+                CHECK(has(v, n, "posting_not_succeeded", pid[4]));
+                CHECK(has(v, n, "posting_amount_mismatch", pid[5]));
+                CHECK(has(v, n, "result_event_id_reused", q.payment_id));
+                CHECK(has(v, n, "result_event_id_reused", pid[8]));
+                for (size_t i = 0; i < n; i++)
+                        CHECK(strcmp(v[i].payment_id, pid[6]) != 0 &&
+                              strcmp(v[i].payment_id, pid[7]) != 0);
+                store_violations_free(v, n);
+                v = step(1000, &n, &info); /* reported: looked up */
+                CHECK_EQ_I(info.fresh, 0);
+        }
+        store_violations_free(v, n);
+
+        PLANT("DELETE FROM outbox WHERE id IN (SELECT max(id) FROM outbox"
+              " WHERE payment_id IN ('%s', '%s', '%s') GROUP BY payment_id)",
+              q.payment_id, pid[1], pid[2]);
+        PLANT("DELETE FROM outbox WHERE id IN (SELECT max(id) FROM outbox"
+              " WHERE payment_id IN ('%s', '%s') GROUP BY payment_id)",
+              q.payment_id, pid[8]);
+        PLANT("SET session_replication_role = replica");
+        PLANT("DELETE FROM ledger_postings WHERE payment_id = '%s'"
+              " OR (payment_id = '%s' AND kind = 'refund')",
+              pid[4], pid[3]);
+        PLANT("UPDATE ledger_postings SET amount = amount - 1 WHERE"
+              " payment_id = '%s'",
+              pid[5]);
+        PLANT("SET session_replication_role = origin");
+        CHECK(charge_posting(pg, pid[0]));
+        v = step(1000, &n, &info);
+        CHECK_EQ_I(n, 0);
+        store_violations_free(v, n);
+        store_claim_item_clear(&q);
+}
+
 static int setup(void)
 {
         bool lead = false;
@@ -489,6 +638,7 @@ int main(int argc, char **argv)
                 { "aborted_insert", aborted_insert, NULL, NULL },
                 { "behind", behind, NULL, NULL },
                 { "cursor_lost", cursor_lost, NULL, NULL },
+                { "fresh", fresh, NULL, NULL },
         };
         return st_suite_main("store_audit", cases,
                              sizeof(cases) / sizeof(cases[0]), setup, teardown,
