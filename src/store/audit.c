@@ -105,9 +105,12 @@ int store_audit_lead(struct store *st, int64_t timeout_ms, bool *leader,
 
 /* No cursor: one at the feeds' ends. Under SHARE locks no insert into a
  * feed is in flight, so every id up to the sequences' values is
- * committed or aborted: what was written before is `audit --full`'s. */
+ * committed or aborted: what was written before is `audit --full`'s. The
+ * lock waits longer than deadlock_timeout (1 s by default), after which
+ * the server cancels an autovacuum of a feed table in its way (seen after
+ * a large fill: the lock timed out first). */
 #define AUDIT_START_SQL                                                        \
-        "BEGIN; SET LOCAL lock_timeout = 1000;"                                \
+        "BEGIN; SET LOCAL lock_timeout = 3000;"                                \
         " LOCK TABLE outbox, ledger_postings, gateway_evidence IN SHARE MODE;" \
         " INSERT INTO audit_cursor (id, outbox_through, postings_through,"     \
         " evidence_through) SELECT 1,"                                         \
