@@ -87,7 +87,10 @@ cleanup() {
 trap cleanup EXIT
 
 # One interval's traffic: what claims and settles leave for `traffic`
-# new payments (random payment ids, as chargeonce's derived ones are).
+# new payments (random payment ids, as chargeonce's derived ones are),
+# each result with a payload of the consumer's size (its size decides
+# where in the table a new row fits: a payload smaller than the
+# history's lands in the gaps the history's pages left).
 traffic_sql="
 WITH ins AS (
   INSERT INTO payments (payment_id, tenant_id, idem_key, order_id,
@@ -108,15 +111,26 @@ WITH ins AS (
          now() + interval '7 days',
          sha256(convert_to('md' || :'run' || i, 'UTF8'))
     FROM generate_series(1, :n) AS i
-  RETURNING payment_id, tenant_id, idem_key, status, intent_event_id,
-            amount, currency),
+  RETURNING payment_id, tenant_id, idem_key, order_id, status,
+            intent_event_id, amount, currency, provider_charge_id,
+            error_code, error_message),
 ob AS (
   INSERT INTO outbox (event_id, message_key, tenant_id, idem_key,
          payment_id, intent_event_id, status, payload, published_at,
          publish_attempts)
   SELECT co_result_event_id(payment_id, status),
          tenant_id || '/' || idem_key, tenant_id, idem_key, payment_id,
-         intent_event_id, status, '{\"schema_version\":1}', now(), 1
+         intent_event_id, status,
+         json_build_object('schema_version', 1, 'event_id',
+           co_result_event_id(payment_id, status), 'intent_event_id',
+           intent_event_id, 'tenant_id', tenant_id, 'idempotency_key',
+           idem_key, 'order_id', order_id, 'payment_id', payment_id,
+           'status', status, 'amount', amount, 'currency', currency,
+           'provider_charge_id', provider_charge_id, 'error',
+           CASE WHEN error_code IS NOT NULL THEN json_build_object('code',
+             error_code, 'message', error_message) END, 'replayed', false,
+           'occurred_at', to_char(now() AT TIME ZONE 'UTC',
+             'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'))::text, now(), 1
     FROM ins
   RETURNING 1),
 lp AS (
@@ -175,8 +189,13 @@ for n in "${ns[@]}"; do
 	q "$db" -c "SELECT brin_summarize_new_values('ledger_postings_id_brin')" >/dev/null
 	q "$db" -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" >/dev/null
 	echo "audit N=$n: history filled in $((($(ms) - t0) / 1000)) s ($(grep -o '[0-9]* payments/s with.*' "$work/history-$n.log" | head -1)); $(q "$db" -c "SELECT pg_size_pretty(pg_database_size(current_database()))")"
-	"$bin" -X "db.conninfo=$(conn "$db")" audit --incremental >"$work/start.log" 2>&1 ||
-		{ cat "$work/start.log" >&2; exit 1; }
+	# the cursor, under a SHARE lock that an autovacuum of the fill can
+	# hold off (a release before 0024 waits 1 s for it): a few tries
+	for try in 1 2 3 4 5; do
+		"$bin" -X "db.conninfo=$(conn "$db")" audit --incremental >"$work/start.log" 2>&1 && break
+		[ $try = 5 ] && { cat "$work/start.log" >&2; exit 1; }
+		sleep 2
+	done
 	if [ $full = 1 ]; then
 		t0=$(ms)
 		"$bin" -X "db.conninfo=$(conn "$db")" audit --full >/dev/null 2>"$work/full.log" ||
@@ -195,7 +214,7 @@ for r in $(seq 1 "$rounds"); do
 			{ cat "$work/audit.log" >&2; exit 1; }
 		wall=$(($(ms) - t0))
 		read -r pgms calls hit read <<<"$(pg_time "$db")"
-		read_rows=$(grep -o '([0-9]* row(s) read in [0-9]* step(s))' "$work/audit.log" | tr -d '()')
+		read_rows=$(grep -oE '\([0-9]+ row\(s\) read in [0-9]+ step\(s\)(, [0-9]+ payment\(s\) checked from them alone)?\)' "$work/audit.log" | tr -d '()')
 		echo "audit N=$n round $r: wrote $(echo "$rows" | awk '{ printf "%d results, %d postings, %d evidence", $1, $2, $3 }'); $read_rows; PostgreSQL $pgms ms in $calls statements (shared blocks: $hit hit, $read read); $wall ms wall"
 		times[$n]="${times[$n]:-} $pgms"
 	done

@@ -10,6 +10,11 @@
 #   commits        pg_stat_database.xact_commit
 #   rows           pg_stat_user_tables n_tup_ins / n_tup_upd / n_tup_del,
 #                  per table
+#   index entries  the B-tree leaf insertions in the WAL between the two
+#                  LSNs (pg_waldump: INSERT_LEAF, INSERT_POST and the
+#                  leaf splits, which carry the new item), per index, and
+#                  the BRIN summary updates; the server keeps the WAL for
+#                  it (wal_keep_size)
 # and prints them per intent (text, then one JSON line). The counts are
 # the server's, not estimates; the WAL figure includes full-page images
 # after each checkpoint (as in production) and autovacuum's writes in the
@@ -52,6 +57,9 @@ export WORK=$out
 		  '"'"'indexes'"'"', (SELECT json_object_agg(indexrelname,
 		                      pg_relation_size(indexrelid))
 		                   FROM pg_stat_user_indexes),
+		  '"'"'filenodes'"'"', (SELECT json_object_agg(
+		                      pg_relation_filenode(indexrelid)::text,
+		                      indexrelname) FROM pg_stat_user_indexes),
 		  '"'"'statements'"'"', (SELECT coalesce(json_agg(json_build_array(
 		                      left(regexp_replace(query, '"'"'\s+'"'"', '"'"' '"'"', '"'"'g'"'"'), 70),
 		                      calls, total_exec_time + total_plan_time, rows, wal_bytes,
@@ -63,10 +71,31 @@ export WORK=$out
 		# each window counts its own statements
 		psql_q "$db" "SELECT pg_stat_statements_reset()" >/dev/null
 	}
+	# waldump FROM TO: per index file, its B-tree entries written and its
+	# BRIN summary updates between two LSNs ("relfilenode kind count")
+	waldump() {
+		"$pg_bin/pg_waldump" --path="$CHARGEONCE_TEST_DIR/pg/data/pg_wal" \
+			--start="$1" --end="$2" 2>/dev/null |
+			awk '"'"'/^rmgr: (Btree|BRIN) / {
+				d = $0; sub(/.*desc: /, "", d); split(d, w, /[ ,]/)
+				if (!match($0, /rel [0-9]+\/[0-9]+\/[0-9]+/)) next
+				r = substr($0, RSTART + 4, RLENGTH - 4); sub(/.*\//, "", r)
+				if ($2 == "BRIN") {
+					if (w[1] ~ /^(INSERT|UPDATE|SAMEPAGE_UPDATE)$/) n[r " brin"]++
+				} else if (w[1] ~ /^INSERT_(LEAF|POST)$/ ||
+				           (w[1] ~ /^SPLIT_[LR]$/ && d ~ /level 0,/)) {
+					n[r " entry"]++
+				}
+			}
+			END { for (k in n) print k, n[k] }'"'"' || true
+	}
+	lsn_of() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[\"lsn\"])" "$1"; }
 	db_new "$db"
 	psql_q "$db" "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" >/dev/null
 	# planning time too (a server setting: this is a private server)
 	psql_q "$db" "ALTER SYSTEM SET pg_stat_statements.track_planning = on" >/dev/null
+	# the WAL of the run stays for pg_waldump, whatever checkpoints come
+	psql_q "$db" "ALTER SYSTEM SET wal_keep_size = '"'"'4GB'"'"'" >/dev/null
 	psql_q "$db" "SELECT pg_reload_conf()" >/dev/null
 	topics_new "$name" "${PARTITIONS:-4}"
 	sim_start 0
@@ -77,12 +106,14 @@ export WORK=$out
 		--run "$name" --n "$N_CAP" --rate 0 --warmup 0 --sim-ms 0 \
 		--timeout 300 >"$WORK/run.json"
 	snap >"$WORK/s1.json"
+	waldump "$(lsn_of "$WORK/s0.json")" "$(lsn_of "$WORK/s1.json")" >"$WORK/w1.txt"
 	# every message produced again, same event ids (a redelivery, e.g. a
 	# producer retry or a replayed partition): inbox hits
 	"$E2E_BIN" replay --brokers "$CHARGEONCE_TEST_KAFKA" \
 		--intents "$name.intents" --group "$name.group" --run "$name" \
 		--n "$N_CAP" --timeout 300 >"$WORK/replay.json" || true
 	snap >"$WORK/s2.json"
+	waldump "$(lsn_of "$WORK/s1.json")" "$(lsn_of "$WORK/s2.json")" >"$WORK/w2.txt"
 	co_stop
 	sim_stop
 	cat "$WORK/run.json" "$WORK/replay.json" >"$WORK/runs.txt"
@@ -95,7 +126,19 @@ def lsn(x):
     hi, lo = x.split("/")
     return (int(hi, 16) << 32) + int(lo, 16)
 out = {"intents": n}
-for tag, a, b in (("new", s[0], s[1]), ("redelivered", s[1], s[2])):
+def waldump(i, names):
+    """Per index: B-tree entries written and BRIN summary updates."""
+    got = {}
+    try:
+        for line in open(f"{w}/w{i}.txt"):
+            node, kind, count = line.split()
+            name = names.get(node, "filenode " + node)
+            got.setdefault(name, {"entry": 0, "brin": 0})[kind] += int(count)
+    except FileNotFoundError:
+        pass
+    return got
+for i, (tag, a, b) in enumerate((("new", s[0], s[1]),
+                                 ("redelivered", s[1], s[2])), 1):
     rows, idx_entries, hot = {}, 0.0, 0.0
     for t, v1 in b["tables"].items():
         v0 = a["tables"].get(t, [0, 0, 0, 0, v1[4]])
@@ -117,12 +160,19 @@ for tag, a, b in (("new", s[0], s[1]), ("redelivered", s[1], s[2])):
                         "plan_us_per_intent": round(plan_ms / n * 1000, 1),
                         "wal_bytes_per_intent": round(int(wal) / n)})
     stm.sort(key=lambda x: -x["us_per_intent"])
+    wd = waldump(i, b.get("filenodes") or {})
+    entries = {k: round(v["entry"] / n, 2) for k, v in wd.items() if v["entry"]}
+    brin = {k: round(v["brin"] / n, 2) for k, v in wd.items() if v["brin"]}
     out[tag] = {
         "wal_bytes_per_intent": round((lsn(b["lsn"]) - lsn(a["lsn"])) / n),
         "wal_records_per_intent": round((b["wal"][0] - a["wal"][0]) / n, 1),
         "wal_fpi_per_intent": round((b["wal"][1] - a["wal"][1]) / n, 2),
         "commits_per_intent": round((b["commits"] - a["commits"]) / n, 3),
         "index_entries_per_intent": round(idx_entries, 1),
+        "index_entries_written_per_intent":
+            round(sum(v["entry"] for v in wd.values()) / n, 2) if wd else None,
+        "index_entries_by_index": entries,
+        "brin_updates_by_index": brin,
         "hot_updates_per_intent": round(hot, 2),
         "rows_per_intent": rows,
         "index_bytes_per_intent": ibytes,
@@ -136,11 +186,16 @@ for tag in ("new", "redelivered"):
           f"{o['wal_fpi_per_intent']} full-page images), "
           f"{o['commits_per_intent']} commits, "
           f"{o['index_entries_per_intent']} index entries (at most), "
+          f"{o['index_entries_written_per_intent']} written (WAL), "
           f"{o['statement_us_per_intent']} us of statements per intent")
     for t, (i, u, d, h) in sorted(o["rows_per_intent"].items()):
         print(f"   {t:22} insert {i:5}  update {u:5} (HOT {h:5})  delete {d:5}")
     for i, v in sorted(o["index_bytes_per_intent"].items(), key=lambda x: -x[1]):
         print(f"   index {i:40} {v:7} bytes")
+    for i, v in sorted(o["index_entries_by_index"].items(), key=lambda x: -x[1]):
+        print(f"   index {i:40} {v:7} entries written (WAL)")
+    for i, v in sorted(o["brin_updates_by_index"].items(), key=lambda x: -x[1]):
+        print(f"   index {i:40} {v:7} BRIN summary updates (WAL)")
     for x in o["statements"][:8]:
         print(f"   {x['us_per_intent']:8} us (plan {x['plan_us_per_intent']:6})"
               f" {x['wal_bytes_per_intent']:6} B WAL"
