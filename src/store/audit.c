@@ -415,11 +415,8 @@ static const char step_sql[] =
     AUDIT_FEED(evidence, gateway_evidence, "id, payment_id")
     AUDIT_SUBJECTS AUDIT_FRESH
     ", unk AS (SELECT payment_id FROM sp EXCEPT SELECT payment_id FROM p)"
-    ", wp AS (SELECT DISTINCT s.payment_id FROM ("
-    " SELECT payment_id FROM evidence_tail UNION ALL"
-    " SELECT payment_id FROM evidence_hole UNION ALL"
-    " SELECT unnest(c.open_payments) FROM c) s"
-    " WHERE s.payment_id IS NOT NULL)"
+    ", wp AS (SELECT DISTINCT payment_id FROM fr"
+    " WHERE src IN (3, 4) AND payment_id IS NOT NULL)"
     ", ps AS (" AUDIT_SUMMARY ")"
     ", cl AS (SELECT published_through FROM outbox_cleanup WHERE id = 1)"
     ", v AS (" AUDIT_CHECKS ")"
