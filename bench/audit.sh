@@ -161,7 +161,9 @@ pg_time() {
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-echo "audit: traffic $traffic payments per interval, $rounds interval(s) per N, history seed $seed; $("$bin" --version)"
+# the server's memory settings decide the price of a look-up at large N
+# (docs/benchmarks.md, "Huge pages")
+echo "audit: traffic $traffic payments per interval, $rounds interval(s) per N, history seed $seed; $("$bin" --version); PostgreSQL shared_buffers $(q postgres -c "SHOW shared_buffers"), huge_pages $(q postgres -c "SHOW huge_pages")"
 # every history first, then the rounds in turn over the databases (round
 # r of every N, then round r + 1): the machine's other load falls on
 # every N alike
