@@ -1070,7 +1070,6 @@ static void batch_joins_hashed(void)
         static struct claim_item bc[100];
         PGconn *conn = store_pgconn(st);
         PQnoticeProcessor old;
-        void *old_arg = NULL;
         PGresult *r;
 
         for (int i = 0; i < 100; i++) {
@@ -1091,7 +1090,8 @@ static void batch_joins_hashed(void)
         plans[0] = '\0';
         old      = PQsetNoticeProcessor(conn, keep_plan, NULL);
         REQUIRE(claim(bc, 100) == STORE_OK);
-        (void)PQsetNoticeProcessor(conn, old, old_arg);
+        /* the store keeps libpq's own processor, which takes no arg */
+        (void)PQsetNoticeProcessor(conn, old, NULL);
         r = PQexec(conn, "SET auto_explain.log_min_duration = -1");
         PQclear(r);
         for (int i = 0; i < 100; i++)
