@@ -445,13 +445,14 @@ static void unlock_outbox(PGconn *l)
         PQfinish(l);
 }
 
+/* chargeonce's settle statements waiting on a lock */
+#define SETTLES_WAITING                                                        \
+        " FROM pg_stat_activity WHERE datname = current_database() AND"        \
+        " wait_event_type = 'Lock' AND query LIKE '%%co_settle_input%%'"
+
 static long settles_waiting(struct ctx *c)
 {
-        return sc_sql_long(&c->run.sc,
-                           "SELECT count(*) FROM pg_stat_activity WHERE"
-                           " datname = current_database() AND"
-                           " wait_event_type = 'Lock' AND query LIKE"
-                           " '%%co_settle_input%%'");
+        return sc_sql_long(&c->run.sc, "SELECT count(*)" SETTLES_WAITING);
 }
 
 /* Waits until settles queue behind the lock (at least one, then up to
@@ -476,11 +477,8 @@ static long wait_settles(struct ctx *c, int ms)
 static void settle_pids(struct ctx *c, char *buf, size_t n)
 {
         const char *v =
-            sc_sql(&c->run.sc, "SELECT coalesce(array_agg(pid), '{}') FROM"
-                               " pg_stat_activity WHERE"
-                               " datname = current_database() AND"
-                               " wait_event_type = 'Lock' AND query LIKE"
-                               " '%%co_settle_input%%'");
+            sc_sql(&c->run.sc,
+                   "SELECT coalesce(array_agg(pid), '{}')" SETTLES_WAITING);
 
         snprintf(buf, n, "%s", v ? v : "{}");
 }
@@ -508,7 +506,7 @@ static long finished_payments(struct ctx *c)
  * lock released; they commit on the server behind the cut. */
 static void act_settle(struct ctx *c, struct fault_rec *fr)
 {
-        int64_t t_lock = nf_now_ms(), end;
+        int64_t t_lock = nf_now_ms(), held_ms, end;
         PGconn *l      = lock_outbox(c);
         char pids[1024];
         long waiting, done0;
@@ -519,7 +517,7 @@ static void act_settle(struct ctx *c, struct fault_rec *fr)
         fr->t_fault = nf_now_ms();
         netns(c, "fault", "blackhole", c->port_pg);
         unlock_outbox(l);
-        t_lock = nf_now_ms() - t_lock;
+        held_ms = nf_now_ms() - t_lock;
         /* not merely past the lock: committed, or fenced */
         end = nf_now_ms() + 5000;
         while (settles_running(c, pids) > 0 && nf_now_ms() < end)
@@ -528,7 +526,7 @@ static void act_settle(struct ctx *c, struct fault_rec *fr)
         printf("netfault: settle: %ld settle statement(s) waited on the "
                "lock (held %lld ms); %ld payment(s) settled on the server "
                "behind the cut\n",
-               waiting, (long long)t_lock, fr->exercised);
+               waiting, (long long)held_ms, fr->exercised);
         hold(c, fr, c->o.hold_ms - (int)(nf_now_ms() - fr->t_fault));
         heal(c, fr, c->port_pg);
 }
