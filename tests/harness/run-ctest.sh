@@ -30,11 +30,13 @@ CHARGEONCE_TEST_LOG_ROOT=$(mktemp -d "${TMPDIR:-/tmp}/chargeonce-test-logs.XXXXX
 export CHARGEONCE_TEST_LOG_ROOT
 trap 'rm -f "$out"' EXIT
 ran=()
+# a line for the output and for the summary of a failed run
+note() { echo "run-ctest: $*" | tee -a "$out" >&2; }
 
 run() { # run BUILD-DIR CTEST-ARGS...
 	local dir=$1
 	shift
-	echo "== ctest in $dir $*"
+	echo "== ctest in $dir $*" | tee -a "$out"
 	case " ${ran[*]} " in *" $dir "*) ;; *) ran+=("$dir") ;; esac
 	ctest --test-dir "$dir" -j"$jobs" --output-on-failure \
 		--timeout 600 "$@" 2>&1 | tee -a "$out"
@@ -79,11 +81,11 @@ else
 	run build-test -L netfault
 fi
 if grep -qE '\*\*\*Skipped|  Skipped ' "$out"; then
-	echo "run-ctest: some tests were skipped; every service is up, so that is a failure" >&2
+	note "some tests were skipped; every service is up, so that is a failure"
 	rc=1
 fi
 if ! grep -qE '[0-9]+% tests passed' "$out" || grep -q 'No tests were found' "$out"; then
-	echo "run-ctest: no test ran" >&2
+	note "no test ran"
 	rc=1
 fi
 
@@ -101,9 +103,11 @@ if [ -n "${CHARGEONCE_TEST_DIR:-}" ]; then
 		"$CHARGEONCE_TEST_DIR"/kafka/server.log "$CHARGEONCE_TEST_DIR"/*.log)
 fi
 t0=$SECONDS
-if ! "${CO_PYTHON:-python3}" tests/harness/logscan.py \
-	--secrets tests/harness/log-secrets.txt "${logs[@]}"; then
-	echo "run-ctest: a log holds card data, an e-mail address or a secret (above)" >&2
+"${CO_PYTHON:-python3}" tests/harness/logscan.py \
+	--secrets tests/harness/log-secrets.txt "${logs[@]}" 2>&1 |
+	sed 's/^/logscan: /; s/^logscan: logscan: /logscan: /' | tee -a "$out"
+if [ "${PIPESTATUS[0]}" != 0 ]; then
+	note "a log holds card data, an e-mail address or a secret (above)"
 	rc=1
 fi
 echo "run-ctest: log scan took $((SECONDS - t0)) s"
@@ -111,5 +115,11 @@ if [ $rc = 0 ]; then
 	rm -rf "$CHARGEONCE_TEST_LOG_ROOT"
 else
 	echo "run-ctest: the tests' process logs are kept in $CHARGEONCE_TEST_LOG_ROOT" >&2
+	# what failed, in a few lines: with-services prints it again after the
+	# services' logs, whose tails would otherwise end the output and hide it
+	if [ -n "${CHARGEONCE_FAILURE_SUMMARY:-}" ]; then
+		grep -E '^== ctest in |\*\*\*(Failed|Timeout|Exception|Skipped)|^FAIL |CHECK failed|REQUIRE failed|^(NOT EXERCISED|SLOW|VIOLATION):|AddressSanitizer|LeakSanitizer|runtime error:|^logscan: |^run-ctest: ' \
+			"$out" | cut -c1-400 | tail -n 60 >"$CHARGEONCE_FAILURE_SUMMARY" || true
+	fi
 fi
 exit $rc
