@@ -117,9 +117,9 @@ else
 	echo "run-ctest: the tests' process logs are kept in $CHARGEONCE_TEST_LOG_ROOT" >&2
 	# what failed, in a few lines: with-services prints it again after the
 	# services' logs, whose tails would otherwise end the output and hide it
-	if [ -n "${CHARGEONCE_FAILURE_SUMMARY:-}" ]; then
-		grep -E '^== ctest in |\*\*\*(Failed|Timeout|Exception|Skipped)|^FAIL |CHECK failed|REQUIRE failed|^(NOT EXERCISED|SLOW|VIOLATION):|AddressSanitizer|LeakSanitizer|runtime error:|^logscan: |^run-ctest: ' \
-			"$out" | cut -c1-400 | tail -n 60 >"$CHARGEONCE_FAILURE_SUMMARY" || true
+	if [ -n "${CHARGEONCE_TEST_FAILURE_SUMMARY:-}" ]; then
+		grep -E '^== ctest in |\*\*\*(Failed|Timeout|Exception|Skipped)| - .* \((Failed|Timeout|Not Run|SEGFAULT|Subprocess aborted|Child aborted|Exception)\)$|^Errors while running CTest|^Failed to |No tests were found|^FAIL |CHECK failed|REQUIRE failed|^(NOT EXERCISED|SLOW|VIOLATION):|AddressSanitizer|LeakSanitizer|runtime error:|^logscan: |^run-ctest: ' \
+			"$out" | cut -c1-400 | tail -n 60 >"$CHARGEONCE_TEST_FAILURE_SUMMARY" || true
 	fi
 fi
 exit $rc
