@@ -19,7 +19,8 @@
 # the server's, not estimates; the WAL figure includes full-page images
 # after each checkpoint (as in production) and autovacuum's writes in the
 # window. Builds what it needs as bench/ab.sh does (BUILD_DIR, default
-# <repo>/build-bench); CO_BIN overrides the chargeonce binary.
+# <repo>/build-bench); CO_BIN overrides the chargeonce binary; CAP_SQL is
+# run on the migrated database before the run (an A/B of a setting).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 N=${1:-10000}
@@ -57,9 +58,15 @@ export WORK=$out
 		  '"'"'indexes'"'"', (SELECT json_object_agg(indexrelname,
 		                      pg_relation_size(indexrelid))
 		                   FROM pg_stat_user_indexes),
+		  '"'"'heaps'"'"', (SELECT json_object_agg(relname,
+		                      pg_relation_size(relid))
+		                   FROM pg_stat_user_tables),
 		  '"'"'filenodes'"'"', (SELECT json_object_agg(
-		                      pg_relation_filenode(indexrelid)::text,
-		                      indexrelname) FROM pg_stat_user_indexes),
+		                      pg_relation_filenode(r)::text, name)
+		                   FROM (SELECT indexrelid, indexrelname
+		                           FROM pg_stat_user_indexes
+		                         UNION ALL SELECT relid, relname
+		                           FROM pg_stat_user_tables) AS f(r, name)),
 		  '"'"'statements'"'"', (SELECT coalesce(json_agg(json_build_array(
 		                      left(regexp_replace(query, '"'"'\s+'"'"', '"'"' '"'"', '"'"'g'"'"'), 70),
 		                      calls, total_exec_time + total_plan_time, rows, wal_bytes,
@@ -72,11 +79,26 @@ export WORK=$out
 		psql_q "$db" "SELECT pg_stat_statements_reset()" >/dev/null
 	}
 	# waldump FROM TO: per index file, its B-tree entries written and its
-	# BRIN summary updates between two LSNs ("relfilenode kind count")
+	# BRIN summary updates between two LSNs ("relfilenode kind count"), and
+	# per relation file and record type the records and their bytes, full
+	# images included ("relfilenode wal:RMGR/TYPE count bytes"; "-" for
+	# records of no relation: commits, ...)
 	waldump() {
 		"$pg_bin/pg_waldump" --path="$CHARGEONCE_TEST_DIR/pg/data/pg_wal" \
 			--start="$1" --end="$2" 2>/dev/null |
-			awk '"'"'/^rmgr: (Btree|BRIN) / {
+			awk '"'"'/^rmgr: / {
+				t = $0; sub(/.*desc: /, "", t); sub(/[ ,].*/, "", t)
+				l = $0; sub(/.*len \(rec\/tot\): *[0-9]+\/ */, "", l); sub(/,.*/, "", l)
+				r = "-"
+				if (match($0, /rel [0-9]+\/[0-9]+\/[0-9]+/)) {
+					r = substr($0, RSTART + 4, RLENGTH - 4); sub(/.*\//, "", r)
+				}
+				# an update whose new version went to another page (two
+				# blocks): no prefix/suffix compression of the new tuple
+				if ($2 == "Heap" && t ~ /UPDATE$/ && /blkref #1/) t = t "+otherpage"
+				k = r " wal:" $2 "/" t; c[k]++; b[k] += l
+			}
+			/^rmgr: (Btree|BRIN) / {
 				d = $0; sub(/.*desc: /, "", d); split(d, w, /[ ,]/)
 				if (!match($0, /rel [0-9]+\/[0-9]+\/[0-9]+/)) next
 				r = substr($0, RSTART + 4, RLENGTH - 4); sub(/.*\//, "", r)
@@ -87,10 +109,13 @@ export WORK=$out
 					n[r " entry"]++
 				}
 			}
-			END { for (k in n) print k, n[k] }'"'"' || true
+			END { for (k in n) print k, n[k]; for (k in c) print k, c[k], b[k] }'"'"' || true
 	}
 	lsn_of() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[\"lsn\"])" "$1"; }
 	db_new "$db"
+	# CAP_SQL: SQL run on the migrated database before the run (the A/B
+	# of a storage setting, e.g. a table'"'"'s fillfactor)
+	if [ -n "${CAP_SQL:-}" ]; then psql_q "$db" "$CAP_SQL" >/dev/null; fi
 	psql_q "$db" "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" >/dev/null
 	# planning time too (a server setting: this is a private server)
 	psql_q "$db" "ALTER SYSTEM SET pg_stat_statements.track_planning = on" >/dev/null
@@ -128,15 +153,18 @@ def lsn(x):
 out = {"intents": n}
 def waldump(i, names):
     """Per index: B-tree entries written and BRIN summary updates."""
-    got = {}
+    got, recs = {}, {}
     try:
         for line in open(f"{w}/w{i}.txt"):
-            node, kind, count = line.split()
-            name = names.get(node, "filenode " + node)
-            got.setdefault(name, {"entry": 0, "brin": 0})[kind] += int(count)
+            f = line.split()
+            name = names.get(f[0], "-" if f[0] == "-" else "filenode " + f[0])
+            if len(f) == 4:  # relfilenode wal:RMGR/TYPE count bytes
+                recs[(name, f[1][4:])] = (int(f[2]), int(f[3]))
+                continue
+            got.setdefault(name, {"entry": 0, "brin": 0})[f[1]] += int(f[2])
     except FileNotFoundError:
         pass
-    return got
+    return got, recs
 for i, (tag, a, b) in enumerate((("new", s[0], s[1]),
                                  ("redelivered", s[1], s[2])), 1):
     rows, idx_entries, hot = {}, 0.0, 0.0
@@ -152,6 +180,9 @@ for i, (tag, a, b) in enumerate((("new", s[0], s[1]),
     ibytes = {i: round((v - a["indexes"].get(i, 0)) / n, 1)
               for i, v in b["indexes"].items()
               if v - a["indexes"].get(i, 0) > 0}
+    hbytes = {t: round((v - a.get("heaps", {}).get(t, 0)) / n, 1)
+              for t, v in b.get("heaps", {}).items()
+              if v - a.get("heaps", {}).get(t, 0) > 0}
     stm = []
     for q, calls, ms, nrows, wal, plans, plan_ms in b.get("statements", []):
         if ms / n * 1000 >= 1:  # at least 1 us per intent
@@ -160,7 +191,10 @@ for i, (tag, a, b) in enumerate((("new", s[0], s[1]),
                         "plan_us_per_intent": round(plan_ms / n * 1000, 1),
                         "wal_bytes_per_intent": round(int(wal) / n)})
     stm.sort(key=lambda x: -x["us_per_intent"])
-    wd = waldump(i, b.get("filenodes") or {})
+    wd, recs = waldump(i, b.get("filenodes") or {})
+    # WAL bytes per intent by relation and record type, the largest first
+    wal_by = sorted(((k[0], k[1], round(c / n, 2), round(by / n, 1))
+                     for k, (c, by) in recs.items()), key=lambda x: -x[3])
     entries = {k: round(v["entry"] / n, 2) for k, v in wd.items() if v["entry"]}
     brin = {k: round(v["brin"] / n, 2) for k, v in wd.items() if v["brin"]}
     out[tag] = {
@@ -176,8 +210,12 @@ for i, (tag, a, b) in enumerate((("new", s[0], s[1]),
         "hot_updates_per_intent": round(hot, 2),
         "rows_per_intent": rows,
         "index_bytes_per_intent": ibytes,
+        "table_bytes_per_intent": hbytes,
         "statement_us_per_intent": round(sum(x["us_per_intent"] for x in stm), 1),
         "statements": stm,
+        "wal_by_relation": [{"relation": r, "record": t, "records": c,
+                             "bytes": by} for r, t, c, by in wal_by
+                            if by >= 1],
     }
 for tag in ("new", "redelivered"):
     o = out[tag]
@@ -190,12 +228,17 @@ for tag in ("new", "redelivered"):
           f"{o['statement_us_per_intent']} us of statements per intent")
     for t, (i, u, d, h) in sorted(o["rows_per_intent"].items()):
         print(f"   {t:22} insert {i:5}  update {u:5} (HOT {h:5})  delete {d:5}")
+    for t, v in sorted(o["table_bytes_per_intent"].items(), key=lambda x: -x[1]):
+        print(f"   table {t:40} {v:7} bytes")
     for i, v in sorted(o["index_bytes_per_intent"].items(), key=lambda x: -x[1]):
         print(f"   index {i:40} {v:7} bytes")
     for i, v in sorted(o["index_entries_by_index"].items(), key=lambda x: -x[1]):
         print(f"   index {i:40} {v:7} entries written (WAL)")
     for i, v in sorted(o["brin_updates_by_index"].items(), key=lambda x: -x[1]):
         print(f"   index {i:40} {v:7} BRIN summary updates (WAL)")
+    for x in o["wal_by_relation"][:16]:
+        print(f"   WAL {x['bytes']:8} B {x['records']:6} records"
+              f"  {x['relation']:40} {x['record']}")
     for x in o["statements"][:8]:
         print(f"   {x['us_per_intent']:8} us (plan {x['plan_us_per_intent']:6})"
               f" {x['wal_bytes_per_intent']:6} B WAL"
