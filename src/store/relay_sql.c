@@ -723,9 +723,14 @@ int store_relay_standbys_flushed(struct store_relay *sr, const char *lsn,
 
         *flushed = *hidden = 0;
         /* a walsender of a logical slot is no standby a failover can
-         * promote */
+         * promote, and neither is a WAL receiver (pg_receivewal
+         * --synchronous as a WAL archiver runs it, pg_basebackup's WAL
+         * stream): it reports a flush position but never a replay
+         * position, which every standby does once it has said where it
+         * is */
         res = run(sr->work, "standbys",
-                  "SELECT count(*) FILTER (WHERE r.flush_lsn >= $1::pg_lsn),"
+                  "SELECT count(*) FILTER (WHERE r.flush_lsn >= $1::pg_lsn"
+                  "                          AND r.replay_lsn IS NOT NULL),"
                   "       count(*) FILTER (WHERE r.flush_lsn IS NULL"
                   "                          AND r.state IS NULL)"
                   "  FROM pg_stat_replication r"

@@ -165,7 +165,8 @@ int store_relay_wal_position(struct store_relay *sr, char *lsn, size_t lsn_size,
 /*
  * How many physical standbys streaming from this primary have flushed
  * its WAL up to lsn (pg_stat_replication.flush_lsn; logical walsenders
- * are not counted), into *flushed; *hidden: standbys whose position this
+ * and WAL receivers that replay nothing, such as pg_receivewal, are not
+ * counted), into *flushed; *hidden: standbys whose position this
  * role may not read (pg_read_all_stats or pg_monitor is needed), which
  * count as not flushed.
  */

@@ -152,6 +152,7 @@ CONF
 	cat >"$dir/pg.env" <<ENV
 export CHARGEONCE_TEST_PG='host=127.0.0.1 port=$port user=postgres dbname=postgres'
 export CHARGEONCE_TEST_PGPORT=$port
+export CHARGEONCE_TEST_PG_BIN='$(pg_bin)'
 ENV
 	[ -z "$addr" ] || cat >>"$dir/pg.env" <<ENV
 export CHARGEONCE_TEST_PG_NS='host=$addr port=$port user=postgres dbname=postgres'
