@@ -181,14 +181,22 @@ broken:
 }
 
 /* Rows of pg_stat_replication with a NULL state are walsenders whose
- * details this role may not see (pg_read_all_stats): unknown. */
+ * details this role may not see (pg_read_all_stats): unknown. A standby
+ * is a walsender that reports a replay position: a WAL receiver
+ * (pg_receivewal, a base backup's WAL stream) reports none and cannot be
+ * promoted, so it is no standby, even one that confirms commits; the
+ * last column counts every walsender that does (then commits do not
+ * wait). */
 #define REPLICATION_SQL                                                        \
         "SELECT current_setting('synchronous_commit'),"                        \
         " current_setting('synchronous_standby_names') <> '',"                 \
-        " count(*) FILTER (WHERE state = 'streaming'),"                        \
         " count(*) FILTER (WHERE state = 'streaming'"                          \
-        "  AND sync_state IN ('sync', 'quorum')),"                             \
-        " count(*) FILTER (WHERE state IS NULL)"                               \
+        "  AND replay_lsn IS NOT NULL),"                                       \
+        " count(*) FILTER (WHERE state = 'streaming'"                          \
+        "  AND replay_lsn IS NOT NULL AND sync_state IN ('sync', 'quorum')),"  \
+        " count(*) FILTER (WHERE state IS NULL),"                              \
+        " count(*) FILTER (WHERE state = 'streaming'"                          \
+        "  AND sync_state IN ('sync', 'quorum'))"                              \
         " FROM pg_stat_replication"
 
 int store_replication(struct store *st, int64_t timeout_ms,
@@ -217,7 +225,8 @@ int store_replication(struct store *st, int64_t timeout_ms,
                 out->sync_standbys = -1;
         } else if (names && waits_remote && out->sync_standbys > 0) {
                 out->mode = STORE_REPL_SYNC;
-        } else if (names && waits_remote && out->standbys == 0) {
+        } else if (names && waits_remote && out->standbys == 0 &&
+                   store_i64_field(res, 0, 5) == 0) {
                 out->mode = STORE_REPL_SYNC_WAITING;
         } else if (out->standbys > 0) {
                 out->mode = STORE_REPL_ASYNC;

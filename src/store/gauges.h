@@ -40,7 +40,8 @@ int store_gauges(struct store *st, int64_t timeout_ms, struct store_gauges *out,
  */
 enum store_replication {
         STORE_REPL_UNKNOWN = 0, /* pg_stat_replication not readable */
-        STORE_REPL_NONE,        /* no standby streaming */
+        STORE_REPL_NONE,        /* no standby streaming (a WAL receiver
+                                   such as pg_receivewal is none) */
         STORE_REPL_ASYNC,       /* standbys, none synchronous for commits */
         STORE_REPL_SYNC,        /* a synchronous standby confirms commits */
         STORE_REPL_SYNC_WAITING /* synchronous configured, none streaming:

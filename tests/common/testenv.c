@@ -3,9 +3,14 @@
 #include "testenv.h"
 #include "util/crypto.h"
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 bool testenv_have_services(void)
@@ -196,4 +201,67 @@ const char *testenv_pg_value(PGconn *conn, const char *sql)
         }
         PQclear(res);
         return r;
+}
+
+pid_t testenv_wal_receiver_start(char *dir, size_t dir_size)
+{
+        const char *bin = getenv("CHARGEONCE_TEST_PG_BIN");
+        const char *tmp = getenv("TMPDIR");
+        char exe[512];
+        pid_t pid;
+
+        if (!bin || !*bin || !testenv_pg()) {
+                fprintf(stderr, "testenv: CHARGEONCE_TEST_PG_BIN or "
+                                "CHARGEONCE_TEST_PG is not set (run under "
+                                "tests/harness/with-services)\n");
+                return -1;
+        }
+        snprintf(exe, sizeof(exe), "%s/pg_receivewal", bin);
+        snprintf(dir, dir_size, "%s/co-walrecv-XXXXXX", tmp ? tmp : "/tmp");
+        if (!mkdtemp(dir)) {
+                perror("testenv: mkdtemp");
+                return -1;
+        }
+        pid = fork();
+        if (pid < 0) {
+                perror("testenv: fork");
+                (void)rmdir(dir);
+                return -1;
+        }
+        if (pid == 0) {
+                int fd = open("/dev/null", O_WRONLY);
+
+                (void)prctl(PR_SET_PDEATHSIG, SIGTERM);
+                if (fd >= 0) {
+                        (void)dup2(fd, STDOUT_FILENO);
+                        (void)dup2(fd, STDERR_FILENO);
+                }
+                execl(exe, "pg_receivewal", "--synchronous", "--no-loop",
+                      "--status-interval=1", "-D", dir, "-d", testenv_pg(),
+                      (char *)NULL);
+                _exit(127);
+        }
+        return pid;
+}
+
+void testenv_wal_receiver_stop(pid_t pid, const char *dir)
+{
+        DIR *d;
+        struct dirent *e;
+        char f[1024];
+
+        if (pid > 0) {
+                (void)kill(pid, SIGTERM);
+                (void)waitpid(pid, NULL, 0);
+        }
+        d = opendir(dir);
+        while (d && (e = readdir(d))) {
+                if (e->d_name[0] == '.')
+                        continue;
+                snprintf(f, sizeof(f), "%s/%s", dir, e->d_name);
+                (void)unlink(f);
+        }
+        if (d)
+                closedir(d);
+        (void)rmdir(dir);
 }

@@ -12,6 +12,7 @@
 #include <libpq-fe.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 /* Exit status that ctest reports as "skipped" (SKIP_RETURN_CODE). */
 #define TESTENV_SKIP 77
@@ -48,5 +49,19 @@ rd_kafka_conf_t *testenv_kafka_conf(void);
 
 /* A single-row query's first value, or NULL (static buffer). */
 const char *testenv_pg_value(PGconn *conn, const char *sql);
+
+/*
+ * A WAL receiver that is no standby: pg_receivewal --synchronous
+ * (CHARGEONCE_TEST_PG_BIN), as a WAL archiver runs it, streaming from the
+ * tests' server into a new folder of its own under TMPDIR (outside the log
+ * root: the WAL holds every test's rows), written into dir. It reports a
+ * flush position and no replay position; nothing can be promoted from
+ * it. Dies with the calling process. Returns its pid, or -1 (message on
+ * stderr).
+ */
+pid_t testenv_wal_receiver_start(char *dir, size_t dir_size);
+
+/* Stops it and removes its folder. */
+void testenv_wal_receiver_stop(pid_t pid, const char *dir);
 
 #endif

@@ -46,14 +46,10 @@
 #include "relay/relay.h"
 #include "util/config.h"
 
-#include <dirent.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1093,61 +1089,6 @@ static void notopic(void)
         sc_cleanup(&sc);
 }
 
-/* A WAL receiver that is no standby: pg_receivewal --synchronous, as a
- * WAL archiver runs it (pg_basebackup's WAL stream is the same client),
- * streaming from the tests' server into a folder of its own (outside the
- * log root: the WAL holds every test's rows). It reports a flush
- * position and no replay position, and nothing can be promoted from it.
- * Its pid; *dir gets the folder. */
-static pid_t wal_receiver_start(char *dir, size_t dir_size)
-{
-        const char *bin = getenv("CHARGEONCE_TEST_PG_BIN");
-        char exe[512];
-        pid_t pid;
-
-        SC_CHECK(bin && *bin, "CHARGEONCE_TEST_PG_BIN is not set (run "
-                              "under tests/harness/with-services)");
-        snprintf(exe, sizeof(exe), "%s/pg_receivewal", bin);
-        snprintf(dir, dir_size, "%s/co-walrecv-XXXXXX",
-                 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-        SC_CHECK(mkdtemp(dir) != NULL, "mkdtemp");
-        pid = fork();
-        SC_CHECK(pid >= 0, "fork");
-        if (pid == 0) {
-                int fd = open("/dev/null", O_WRONLY);
-
-                (void)prctl(PR_SET_PDEATHSIG, SIGTERM);
-                if (fd >= 0) {
-                        (void)dup2(fd, STDOUT_FILENO);
-                        (void)dup2(fd, STDERR_FILENO);
-                }
-                execl(exe, "pg_receivewal", "--synchronous", "--no-loop",
-                      "--status-interval=1", "-D", dir, "-d", testenv_pg(),
-                      (char *)NULL);
-                _exit(127);
-        }
-        return pid;
-}
-
-static void wal_receiver_stop(pid_t pid, const char *dir)
-{
-        DIR *d = opendir(dir);
-        struct dirent *e;
-        char f[768];
-
-        (void)kill(pid, SIGTERM);
-        (void)waitpid(pid, NULL, 0);
-        while (d && (e = readdir(d))) {
-                if (e->d_name[0] == '.')
-                        continue;
-                snprintf(f, sizeof(f), "%s/%s", dir, e->d_name);
-                (void)unlink(f);
-        }
-        if (d)
-                closedir(d);
-        (void)rmdir(dir);
-}
-
 /*
  * relay.wait_for_standbys: with no standby streaming from this primary
  * (the harness has none), a relay that waits for one publishes nothing
@@ -1171,7 +1112,8 @@ static void standby_wait(void)
         insert_rows(&sc, 0, 50, 10);
         snprintf(lsn, sizeof(lsn), "%s",
                  sc_sql(&sc, "SELECT pg_current_wal_lsn()"));
-        wal = wal_receiver_start(wdir, sizeof(wdir));
+        wal = testenv_wal_receiver_start(wdir, sizeof(wdir));
+        SC_CHECK(wal > 0, "pg_receivewal did not start");
         snprintf(q, sizeof(q),
                  "SELECT count(*) > 0 FROM pg_stat_replication"
                  " WHERE application_name = 'pg_receivewal'"
@@ -1193,7 +1135,7 @@ static void standby_wait(void)
                  "%ld row(s) published with no standby to have them",
                  50 - unpublished(&sc));
         stop_ok(&c);
-        wal_receiver_stop(wal, wdir);
+        testenv_wal_receiver_stop(wal, wdir);
         co_start(&sc, &c, "relay", NULL, NULL, NULL);
         SC_CHECK(wait_published(&sc, T_WAIT), "%ld row(s) left unpublished",
                  unpublished(&sc));

@@ -9,7 +9,9 @@
  * and published; an insert rolled back is passed; a row opened again
  * (republished, unparked) brings the cursor back below it; the mark is a
  * HOT update (no index names published_at any more); writers holding
- * their inserts open beside a relay that advances all along lose none.
+ * their inserts open beside a relay that advances all along lose none; a
+ * WAL receiver that replays nothing is no standby to the relay's wait or
+ * to the replication gauges.
  *
  * A chained suite (tests/common/cases.h): the cases run in order on one
  * database; store_relay_cursor_<case> runs the ones before it first.
@@ -17,7 +19,9 @@
 #include "cases.h"
 #include "storetest.h"
 
+#include "store/gauges.h"
 #include "store/relay_sql.h"
+#include "testenv.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -358,6 +362,44 @@ static void concurrent_writers(void)
                                            " 'id')::regclass)"));
 }
 
+/*
+ * A WAL receiver is no standby (pg_receivewal --synchronous, as a WAL
+ * archiver runs it): it flushes the primary's WAL but replays nothing and
+ * cannot be promoted, so neither the relay's wait for standbys nor the
+ * replication gauges count it (the harness has no standby of its own).
+ */
+static void wal_receiver_not_standby(void)
+{
+        struct store_replication_info ri;
+        struct store *st = st_store();
+        char dir[512], lsn[32], q[256], err[512];
+        int flushed = -1, hidden = -1;
+        pid_t pid;
+
+        snprintf(lsn, sizeof(lsn), "%s",
+                 testenv_pg_value(pg, "SELECT pg_current_wal_lsn()"));
+        pid = testenv_wal_receiver_start(dir, sizeof(dir));
+        REQUIRE(pid > 0);
+        snprintf(q, sizeof(q),
+                 "SELECT count(*) FROM pg_stat_replication"
+                 " WHERE application_name = 'pg_receivewal'"
+                 "   AND flush_lsn >= '%s'",
+                 lsn);
+        for (int i = 0; i < 200 && st_count(pg, "%s", q) < 1; i++)
+                nanosleep(&(struct timespec){ 0, 100000000 }, NULL);
+        CHECK_EQ_I(st_count(pg, "%s", q), 1);
+        CHECK(store_relay_standbys_flushed(sr, lsn, &flushed, &hidden, err,
+                                           sizeof(err)) == STORE_OK);
+        CHECK_EQ_I(flushed, 0);
+        CHECK_EQ_I(hidden, 0);
+        CHECK(store_replication(st, 5000, &ri, err, sizeof(err)) == STORE_OK);
+        CHECK_EQ_I(ri.standbys, 0);
+        CHECK_EQ_I(ri.sync_standbys, 0);
+        CHECK_EQ_I(ri.mode, STORE_REPL_NONE);
+        testenv_wal_receiver_stop(pid, dir);
+        store_destroy(st);
+}
+
 static int setup(void)
 {
         char err[512];
@@ -393,6 +435,8 @@ int main(int argc, char **argv)
                 { "mark_is_hot", mark_is_hot, NULL, NULL },
                 { "sequence_cache", sequence_cache, NULL, NULL },
                 { "concurrent_writers", concurrent_writers, NULL, NULL },
+                { "wal_receiver_not_standby", wal_receiver_not_standby, NULL,
+                  NULL },
         };
         return st_suite_main("store_relay_cursor", cases,
                              sizeof(cases) / sizeof(cases[0]), setup, teardown,
