@@ -36,7 +36,8 @@ usage: bench/history.sh [OPTIONS] CONNINFO N
 Fills the chargeonce database CONNINFO (a libpq conninfo or URI; migrated
 with `chargeonce migrate`, holding no payments) with N payments of history
 over the last DAYS days, then ANALYZE. Prints the rate, the rows per table
-and kind ('count NAME VALUE' lines) and the table sizes ('size' lines).
+and kind ('count NAME VALUE' lines) and the table sizes ('size NAME
+total=BYTES heap=BYTES indexes=BYTES (PRETTY)' lines).
 
   --append        add to a database that holds data already (new ids)
   --days D        history span in days (default 365)
@@ -306,12 +307,18 @@ awk -v n="$n" -v f="$fill_ms" -v a="$((t2 - t1))" -v c="$((t3 - t2))" \
 }'
 [ -z "$verdict" ] || [ "$verdict" = ok ] || exit 1
 part report | sed 's/^/count /'
-# every table of the schema: total, heap (with TOAST), indexes
+# every table of the schema: total, heap (with TOAST), indexes. Named
+# fields, not bare numbers in a row: byte counts side by side, one space
+# apart, read as a card number in groups now and then (the log scan of
+# the tests, tests/harness/logscan.py, found a Luhn-valid Diners number in
+# "3694592 2859008")
 psql_q -F ' ' -c "
-SELECT 'size', c.relname, pg_total_relation_size(c.oid), pg_table_size(c.oid),
-       pg_indexes_size(c.oid), pg_size_pretty(pg_total_relation_size(c.oid))
+SELECT 'size', c.relname, 'total=' || pg_total_relation_size(c.oid),
+       'heap=' || pg_table_size(c.oid), 'indexes=' || pg_indexes_size(c.oid),
+       '(' || pg_size_pretty(pg_total_relation_size(c.oid)) || ')'
   FROM pg_class c
  WHERE c.relkind = 'r' AND c.relnamespace = current_schema()::regnamespace
  ORDER BY pg_total_relation_size(c.oid) DESC, c.relname"
-psql_q -F ' ' -c "SELECT 'size', '(database)', pg_database_size(current_database()),
-       0, 0, pg_size_pretty(pg_database_size(current_database()))"
+psql_q -F ' ' -c "SELECT 'size', '(database)',
+       'total=' || pg_database_size(current_database()), 'heap=0', 'indexes=0',
+       '(' || pg_size_pretty(pg_database_size(current_database())) || ')'"

@@ -90,7 +90,7 @@ check "--bulk: every index, key and foreign key as migrate made it ($(wc -l <"$t
 check "... (the dump names payments_pkey and a foreign key)" \
 	"$(grep -c '^payments payments_pkey p \|FOREIGN KEY' "$tmp/schema.before")" -ge 2
 check "the size of every table is reported" \
-	"$(grep -Ec '^size (payments|inbox|outbox|ledger_postings|webhook_events|gateway_evidence) [0-9]+' "$tmp/out")" = 6
+	"$(grep -Ec '^size (payments|inbox|outbox|ledger_postings|webhook_events|gateway_evidence) total=[0-9]+ heap=[0-9]+ indexes=[0-9]+ ' "$tmp/out")" = 6
 
 # the audit
 audit=(audit)
