@@ -207,10 +207,11 @@ pid_t testenv_wal_receiver_start(char *dir, size_t dir_size)
 {
         const char *bin = getenv("CHARGEONCE_TEST_PG_BIN");
         const char *tmp = getenv("TMPDIR");
+        const char *pg  = testenv_pg();
         char exe[512];
         pid_t pid;
 
-        if (!bin || !*bin || !testenv_pg()) {
+        if (!bin || !*bin || !pg) {
                 fprintf(stderr, "testenv: CHARGEONCE_TEST_PG_BIN or "
                                 "CHARGEONCE_TEST_PG is not set (run under "
                                 "tests/harness/with-services)\n");
@@ -228,7 +229,7 @@ pid_t testenv_wal_receiver_start(char *dir, size_t dir_size)
                 (void)rmdir(dir);
                 return -1;
         }
-        if (pid == 0) {
+        if (pid == 0) { /* only async-signal-safe calls until the exec */
                 int fd = open("/dev/null", O_WRONLY);
 
                 (void)prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -237,8 +238,7 @@ pid_t testenv_wal_receiver_start(char *dir, size_t dir_size)
                         (void)dup2(fd, STDERR_FILENO);
                 }
                 execl(exe, "pg_receivewal", "--synchronous", "--no-loop",
-                      "--status-interval=1", "-D", dir, "-d", testenv_pg(),
-                      (char *)NULL);
+                      "--status-interval=1", "-D", dir, "-d", pg, (char *)NULL);
                 _exit(127);
         }
         return pid;

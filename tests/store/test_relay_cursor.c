@@ -385,9 +385,10 @@ static void wal_receiver_not_standby(void)
                  " WHERE application_name = 'pg_receivewal'"
                  "   AND flush_lsn >= '%s'",
                  lsn);
+        /* at least one: relay_standby_wait may run its own beside */
         for (int i = 0; i < 200 && st_count(pg, "%s", q) < 1; i++)
                 nanosleep(&(struct timespec){ 0, 100000000 }, NULL);
-        CHECK_EQ_I(st_count(pg, "%s", q), 1);
+        CHECK(st_count(pg, "%s", q) >= 1);
         CHECK(store_relay_standbys_flushed(sr, lsn, &flushed, &hidden, err,
                                            sizeof(err)) == STORE_OK);
         CHECK_EQ_I(flushed, 0);
