@@ -203,6 +203,16 @@ const char *testenv_pg_value(PGconn *conn, const char *sql)
         return r;
 }
 
+/* the receiver running, stopped at exit too (a failed check exits) */
+static pid_t wal_pid;
+static char wal_dir[512];
+
+static void wal_receiver_at_exit(void)
+{
+        if (wal_pid > 0)
+                testenv_wal_receiver_stop(wal_pid, wal_dir);
+}
+
 pid_t testenv_wal_receiver_start(char *dir, size_t dir_size)
 {
         const char *bin = getenv("CHARGEONCE_TEST_PG_BIN");
@@ -241,6 +251,10 @@ pid_t testenv_wal_receiver_start(char *dir, size_t dir_size)
                       "--status-interval=1", "-D", dir, "-d", pg, (char *)NULL);
                 _exit(127);
         }
+        if (!wal_pid && !wal_dir[0])
+                atexit(wal_receiver_at_exit);
+        wal_pid = pid;
+        snprintf(wal_dir, sizeof(wal_dir), "%s", dir);
         return pid;
 }
 
@@ -254,6 +268,8 @@ void testenv_wal_receiver_stop(pid_t pid, const char *dir)
                 (void)kill(pid, SIGTERM);
                 (void)waitpid(pid, NULL, 0);
         }
+        if (pid == wal_pid)
+                wal_pid = 0;
         d = opendir(dir);
         while (d && (e = readdir(d))) {
                 if (e->d_name[0] == '.')

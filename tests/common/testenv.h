@@ -56,8 +56,9 @@ const char *testenv_pg_value(PGconn *conn, const char *sql);
  * tests' server into a new folder of its own under TMPDIR (outside the log
  * root: the WAL holds every test's rows), written into dir. It reports a
  * flush position and no replay position; nothing can be promoted from
- * it. Dies with the calling process. Returns its pid, or -1 (message on
- * stderr).
+ * it. Dies with the calling process; stopped and its folder removed at
+ * exit if still running (a failed check exits). One at a time. Returns
+ * its pid, or -1 (message on stderr).
  */
 pid_t testenv_wal_receiver_start(char *dir, size_t dir_size);
 
