@@ -213,13 +213,33 @@ static void wal_receiver_at_exit(void)
                 testenv_wal_receiver_stop(wal_pid, wal_dir);
 }
 
-pid_t testenv_wal_receiver_start(char *dir, size_t dir_size)
+/* Has the receiver named name flushed the WAL up to lsn? */
+static bool wal_receiver_flushed(PGconn *c, const char *name, const char *lsn)
 {
+        const char *v[2] = { name, lsn };
+        PGresult *r      = PQexecParams(
+                 c,
+                 "SELECT count(*) > 0 FROM pg_stat_replication"
+                      " WHERE application_name = $1 AND flush_lsn >= $2::pg_lsn",
+                 2, NULL, v, NULL, NULL, 0);
+        bool ok = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 &&
+                  !strcmp(PQgetvalue(r, 0, 0), "t");
+
+        PQclear(r);
+        return ok;
+}
+
+pid_t testenv_wal_receiver_start(char *dir, size_t dir_size, int timeout_ms)
+{
+        static int seq;
         const char *bin = getenv("CHARGEONCE_TEST_PG_BIN");
         const char *tmp = getenv("TMPDIR");
         const char *pg  = testenv_pg();
-        char exe[512];
+        char exe[512], name[64], conninfo[1200], lsn[32];
+        const char *v;
+        PGconn *c;
         pid_t pid;
+        bool ok = false;
 
         if (!bin || !*bin || !pg) {
                 fprintf(stderr, "testenv: CHARGEONCE_TEST_PG_BIN or "
@@ -227,16 +247,32 @@ pid_t testenv_wal_receiver_start(char *dir, size_t dir_size)
                                 "tests/harness/with-services)\n");
                 return -1;
         }
+        c = PQconnectdb(pg);
+        v = PQstatus(c) == CONNECTION_OK
+                ? testenv_pg_value(c, "SELECT pg_current_wal_lsn()")
+                : NULL;
+        if (!v) {
+                fprintf(stderr, "testenv: %s", PQerrorMessage(c));
+                PQfinish(c);
+                return -1;
+        }
+        snprintf(lsn, sizeof(lsn), "%s", v);
+        /* a name of its own: another test may run a receiver beside */
+        snprintf(name, sizeof(name), "co-walrecv-%d-%d", (int)getpid(), ++seq);
+        snprintf(conninfo, sizeof(conninfo), "%s application_name=%s", pg,
+                 name);
         snprintf(exe, sizeof(exe), "%s/pg_receivewal", bin);
         snprintf(dir, dir_size, "%s/co-walrecv-XXXXXX", tmp ? tmp : "/tmp");
         if (!mkdtemp(dir)) {
                 perror("testenv: mkdtemp");
+                PQfinish(c);
                 return -1;
         }
         pid = fork();
         if (pid < 0) {
                 perror("testenv: fork");
                 (void)rmdir(dir);
+                PQfinish(c);
                 return -1;
         }
         if (pid == 0) { /* only async-signal-safe calls until the exec */
@@ -248,13 +284,29 @@ pid_t testenv_wal_receiver_start(char *dir, size_t dir_size)
                         (void)dup2(fd, STDERR_FILENO);
                 }
                 execl(exe, "pg_receivewal", "--synchronous", "--no-loop",
-                      "--status-interval=1", "-D", dir, "-d", pg, (char *)NULL);
+                      "--status-interval=1", "-D", dir, "-d", conninfo,
+                      (char *)NULL);
                 _exit(127);
         }
         if (!wal_pid && !wal_dir[0])
                 atexit(wal_receiver_at_exit);
         wal_pid = pid;
         snprintf(wal_dir, sizeof(wal_dir), "%s", dir);
+        /* streaming: it has flushed the WAL written before it started */
+        for (int waited = 0; waited < timeout_ms; waited += 100) {
+                if ((ok = wal_receiver_flushed(c, name, lsn)))
+                        break;
+                usleep(100 * 1000);
+        }
+        PQfinish(c);
+        if (!ok) {
+                fprintf(stderr,
+                        "testenv: pg_receivewal did not flush the WAL up to "
+                        "%s in %d ms\n",
+                        lsn, timeout_ms);
+                testenv_wal_receiver_stop(pid, dir);
+                return -1;
+        }
         return pid;
 }
 

@@ -56,11 +56,13 @@ const char *testenv_pg_value(PGconn *conn, const char *sql);
  * tests' server into a new folder of its own under TMPDIR (outside the log
  * root: the WAL holds every test's rows), written into dir. It reports a
  * flush position and no replay position; nothing can be promoted from
- * it. Dies with the calling process; stopped and its folder removed at
- * exit if still running (a failed check exits). One at a time. Returns
- * its pid, or -1 (message on stderr).
+ * it. Returns once it has flushed the WAL written before it started
+ * (within timeout_ms), with an application_name of its own; dies with the
+ * calling process; stopped and its folder removed at exit if still running
+ * (a failed check exits). One at a time. Returns its pid, or -1 (message
+ * on stderr, nothing left running).
  */
-pid_t testenv_wal_receiver_start(char *dir, size_t dir_size);
+pid_t testenv_wal_receiver_start(char *dir, size_t dir_size, int timeout_ms);
 
 /* Stops it and removes its folder. */
 void testenv_wal_receiver_stop(pid_t pid, const char *dir);
