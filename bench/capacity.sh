@@ -98,14 +98,12 @@ export WORK=$out
 				if ($2 == "Heap" && t ~ /UPDATE$/ && /blkref #1/) t = t "+otherpage"
 				k = r " wal:" $2 "/" t; c[k]++; b[k] += l
 			}
-			/^rmgr: (Btree|BRIN) / {
-				d = $0; sub(/.*desc: /, "", d); split(d, w, /[ ,]/)
-				if (!match($0, /rel [0-9]+\/[0-9]+\/[0-9]+/)) next
-				r = substr($0, RSTART + 4, RLENGTH - 4); sub(/.*\//, "", r)
+			# the index records of a relation (r, t from the block above)
+			/^rmgr: (Btree|BRIN) / && r != "-" {
 				if ($2 == "BRIN") {
-					if (w[1] ~ /^(INSERT|UPDATE|SAMEPAGE_UPDATE)$/) n[r " brin"]++
-				} else if (w[1] ~ /^INSERT_(LEAF|POST)$/ ||
-				           (w[1] ~ /^SPLIT_[LR]$/ && d ~ /level 0,/)) {
+					if (t ~ /^(INSERT|UPDATE|SAMEPAGE_UPDATE)$/) n[r " brin"]++
+				} else if (t ~ /^INSERT_(LEAF|POST)$/ ||
+				           (t ~ /^SPLIT_[LR]$/ && /desc: .*level 0,/)) {
 					n[r " entry"]++
 				}
 			}
