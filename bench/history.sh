@@ -230,6 +230,15 @@ bulk_build() {
 	while [ ${#job[@]} -gt 0 ]; do reap || bad=1; done
 	[ $bad = 0 ] || return 1
 	psql_q -1 -f "$work/bulk.key" -f "$work/bulk.fk" >/dev/null
+	# as migration 0025: a BRIN index just built has summarized the range
+	# its table is filling, which every later insert would rewrite
+	psql_q -c "SELECT count(brin_desummarize_range(i.indexrelid::regclass,
+	                  greatest(pg_relation_size(i.indrelid)
+	                           / current_setting('block_size')::bigint - 1, 0)))
+	             FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid
+	             JOIN pg_class ic ON ic.oid = i.indexrelid
+	             JOIN pg_am a ON a.oid = ic.relam
+	            WHERE $in_filled AND a.amname = 'brin'" >/dev/null
 }
 if [ $bulk = on ]; then
 	bulk_drop
