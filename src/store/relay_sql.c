@@ -404,23 +404,25 @@ int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
          * whose first row is in $5 (in flight, not marked yet) offers
          * nothing: the skip comes after f, never before it, or the key's
          * next row would be offered while the earlier one is unmarked.
+         * w carries the columns the relay needs, so f's rows are not
+         * looked up again through the primary key.
          */
         res = run(sr->work, "relay fetch",
                   "WITH w AS ("
-                  "  SELECT id, message_key FROM outbox"
+                  "  SELECT id, event_id, message_key, intent_event_id,"
+                  "         status, payload, created_at FROM outbox"
                   "   WHERE id > $6::bigint"
                   "     AND published_at IS NULL AND parked_at IS NULL"
                   "     AND (hashtext(message_key) & 2147483647) % $1::int"
                   "         = ANY ($2::int[])"
                   "   ORDER BY id LIMIT $3::int),"
-                  " f AS (SELECT DISTINCT ON (message_key) id FROM w"
+                  " f AS (SELECT DISTINCT ON (message_key) * FROM w"
                   "        ORDER BY message_key, id)"
-                  " SELECT o.id, o.event_id, o.message_key, o.intent_event_id,"
-                  "        o.status, o.payload,"
-                  "        (extract(epoch FROM o.created_at) * 1000)::bigint"
-                  "   FROM outbox o JOIN f ON f.id = o.id"
-                  "  WHERE f.id <> ALL ($5::bigint[])"
-                  "  ORDER BY o.id LIMIT $4::int",
+                  " SELECT id, event_id, message_key, intent_event_id, status,"
+                  "        payload,"
+                  "        (extract(epoch FROM created_at) * 1000)::bigint"
+                  "   FROM f WHERE id <> ALL ($5::bigint[])"
+                  "  ORDER BY id LIMIT $4::int",
                   6, v, &rc, errstr, errstr_size);
         store_pgarr_free(&shards);
         store_pgarr_free(&skipped);
