@@ -177,6 +177,15 @@ long long st_count(PGconn *conn, const char *fmt, ...)
         return v;
 }
 
+long long st_stat_count(PGconn *conn, PGconn *const *others, const char *sql)
+{
+        for (size_t i = 0; others && others[i]; i++)
+                PQclear(PQexec(others[i], "SELECT pg_stat_force_next_flush()"));
+        PQclear(PQexec(conn, "SELECT pg_stat_force_next_flush()"));
+        PQclear(PQexec(conn, "SELECT pg_stat_clear_snapshot()"));
+        return st_count(conn, "%s", sql);
+}
+
 bool st_exec(PGconn *conn, bool want_ok, const char *fmt, ...)
 {
         va_list ap;

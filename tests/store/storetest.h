@@ -114,6 +114,10 @@ void st_settle_item(struct settle_item *s, const struct claim_item *c,
  * -1 on error (printed). */
 long long st_count(PGconn *conn, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* A counter of the cumulative statistics as every backend has reported
+ * it: flushes the statistics of each of others (NULL-terminated) and of
+ * conn, clears conn's snapshot of them, then st_count(conn, sql). */
+long long st_stat_count(PGconn *conn, PGconn *const *others, const char *sql);
 /* Runs sql; true if it succeeded. Prints the error if want_ok and not. */
 bool st_exec(PGconn *conn, bool want_ok, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

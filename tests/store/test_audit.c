@@ -97,26 +97,26 @@ static bool has(const struct store_violation *v, size_t n, const char *kind,
  * them once every backend has reported (the audit's own included). */
 static long long seq_scans(void)
 {
-        PQclear(PQexec(store_pgconn(au), "SELECT pg_stat_force_next_flush()"));
-        PQclear(PQexec(store_pgconn(st), "SELECT pg_stat_force_next_flush()"));
-        PQclear(PQexec(late, "SELECT pg_stat_force_next_flush()"));
-        PQclear(PQexec(pg, "SELECT pg_stat_force_next_flush()"));
-        PQclear(PQexec(pg, "SELECT pg_stat_clear_snapshot()"));
-        return st_count(pg, "SELECT sum(seq_scan) FROM pg_stat_user_tables"
-                            " WHERE relname IN ('payments', 'outbox', "
-                            "'ledger_postings', 'gateway_evidence', "
-                            "'webhook_events')");
+        PGconn *const others[] = { store_pgconn(au), store_pgconn(st), late,
+                                   NULL };
+
+        return st_stat_count(pg, others,
+                             "SELECT sum(seq_scan) FROM pg_stat_user_tables"
+                             " WHERE relname IN ('payments', 'outbox', "
+                             "'ledger_postings', 'gateway_evidence', "
+                             "'webhook_events')");
 }
 
 /* Scans of the two indexes a step reads a payment's postings and
  * results through. */
 static long long lookups(void)
 {
-        PQclear(PQexec(store_pgconn(au), "SELECT pg_stat_force_next_flush()"));
-        PQclear(PQexec(pg, "SELECT pg_stat_clear_snapshot()"));
-        return st_count(pg, "SELECT sum(idx_scan) FROM pg_stat_user_indexes"
-                            " WHERE indexrelname IN ('ledger_postings_pkey',"
-                            " 'outbox_payment_idx')");
+        PGconn *const others[] = { store_pgconn(au), NULL };
+
+        return st_stat_count(pg, others,
+                             "SELECT sum(idx_scan) FROM pg_stat_user_indexes"
+                             " WHERE indexrelname IN ('ledger_postings_pkey',"
+                             " 'outbox_payment_idx')");
 }
 
 static long long holes(const char *feed)
