@@ -11,6 +11,9 @@
 #    exhaustive search (assertions P1-P5, P7, invalid end states); in
 #    live, live_failover, live_failover_wait and gc also liveness (p6:
 #    acceptance cycles under weak fairness).
+#    model/relay_cursor.pml (the relay's cursor and overlapped rounds,
+#    which chargeonce.pml leaves out) the same way, scenario relay
+#    (assertions P8-P10).
 # 2. Each mutant (model/mutants/*.pml drops one guard of the real code)
 #    must violate the property its header names, in its scenario; a
 #    breadth-first search, so that its trail is a shortest one (liveness:
@@ -75,6 +78,9 @@ declare -A SCEN=(
 	[live_failover_wait]="-DNW=1 -DWITH_B=0 -DWITH_RETRY=0 -DMAX_REDELIVER=0 -DMAX_CRASH=0 -DWITH_FAILOVER=1 -DWITH_GC=0 -DRELAY_WAITS_STANDBY=1 -DP2_STRICT=1"
 	[failover_shared]="-DNW=2 -DWITH_B=0 -DWITH_RETRY=0 -DMAX_REDELIVER=0 -DMAX_CRASH=0 -DWITH_FAILOVER=1 -DWITH_GC=0 -DMAX_WEBHOOK=0 -DSHARED_WORKER_ID=1"
 	[retake_failover]="-DNW=1 -DWITH_B=0 -DWITH_RETRY=0 -DMAX_REDELIVER=0 -DMAX_CRASH=0 -DWITH_FAILOVER=1 -DWITH_GC=0 -DNR=2"
+	# model/relay_cursor.pml: four writer transactions (two rows of each
+	# of two keys), one relay that may crash once
+	[relay]="-DW=4 -DMAX_CRASH=1"
 )
 safety_order=(race conflict crash failover failover_shared gc live live_failover live_failover_wait retake_failover)
 live_order=(live live_failover live_failover_wait gc)
@@ -87,6 +93,9 @@ declare -A PROP_NAME=(
 	[P5]=P5_never_backwards
 	[P6]="acceptance cycle"
 	[P7]=P7_gc_never_charges_again
+	[P8]=P8_row_committed_above_cursor
+	[P9]=P9_cursor_passes_only_published
+	[P10]=P10_key_order_kept
 )
 
 failures=0
@@ -154,39 +163,46 @@ trail() {
 	{
 		echo "$title"
 		echo "spin $defs $(basename "$pml")   ($(spin -V))"
-		echo "status: 1 succeeded, 2 failed, 3 review, 4 conflict;" \
-			"the gateway: 0 nothing, 1 charged, 2 refused (402), 3 no answer"
+		if grep -q 'relay_cursor\.pml' "$pml"; then
+			echo "ids: the outbox rows in the order drawn; key: the message key;" \
+				"writers: the barrier's transactions, a bit per writer"
+		else
+			echo "status: 1 succeeded, 2 failed, 3 review, 4 conflict;" \
+				"the gateway: 0 nothing, 1 charged, 2 refused (402), 3 no answer"
+		fi
 		echo
 		# shellcheck disable=SC2086
 		(cd "$dir" && spin -t -k "$tf" $defs "$pml" 2>&1) |
 			grep -E 'MSC:|text of failed assertion|START OF CYCLE' |
 			sed -E -e 's/^ *//' -e 's/^MSC: //' \
-				-e 's/^spin: text of failed assertion: assert\(+(P[0-9]_[a-z_]*).*/VIOLATED: \1/' \
+				-e 's/^spin: text of failed assertion: assert\(+(P[0-9]+_[a-z_]*).*/VIOLATED: \1/' \
 				-e 's/^ *<<<<<START OF CYCLE>>>>>/VIOLATED: P6, a cycle from here on in which DONE never holds (an intent never answered)/'
 	} >"$here/trails/$name.txt"
+}
+
+# verdict KIND NAME: the run just made held every property
+verdict() {
+	if complete && grep -q 'errors: 0' "$out" && ! grep -q '^pan:1' "$out"; then
+		say ok "$1" "$2" "$states states, $elapsed, $mem"
+	else
+		say FAIL "$1" "$2" "$states states, $elapsed"
+		grep -E '^pan:1|Search not|out of memory' "$out" >&2 || tail -5 "$out" >&2
+		failures=$((failures + 1))
+	fi
 }
 
 echo "== the model: exhaustive, within each scenario's bounds"
 for s in "${safety_order[@]}"; do
 	run "$s" safety "$here/chargeonce.pml" "${SCEN[$s]}"
-	if complete && grep -q 'errors: 0' "$out" && ! grep -q '^pan:1' "$out"; then
-		say ok safety "$s" "$states states, $elapsed, $mem"
-	else
-		say FAIL safety "$s" "$states states, $elapsed"
-		grep -E '^pan:1|Search not|out of memory' "$out" >&2 || tail -5 "$out" >&2
-		failures=$((failures + 1))
-	fi
+	verdict safety "$s"
 done
 for s in "${live_order[@]}"; do
 	run "$s" live "$here/chargeonce.pml" "${SCEN[$s]}"
-	if complete && grep -q 'errors: 0' "$out" && ! grep -q '^pan:1' "$out"; then
-		say ok p6 "$s" "$states states, $elapsed, $mem"
-	else
-		say FAIL p6 "$s" "$states states, $elapsed"
-		grep -E '^pan:1|Search not|out of memory' "$out" >&2 || tail -5 "$out" >&2
-		failures=$((failures + 1))
-	fi
+	verdict p6 "$s"
 done
+echo "== the relay's cursor (model/relay_cursor.pml): exhaustive"
+run relay_cursor safety "$here/relay_cursor.pml" "${SCEN[relay]}"
+verdict safety relay_cursor
 
 # header FILE KEY: the value of " * KEY: value" in a mutant's header
 header() {

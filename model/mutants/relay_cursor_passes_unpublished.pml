@@ -1,0 +1,9 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * mutant relay_cursor_passes_unpublished
+ * drops:          ADVANCE_SQL's "least(..., the first unpublished row above through - 1)" (src/store/relay_sql.c): the cursor moves to the barrier's sequence value over committed rows not published yet, which no fetch reads again
+ * must violate:   P9
+ * scenario:       relay
+ */
+#define G_CURSOR_STOPS_AT_UNPUBLISHED 0
+#include "../relay_cursor.pml"

@@ -1,0 +1,360 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * relay_cursor.pml: the outbox relay's cursor and its overlapped rounds,
+ * checked with spin (model/README.md, "The relay's cursor").
+ * chargeonce.pml publishes a result in the transaction that writes it
+ * (its A8); this model is the part it leaves out: how the relay finds
+ * what to publish when outbox ids are drawn at insert and commit in any
+ * order.
+ *
+ * W writer transactions each insert one outbox row (a settle, a finish,
+ * an answer to a copy): each takes its RowExclusiveLock on outbox, then
+ * draws its id from the sequence (one at a time: CACHE 1), then commits
+ * or aborts, in any interleaving with the others. Writer w writes key
+ * w % NK, and a key's later row is written only by a transaction that
+ * started after its earlier one ended (a replay reads the committed
+ * outcome; sql/0001's "Ordering"), so a key's rows are in id order.
+ *
+ * One relay (src/relay/round.c, src/store/relay_sql.c): reads the
+ * cursor (cursor_through); fetches, in one statement, the first
+ * unpublished committed row of each key above it, unless that row is in
+ * flight (store_relay_fetch: a key whose first row is in flight offers
+ * nothing); a row in flight is acknowledged and marked (store_relay_mark),
+ * or fails and stays unpublished; several rounds overlap (any set of
+ * rows in flight at once); it may crash, forgetting what is in flight;
+ * and it moves the cursor in three statements (store_relay_advance): (1)
+ * have all the barrier's transactions ended, and the barrier's sequence
+ * value; (2) the sequence's value now; (3) through moves to the barrier's
+ * value or just below the first unpublished row above it, whichever is
+ * lower, the new barrier is (2)'s value and the transactions holding a
+ * RowExclusiveLock on outbox now; nothing changes if another advance
+ * moved the barrier since (1).
+ *
+ * Every statement is one atomic step, as it reads one snapshot. The
+ * guards of the real code are G_* macros: a mutant (model/mutants/relay_*)
+ * redefines one and includes this file.
+ *
+ * Not modelled: parking and unparking, republish (both lower the cursor
+ * and bump gen, which drops an advance computed before: sql/0021's
+ * trigger), shards (a relay holds all keys), the fetch's window and
+ * limit (they delay, never reorder), several relays.
+ */
+
+#ifndef W
+#define W 4 /* writer transactions, one row each: ids 1..W */
+#endif
+#define NK 2 /* message keys */
+#ifndef MAX_CRASH
+#define MAX_CRASH 1
+#endif
+
+/* -DONLY=n: only property n is checked (a mutant's run) */
+#ifndef ONLY
+#define ONLY 0
+#endif
+
+/* the properties (the name is in spin's report of a failed assertion) */
+bit P8_row_committed_above_cursor   = 1;
+bit P9_cursor_passes_only_published = 1;
+bit P10_key_order_kept              = 1;
+#if ONLY == 0 || ONLY == 8
+#define CHECK_P8(c) assert(P8_row_committed_above_cursor && (c))
+#else
+#define CHECK_P8(c) skip
+#endif
+#if ONLY == 0 || ONLY == 9
+#define CHECK_P9(c) assert(P9_cursor_passes_only_published && (c))
+#else
+#define CHECK_P9(c) skip
+#endif
+#if ONLY == 0 || ONLY == 10
+#define CHECK_P10(c) assert(P10_key_order_kept && (c))
+#else
+#define CHECK_P10(c) skip
+#endif
+
+/* a row's state, by id */
+#define R_NONE 0      /* not drawn, or drawn by a transaction still open */
+#define R_COMMITTED 1 /* committed, not published */
+#define R_PUBLISHED 2 /* marked published */
+#define R_ABORTED 3   /* its transaction rolled back: never visible */
+
+byte seq = 0;         /* the sequence's last value */
+byte st[W + 1];       /* st[id] */
+byte rkey[W + 1];     /* rkey[id] */
+bit hold[W];          /* writer w holds its RowExclusiveLock on outbox */
+bit ended[W];         /* writer w's transaction has ended */
+byte nended = 0;      /* writers ended */
+byte npend = 0;       /* rows committed, not published */
+byte through = 0;     /* relay_cursor.through */
+bit bvalid = 0;       /* relay_cursor.barrier_seq IS NOT NULL */
+byte bseq = 0;        /* relay_cursor.barrier_seq */
+byte bset = 0;        /* relay_cursor.barrier_vxids: a bit per writer */
+
+#define BIT(i) (1 << (i))
+
+/* (1): the barrier's transactions have all ended */
+#ifndef G_BARRIER_ENDED
+#define G_BARRIER_ENDED(w) (!(bset & BIT(w)) || ended[w])
+#endif
+/* store_relay_fetch: the first unpublished row of a key is offered only
+ * if it is not in flight (the in-flight ids are excluded after the
+ * first row of each key is taken, never before) */
+#ifndef G_FETCH_SKIPS_IN_FLIGHT_FIRST
+#define G_FETCH_SKIPS_IN_FLIGHT_FIRST 0
+#endif
+/* ADVANCE_SQL: through stops below the first unpublished row above it */
+#ifndef G_CURSOR_STOPS_AT_UNPUBLISHED
+#define G_CURSOR_STOPS_AT_UNPUBLISHED 1
+#endif
+/* store_relay_advance reads the sequence (2) before the writers (3) */
+#ifndef G_WRITERS_BEFORE_SEQ
+#define G_WRITERS_BEFORE_SEQ 0
+#endif
+
+proctype writer(byte w)
+{
+	byte id;
+
+	/* a key's later row: only after its earlier one's transaction */
+	(w < NK || ended[w - NK]);
+	d_step {
+		hold[w] = 1; /* the INSERT's lock, taken before its id is drawn */
+		printf("MSC: writer %d takes its lock on outbox\n", w)
+	}
+	d_step {
+		seq++;
+		id       = seq;
+		rkey[id] = w % NK;
+		printf("MSC: writer %d draws id %d (key %d)\n", w, id, w % NK)
+	}
+	if
+	:: d_step {
+		CHECK_P8(id > through);
+		st[id]  = R_COMMITTED;
+		npend++;
+		hold[w] = 0;
+		ended[w] = 1;
+		nended++;
+		printf("MSC: writer %d commits id %d (through %d)\n", w, id, through)
+	}
+	:: d_step {
+		st[id]  = R_ABORTED;
+		hold[w] = 0;
+		ended[w] = 1;
+		nended++;
+		printf("MSC: writer %d rolls back id %d\n", w, id)
+	}
+	fi
+}
+
+/* every committed row at or below the cursor is published */
+inline check_cursor()
+{
+	i = 1;
+	do
+	:: i > W -> break
+	:: i <= W ->
+		CHECK_P9(i > through || st[i] != R_COMMITTED);
+		i++
+	od
+}
+
+proctype relay()
+{
+	byte thr = 0;    /* the cursor as the next fetch reads it */
+	byte infl = 0;   /* the rows in flight: a bit per id */
+	byte crashes = 0;
+	byte astep = 0;  /* store_relay_advance: 0 idle, 1 after (1), 2 after (2) */
+	bit a_bvalid;
+	byte a_bseq, a_seq, a_set, w, i, k, r, first;
+	bit resolved;
+
+	do
+	/* cursor_through: its own statement before the fetch */
+	:: thr = through
+	/* store_relay_fetch: one statement, one snapshot */
+	:: d_step {
+		k = 0;
+		do
+		:: k == NK -> break
+		:: k < NK ->
+			first = 0;
+			i     = thr + 1;
+			do
+			:: i > W -> break
+			:: i <= W && first == 0 && rkey[i] == k && i <= seq &&
+			   st[i] == R_COMMITTED &&
+			   (!G_FETCH_SKIPS_IN_FLIGHT_FIRST || !(infl & BIT(i))) ->
+				first = i;
+				i++
+			:: else -> i++
+			od;
+			if
+			:: first != 0 && !(infl & BIT(first)) ->
+				infl = infl | BIT(first);
+				printf("MSC: relay fetches id %d (key %d)\n", first, k)
+			:: else -> skip
+			fi;
+			k++
+		od;
+		k = 0; i = 0; first = 0
+	}
+	/* a row in flight acknowledged: store_relay_mark */
+	:: infl != 0 ->
+		select (r : 1 .. W);
+		if
+		:: (infl & BIT(r)) ->
+			d_step {
+				i = 1;
+				do
+				:: i >= r -> break
+				:: i < r ->
+					CHECK_P10(rkey[i] != rkey[r] ||
+						  st[i] != R_COMMITTED);
+					i++
+				od;
+				st[r] = R_PUBLISHED;
+				npend--;
+				infl = infl & ~BIT(r);
+				printf("MSC: relay publishes id %d (key %d)\n", r,
+				       rkey[r]);
+				i = 0
+			}
+		:: else -> skip
+		fi;
+		r = 0
+	/* a row in flight failed: it stays unpublished */
+	:: infl != 0 ->
+		select (r : 1 .. W);
+		if
+		:: (infl & BIT(r)) ->
+			d_step {
+				infl = infl & ~BIT(r);
+				printf("MSC: relay: id %d failed\n", r)
+			}
+		:: else -> skip
+		fi;
+		r = 0
+	/* the relay crashes and restarts: nothing in flight */
+	:: crashes < MAX_CRASH ->
+		d_step {
+			crashes++;
+			infl  = 0;
+			astep = 0;
+			printf("MSC: relay crashes\n")
+		}
+	/* (1) */
+	:: astep == 0 ->
+		d_step {
+			resolved = 1;
+			w        = 0;
+			do
+			:: w == W -> break
+			:: w < W ->
+				resolved = resolved && G_BARRIER_ENDED(w);
+				w++
+			od;
+			if
+			:: resolved ->
+				a_bvalid = bvalid;
+				a_bseq   = bseq;
+				astep    = 1;
+				printf("MSC: relay (1): the barrier's writers have ended\n")
+			:: else -> skip
+			fi;
+			if
+			:: G_WRITERS_BEFORE_SEQ ->
+				a_set = 0;
+				w     = 0;
+				do
+				:: w == W -> break
+				:: w < W ->
+					if
+					:: hold[w] -> a_set = a_set | BIT(w)
+					:: else -> skip
+					fi;
+					w++
+				od
+			:: else -> skip
+			fi;
+			w = 0; resolved = 0
+		}
+	/* (2) */
+	:: astep == 1 ->
+		d_step {
+			a_seq = seq;
+			astep = 2;
+			printf("MSC: relay (2): the sequence is at %d\n", a_seq)
+		}
+	/* (3) */
+	:: astep == 2 ->
+		d_step {
+			if
+			:: bvalid == a_bvalid && bseq == a_bseq ->
+				if
+				:: a_bvalid ->
+					first = 0;
+					i     = through + 1;
+					do
+					:: i > W -> break
+					:: i <= W && first == 0 &&
+					   st[i] == R_COMMITTED -> first = i; i++
+					:: else -> i++
+					od;
+					if
+					:: G_CURSOR_STOPS_AT_UNPUBLISHED && first != 0 &&
+					   first - 1 < a_bseq ->
+						k = first - 1
+					:: else -> k = a_bseq
+					fi;
+					if
+					:: k > through -> through = k
+					:: else -> skip
+					fi
+				:: else -> skip
+				fi;
+				bvalid = 1;
+				bseq   = a_seq;
+				if
+				:: !G_WRITERS_BEFORE_SEQ ->
+					a_set = 0;
+					w     = 0;
+					do
+					:: w == W -> break
+					:: w < W ->
+						if
+						:: hold[w] -> a_set = a_set | BIT(w)
+						:: else -> skip
+						fi;
+						w++
+					od
+				:: else -> skip
+				fi;
+				bset = a_set;
+				printf("MSC: relay (3): the cursor at %d, barrier %d and writers %d\n",
+				       through, bseq, bset)
+			:: else -> skip
+			fi;
+			astep = 0;
+			check_cursor();
+			i = 0; k = 0; w = 0; first = 0;
+			a_bvalid = 0; a_bseq = 0; a_seq = 0; a_set = 0
+		}
+	/* done: every writer ended, nothing left to publish (a row lost
+	 * below the cursor keeps npend above 0: the relay never ends, and
+	 * P8 or P9 has failed first) */
+	:: infl == 0 && nended == W && npend == 0 -> break
+	od
+}
+
+init {
+	atomic {
+		byte w = 0;
+		do
+		:: w == W -> break
+		:: w < W -> run writer(w); w++
+		od;
+		run relay()
+	}
+}
