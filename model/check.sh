@@ -12,8 +12,8 @@
 #    live, live_failover, live_failover_wait and gc also liveness (p6:
 #    acceptance cycles under weak fairness).
 #    model/relay_cursor.pml (the relay's cursor and overlapped rounds,
-#    which chargeonce.pml leaves out) the same way, scenario relay
-#    (assertions P8-P10).
+#    which chargeonce.pml leaves out) the same way, scenarios relay and
+#    relay_reopen (assertions P8-P10).
 # 2. Each mutant (model/mutants/*.pml drops one guard of the real code)
 #    must violate the property its header names, in its scenario; a
 #    breadth-first search, so that its trail is a shortest one (liveness:
@@ -81,6 +81,9 @@ declare -A SCEN=(
 	# model/relay_cursor.pml: four writer transactions (two rows of each
 	# of two keys), one relay that may crash once
 	[relay]="-DW=4 -DMAX_CRASH=1"
+	# the same with a row parked and one opened again by an operator
+	# (republish, unpark), three writers
+	[relay_reopen]="-DW=3 -DMAX_CRASH=0 -DMAX_PARK=1 -DMAX_REOPEN=1"
 )
 safety_order=(race conflict crash failover failover_shared gc live live_failover live_failover_wait retake_failover)
 live_order=(live live_failover live_failover_wait gc)
@@ -165,7 +168,8 @@ trail() {
 		echo "spin $defs $(basename "$pml")   ($(spin -V))"
 		if grep -q 'relay_cursor\.pml' "$pml"; then
 			echo "ids: the outbox rows in the order drawn; key: the message key;" \
-				"writers: the barrier's transactions, a bit per writer"
+				"unpublished, writers: a bit per id, per writer;" \
+				"writers: the barrier's transactions"
 		else
 			echo "status: 1 succeeded, 2 failed, 3 review, 4 conflict;" \
 				"the gateway: 0 nothing, 1 charged, 2 refused (402), 3 no answer"
@@ -201,8 +205,10 @@ for s in "${live_order[@]}"; do
 	verdict p6 "$s"
 done
 echo "== the relay's cursor (model/relay_cursor.pml): exhaustive"
-run relay_cursor safety "$here/relay_cursor.pml" "${SCEN[relay]}"
-verdict safety relay_cursor
+for s in relay relay_reopen; do
+	run "relay_cursor.$s" safety "$here/relay_cursor.pml" "${SCEN[$s]}"
+	verdict safety "relay_cursor $s"
+done
 
 # header FILE KEY: the value of " * KEY: value" in a mutant's header
 header() {

@@ -34,9 +34,19 @@
  * guards of the real code are G_* macros: a mutant (model/mutants/relay_*)
  * redefines one and includes this file.
  *
- * Not modelled: parking and unparking, republish (both lower the cursor
- * and bump gen, which drops an advance computed before: sql/0021's
- * trigger), shards (a relay holds all keys), the fetch's window and
+ * With MAX_REOPEN > 0 (scenario relay_reopen): the relay parks a row in
+ * flight that cannot be produced (store_relay_park, at most MAX_PARK),
+ * and an operator opens a row again, republishing a published one or
+ * unparking a parked one (relay --republish-*, --unpark): sql/0021's
+ * trigger lowers the cursor below it and bumps gen in the same
+ * transaction. The advance's third statement then reads the outbox in
+ * its snapshot and updates relay_cursor after it, re-checking its WHERE
+ * (gen, barrier) on the row as it is then (READ COMMITTED): two steps.
+ * P10 is about first publications of rows never parked: a republished
+ * row goes out again after later ones, an unparked one after the later
+ * rows of its key, by design (docs/relay.md).
+ *
+ * Not modelled: shards (a relay holds all keys), the fetch's window and
  * limit (they delay, never reorder), several relays.
  */
 
@@ -46,6 +56,12 @@
 #define NK 2 /* message keys */
 #ifndef MAX_CRASH
 #define MAX_CRASH 1
+#endif
+#ifndef MAX_REOPEN
+#define MAX_REOPEN 0 /* rows an operator opens again */
+#endif
+#ifndef MAX_PARK
+#define MAX_PARK 0 /* rows the relay parks */
 #endif
 
 /* -DONLY=n: only property n is checked (a mutant's run) */
@@ -78,6 +94,7 @@ bit P10_key_order_kept              = 1;
 #define R_COMMITTED 1 /* committed, not published */
 #define R_PUBLISHED 2 /* marked published */
 #define R_ABORTED 3   /* its transaction rolled back: never visible */
+#define R_PARKED 4    /* parked: a hole the cursor may pass */
 
 byte seq = 0;         /* the sequence's last value */
 byte st[W + 1];       /* st[id] */
@@ -86,6 +103,10 @@ bit hold[W];          /* writer w holds its RowExclusiveLock on outbox */
 bit ended[W];         /* writer w's transaction has ended */
 byte nended = 0;      /* writers ended */
 byte npend = 0;       /* rows committed, not published */
+bit ever[W + 1];      /* ever[id]: published at least once */
+bit wasparked[W + 1]; /* wasparked[id]: parked at least once */
+byte gen = 0;         /* relay_cursor.gen */
+bit opdone = (MAX_REOPEN == 0); /* the operator has finished */
 byte through = 0;     /* relay_cursor.through */
 bit bvalid = 0;       /* relay_cursor.barrier_seq IS NOT NULL */
 byte bseq = 0;        /* relay_cursor.barrier_seq */
@@ -107,9 +128,25 @@ byte bset = 0;        /* relay_cursor.barrier_vxids: a bit per writer */
 #ifndef G_CURSOR_STOPS_AT_UNPUBLISHED
 #define G_CURSOR_STOPS_AT_UNPUBLISHED 1
 #endif
+/* the trigger of sql/0021: a row opened again lowers the cursor */
+#ifndef G_REOPEN_LOWERS_CURSOR
+#define G_REOPEN_LOWERS_CURSOR 1
+#endif
+/* ADVANCE_SQL's "c.gen = $2": an advance computed before a row was
+ * opened again changes nothing */
+#ifndef G_ADVANCE_CHECKS_GEN
+#define G_ADVANCE_CHECKS_GEN 1
+#endif
 /* store_relay_advance reads the sequence (2) before the writers (3) */
 #ifndef G_WRITERS_BEFORE_SEQ
 #define G_WRITERS_BEFORE_SEQ 0
+#endif
+#if MAX_REOPEN > 0
+#define ADV3_BEGIN
+#define ADV3_END
+#else
+#define ADV3_BEGIN atomic {
+#define ADV3_END }
 #endif
 
 proctype writer(byte w)
@@ -165,6 +202,8 @@ proctype relay()
 	byte thr = 0;    /* the cursor as the next fetch reads it */
 	byte infl = 0;   /* the rows in flight: a bit per id */
 	byte crashes = 0;
+	byte parks = 0;
+	byte a_gen, a_unpub; /* (1)'s gen; (3a)'s unpublished rows, a bit per id */
 	byte astep = 0;  /* store_relay_advance: 0 idle, 1 after (1), 2 after (2) */
 	bit a_bvalid;
 	byte a_bseq, a_seq, a_set, w, i, k, r, first;
@@ -210,11 +249,14 @@ proctype relay()
 				do
 				:: i >= r -> break
 				:: i < r ->
-					CHECK_P10(rkey[i] != rkey[r] ||
-						  st[i] != R_COMMITTED);
+					CHECK_P10(ever[r] || wasparked[r] ||
+						  rkey[i] != rkey[r] ||
+						  st[i] != R_COMMITTED || ever[i] ||
+						  wasparked[i]);
 					i++
 				od;
-				st[r] = R_PUBLISHED;
+				st[r]   = R_PUBLISHED;
+				ever[r] = 1;
 				npend--;
 				infl = infl & ~BIT(r);
 				printf("MSC: relay publishes id %d (key %d)\n", r,
@@ -232,6 +274,22 @@ proctype relay()
 			d_step {
 				infl = infl & ~BIT(r);
 				printf("MSC: relay: id %d failed\n", r)
+			}
+		:: else -> skip
+		fi;
+		r = 0
+	/* a row in flight that can never be produced: parked */
+	:: parks < MAX_PARK && infl != 0 ->
+		select (r : 1 .. W);
+		if
+		:: (infl & BIT(r)) ->
+			d_step {
+				st[r]        = R_PARKED;
+				wasparked[r] = 1;
+				npend--;
+				parks++;
+				infl = infl & ~BIT(r);
+				printf("MSC: relay parks id %d\n", r)
 			}
 		:: else -> skip
 		fi;
@@ -259,6 +317,7 @@ proctype relay()
 			:: resolved ->
 				a_bvalid = bvalid;
 				a_bseq   = bseq;
+				a_gen    = gen;
 				astep    = 1;
 				printf("MSC: relay (1): the barrier's writers have ended\n")
 			:: else -> skip
@@ -287,11 +346,46 @@ proctype relay()
 			astep = 2;
 			printf("MSC: relay (2): the sequence is at %d\n", a_seq)
 		}
-	/* (3) */
+	/* (3): it reads the outbox in its snapshot (3a), then updates
+	 * relay_cursor, re-checking its WHERE on the row as it is then (3b);
+	 * without an operator nothing else writes that row, and the two are
+	 * one step */
 	:: astep == 2 ->
+		ADV3_BEGIN
+		d_step {
+			a_unpub = 0;
+			i       = 1;
+			do
+			:: i > W -> break
+			:: i <= W && st[i] == R_COMMITTED ->
+				a_unpub = a_unpub | BIT(i);
+				i++
+			:: else -> i++
+			od;
+			if
+			:: !G_WRITERS_BEFORE_SEQ ->
+				a_set = 0;
+				w     = 0;
+				do
+				:: w == W -> break
+				:: w < W ->
+					if
+					:: hold[w] -> a_set = a_set | BIT(w)
+					:: else -> skip
+					fi;
+					w++
+				od
+			:: else -> skip
+			fi;
+			printf("MSC: relay (3) reads the outbox: unpublished %d\n",
+			       a_unpub);
+			i = 0;
+			w = 0
+		};
 		d_step {
 			if
-			:: bvalid == a_bvalid && bseq == a_bseq ->
+			:: bvalid == a_bvalid && bseq == a_bseq &&
+			   (!G_ADVANCE_CHECKS_GEN || gen == a_gen) ->
 				if
 				:: a_bvalid ->
 					first = 0;
@@ -299,7 +393,7 @@ proctype relay()
 					do
 					:: i > W -> break
 					:: i <= W && first == 0 &&
-					   st[i] == R_COMMITTED -> first = i; i++
+					   (a_unpub & BIT(i)) -> first = i; i++
 					:: else -> i++
 					od;
 					if
@@ -316,22 +410,7 @@ proctype relay()
 				fi;
 				bvalid = 1;
 				bseq   = a_seq;
-				if
-				:: !G_WRITERS_BEFORE_SEQ ->
-					a_set = 0;
-					w     = 0;
-					do
-					:: w == W -> break
-					:: w < W ->
-						if
-						:: hold[w] -> a_set = a_set | BIT(w)
-						:: else -> skip
-						fi;
-						w++
-					od
-				:: else -> skip
-				fi;
-				bset = a_set;
+				bset   = a_set;
 				printf("MSC: relay (3): the cursor at %d, barrier %d and writers %d\n",
 				       through, bseq, bset)
 			:: else -> skip
@@ -339,13 +418,47 @@ proctype relay()
 			astep = 0;
 			check_cursor();
 			i = 0; k = 0; w = 0; first = 0;
-			a_bvalid = 0; a_bseq = 0; a_seq = 0; a_set = 0
+			a_bvalid = 0; a_bseq = 0; a_seq = 0; a_set = 0;
+			a_gen = 0; a_unpub = 0
 		}
+		ADV3_END
 	/* done: every writer ended, nothing left to publish (a row lost
 	 * below the cursor keeps npend above 0: the relay never ends, and
 	 * P8 or P9 has failed first) */
-	:: infl == 0 && nended == W && npend == 0 -> break
+	:: infl == 0 && nended == W && npend == 0 && opdone -> break
 	od
+}
+
+/* relay --republish-* or --unpark: a published or parked row opened
+ * again; the trigger of sql/0021 in the same transaction */
+proctype operator()
+{
+	byte r, n = 0;
+
+	do
+	:: n < MAX_REOPEN ->
+		select (r : 1 .. W);
+		if
+		:: st[r] == R_PUBLISHED || st[r] == R_PARKED ->
+			d_step {
+				st[r] = R_COMMITTED;
+				npend++;
+				if
+				:: G_REOPEN_LOWERS_CURSOR && through >= r ->
+					through = r - 1
+				:: else -> skip
+				fi;
+				gen++;
+				n++;
+				printf("MSC: operator opens id %d again (cursor %d, gen %d)\n",
+				       r, through, gen)
+			}
+		:: else -> skip
+		fi;
+		r = 0
+	:: break
+	od;
+	opdone = 1
 }
 
 init {
@@ -355,6 +468,10 @@ init {
 		:: w == W -> break
 		:: w < W -> run writer(w); w++
 		od;
-		run relay()
+		run relay();
+		if
+		:: MAX_REOPEN > 0 -> run operator()
+		:: else -> skip
+		fi
 	}
 }
