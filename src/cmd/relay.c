@@ -11,7 +11,7 @@
  *   chargeonce relay --republish-key TENANT/KEY [--dry-run]
  *   chargeonce relay --unpark OUTBOX_ID|all [--dry-run]
  *
- * The --republish-* forms reset published_at of the matching retained
+ * The --republish-* forms open again the matching retained published
  * rows (running relays publish them again, same event ids) and exit. TIME
  * is RFC 3339 or a duration meaning that long ago ("2h"). --unpark clears
  * the park of one parked row (or of all) once its cause is fixed: the

@@ -19,8 +19,8 @@
 
 /* Which published rows; NULL fields match anything (checked by cmd/). */
 struct ops_republish {
-        const char *since;       /* RFC 3339: published_at >= since */
-        const char *until;       /* RFC 3339: published_at < until */
+        const char *since;       /* RFC 3339: published at or after since */
+        const char *until;       /* RFC 3339: published before until */
         const char *event_id;    /* the intent's event id (or the result's) */
         const char *message_key; /* <tenant_id>/<idempotency_key> */
 };

@@ -114,14 +114,14 @@ void relay_get_stats(struct relay *r, struct relay_stats *out);
 
 /* What an operator wants published again; NULL fields match anything. */
 struct relay_republish {
-        const char *since;       /* RFC 3339: published_at >= since */
-        const char *until;       /* RFC 3339: published_at < until */
+        const char *since;       /* RFC 3339: published at or after since */
+        const char *until;       /* RFC 3339: published before until */
         const char *event_id;    /* the intent's event id (or the result's) */
         const char *message_key; /* <tenant_id>/<idempotency_key> */
 };
 
 /*
- * Resets published_at of the matching rows that are still retained (in
+ * Opens again the matching published rows that are still retained (in
  * batches, no long lock), so that the running relays publish them again
  * with the same event ids and payloads. *reset gets the number of rows.
  * Returns 0, or -1 with the reason in errstr. Any thread.

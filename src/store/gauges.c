@@ -25,7 +25,8 @@
  * The backlog in one statement. processing: the partial index
  * payments_processing_lease_idx holds exactly the processing rows;
  * outbox: the unpublished rows are above relay_cursor.through (0021),
- * read through the primary key from its value, read first and written
+ * less the ids published above it (relay_cursor.done, 0027), read
+ * through the primary key from its value, read first and written
  * into the statement (behind a subquery the planner would guess a third
  * of the table and scan all of it); the parked ones through
  * outbox_parked_idx (0022), counted apart (they wait for an operator,
@@ -39,7 +40,8 @@
         " FROM (SELECT count(*) AS unpublished,"                               \
         " coalesce(extract(epoch FROM now() - min(created_at)), 0) AS oldest"  \
         " FROM outbox WHERE id > %" PRId64                                     \
-        " AND published_at IS NULL AND parked_at IS NULL) o,"                  \
+        " AND NOT (SELECT done FROM relay_cursor WHERE id = 1) @> id"          \
+        " AND parked_at IS NULL) o,"                                           \
         " (SELECT count(*) AS parked FROM outbox WHERE parked_at IS NOT NULL"  \
         " AND published_at IS NULL) p"
 

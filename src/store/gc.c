@@ -34,7 +34,8 @@
         " AND k.finished_at < now() - $1::bigint * interval '1 millisecond'"   \
         " AND NOT EXISTS (SELECT 1 FROM outbox o"                              \
         "                  WHERE o.payment_id = k.payment_id"                  \
-        "                    AND o.published_at IS NULL)"
+        "                    AND NOT co_outbox_published(o.id,"                \
+        "                          o.parked_at, o.published_at))"
 
 /* gc's order: the index payments_gc_idx (0017), oldest final first. */
 #define GC_ORDER " ORDER BY k.finished_at, k.payment_id"
@@ -132,7 +133,8 @@ int store_gc_count(struct store *st, int64_t key_retention_ms, int64_t limit,
                   "    WHERE e.payment_id IN (SELECT payment_id FROM sel)),"
                   "  (SELECT count(*) FROM outbox o"
                   "    WHERE o.payment_id IN (SELECT payment_id FROM sel)"
-                  "      AND o.published_at IS NOT NULL)",
+                  "      AND co_outbox_published(o.id, o.parked_at,"
+                  "                              o.published_at))",
                   2, v, &rc, errstr, errstr_size);
         if (!res)
                 return rc;
@@ -163,7 +165,8 @@ int store_gc_left(struct store *st, int64_t key_retention_ms,
                   "  count(*) FILTER (WHERE k.status IN ('succeeded', 'failed')"
                   "   AND EXISTS (SELECT 1 FROM outbox o"
                   "                WHERE o.payment_id = k.payment_id"
-                  "                  AND o.published_at IS NULL))"
+                  "                  AND NOT co_outbox_published(o.id,"
+                  "                        o.parked_at, o.published_at)))"
                   "  FROM payments k"
                   " WHERE k.tombstoned_at IS NULL AND k.expires_at < now()"
                   "   AND coalesce(k.finished_at, k.created_at) < now()"
@@ -242,12 +245,13 @@ int store_gc_batch(struct store *st, int64_t run_id, int64_t key_retention_ms,
             "  RETURNING 1),"
             " dob AS (DELETE FROM outbox o"
             "   WHERE o.payment_id = ANY ((SELECT pids FROM ids)::uuid[])"
-            "     AND o.published_at IS NOT NULL RETURNING o.published_at),"
+            "     AND co_outbox_published(o.id, o.parked_at, o.published_at)"
+            "   RETURNING o.created_at),"
             /* as the relay's retention does (0004): the audit then takes
              * a removed result for a published one, never a missing one */
             " mk AS (UPDATE outbox_cleanup SET published_through ="
             "   greatest(published_through,"
-            "            (SELECT max(published_at) FROM dob))"
+            "            (SELECT max(created_at) FROM dob))"
             "   WHERE id = 1 AND EXISTS (SELECT 1 FROM dob) RETURNING 1),"
             " n AS (SELECT (SELECT count(*) FROM tk) AS t,"
             "   (SELECT count(*) FROM di) AS i, (SELECT count(*) FROM de) AS e,"
@@ -311,7 +315,8 @@ int store_gc_batch(struct store *st, int64_t run_id, int64_t key_retention_ms,
         "    AND NOT EXISTS (SELECT 1 FROM outbox o"                           \
         "                     WHERE o.payment_id = k.payment_id"               \
         "                       AND o.intent_event_id = i.event_id"            \
-        "                       AND o.published_at IS NULL)"
+        "                       AND NOT co_outbox_published(o.id,"             \
+        "                             o.parked_at, o.published_at))"
 /*
  * The published answers of sel's copies (a replay names the payment:
  * outbox_payment_idx). Deleted with the copy, as a key's batch deletes
@@ -325,7 +330,7 @@ int store_gc_batch(struct store *st, int64_t run_id, int64_t key_retention_ms,
         "                        FROM sel)::uuid[])"                           \
         " AND (o.tenant_id, o.intent_event_id) IN"                             \
         "     (SELECT tenant_id, event_id FROM sel)"                           \
-        " AND o.published_at IS NOT NULL"
+        " AND co_outbox_published(o.id, o.parked_at, o.published_at)"
 
 int store_gc_late_count(struct store *st, int64_t key_retention_ms,
                         struct store_gc_counts *out, char *errstr,
@@ -382,10 +387,10 @@ int store_gc_late_batch(struct store *st, int64_t run_id, int max,
                   " d AS (DELETE FROM inbox i WHERE (i.tenant_id, i.event_id)"
                   "   IN (SELECT tenant_id, event_id FROM sel) RETURNING 1),"
                   " dob AS (DELETE FROM outbox o WHERE" GC_LATE_ANSWERS
-                  "   RETURNING o.published_at),"
+                  "   RETURNING o.created_at),"
                   " mk AS (UPDATE outbox_cleanup SET published_through ="
                   "   greatest(published_through,"
-                  "            (SELECT max(published_at) FROM dob))"
+                  "            (SELECT max(created_at) FROM dob))"
                   "   WHERE id = 1 AND EXISTS (SELECT 1 FROM dob) RETURNING 1),"
                   " r AS (UPDATE gc_runs g SET inbox_deleted ="
                   "   inbox_deleted + (SELECT count(*) FROM d),"

@@ -66,17 +66,21 @@ int store_relay_republish_count(const char *conninfo,
          * id walk: every row it would reset */
         rc = one_row(conninfo, "republish preview",
                      "SELECT count(*),"
-                     "       to_char(min(published_at) AT TIME ZONE 'UTC',"
+                     "       to_char(min(t) AT TIME ZONE 'UTC',"
                      "               'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),"
-                     "       to_char(max(published_at) AT TIME ZONE 'UTC',"
+                     "       to_char(max(t) AT TIME ZONE 'UTC',"
                      "               'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
-                     "  FROM outbox"
-                     " WHERE published_at IS NOT NULL"
-                     "   AND ($1::timestamptz IS NULL OR published_at >= $1)"
-                     "   AND ($2::timestamptz IS NULL OR published_at < $2)"
-                     "   AND ($3::text IS NULL OR intent_event_id = $3"
-                     "        OR event_id::text = lower($3))"
-                     "   AND ($4::text IS NULL OR message_key = $4)",
+                     "  FROM outbox o,"
+                     "       LATERAL co_outbox_published_at(o.id,"
+                     "               o.parked_at, o.published_at) t"
+                     " WHERE co_outbox_published(o.id, o.parked_at,"
+                     "                           o.published_at)"
+                     "   AND co_outbox_published_between(o.id,"
+                     "         o.published_at, $1::timestamptz,"
+                     "         $2::timestamptz)"
+                     "   AND ($3::text IS NULL OR o.intent_event_id = $3"
+                     "        OR o.event_id::text = lower($3))"
+                     "   AND ($4::text IS NULL OR o.message_key = $4)",
                      4, v, out, 3, errstr, errstr_size);
         if (rc != STORE_OK)
                 return rc;

@@ -12,6 +12,7 @@
 #include "store/store_int.h"
 
 #include "util/log.h"
+#include "util/timeutil.h"
 #include "util/xalloc.h"
 
 #include <libpq-fe.h>
@@ -33,7 +34,12 @@ struct store_relay {
         bool held[STORE_RELAY_MAX_SHARDS];
         int nheld;
         unsigned cursor; /* where the next search for free shards starts */
+        int64_t logged_through; /* relay_progress: the last through written */
+        int64_t logged_ms;      /* and when (time_mono_ms) */
 };
+
+/* relay_progress (0027) gets an entry at most this often */
+#define PROGRESS_EVERY_MS 1000
 
 
 /*
@@ -193,9 +199,10 @@ struct store_relay *store_relay_connect(const char *conninfo, int nshards,
                 free(sr);
                 return NULL;
         }
-        sr->nshards  = nshards;
-        sr->conninfo = xstrdup(conninfo ? conninfo : "");
-        sr->cursor   = (unsigned)rand();
+        sr->nshards        = nshards;
+        sr->conninfo       = xstrdup(conninfo ? conninfo : "");
+        sr->cursor         = (unsigned)rand();
+        sr->logged_through = -1;
         sr->work =
             connect_one(sr->conninfo, "chargeonce relay", errstr, errstr_size);
         if (!sr->work || session_open(sr, errstr, errstr_size) != STORE_OK) {
@@ -336,27 +343,35 @@ void store_relay_batch_clear(struct store_relay_batch *b)
 }
 
 /*
- * relay_cursor.through as text into buf, read in a statement of its own:
- * the statements that read above it get it as a parameter, so that the
- * planner sees its value (behind a subquery it guesses a third of the
- * outbox, and on a big one plans a parallel scan: 40-80 ms a fetch).
+ * relay_cursor.through and done (0027: the ids published above through)
+ * as text into through and done (done: malloc'd, the caller frees it),
+ * read in a statement of their own, from one version of the row: the
+ * statements that read above through get both as parameters, so that the
+ * planner sees the value of through (behind a subquery it guesses a
+ * third of the outbox, and on a big one plans a parallel scan: 40-80 ms
+ * a fetch).
  */
-static int cursor_through(struct store_relay *sr, char *buf, size_t size,
-                          char *errstr, size_t errstr_size)
+static int cursor_read(struct store_relay *sr, char *through, size_t size,
+                       char **done, char *errstr, size_t errstr_size)
 {
-        int64_t t = -1;
-        int rc    = run_number(sr->work, "relay cursor",
-                               "SELECT through FROM relay_cursor WHERE id = 1", 0,
-                               NULL, false, &t, errstr, errstr_size);
+        PGresult *res;
+        int rc;
 
-        if (rc != STORE_OK)
+        *done = NULL;
+        res   = run(sr->work, "relay cursor",
+                    "SELECT through, done FROM relay_cursor WHERE id = 1", 0,
+                    NULL, &rc, errstr, errstr_size);
+        if (!res)
                 return rc;
-        if (t < 0) {
+        if (PQntuples(res) != 1) {
+                PQclear(res);
                 snprintf(errstr, errstr_size,
                          "relay cursor: no relay_cursor row (0021)");
                 return STORE_ERR_SCHEMA;
         }
-        snprintf(buf, size, "%" PRId64, t);
+        snprintf(through, size, "%s", PQgetvalue(res, 0, 0));
+        *done = xstrdup(PQgetvalue(res, 0, 1));
+        PQclear(res);
         return STORE_OK;
 }
 
@@ -365,9 +380,9 @@ int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
                       struct store_relay_batch *b, char *errstr,
                       size_t errstr_size)
 {
-        char nsh[16], lim[24], win[24], through[24];
+        char nsh[16], lim[24], win[24], through[24], *done = NULL;
         struct pgarr shards, skipped;
-        const char *v[6];
+        const char *v[7];
         int64_t list[STORE_RELAY_MAX_SHARDS];
         size_t nl = 0;
         PGresult *res;
@@ -376,8 +391,8 @@ int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
         store_relay_batch_clear(b);
         if (sr->nheld == 0)
                 return STORE_OK;
-        if ((rc = cursor_through(sr, through, sizeof(through), errstr,
-                                 errstr_size)) != STORE_OK)
+        if ((rc = cursor_read(sr, through, sizeof(through), &done, errstr,
+                              errstr_size)) != STORE_OK)
                 return rc;
         for (int s = 0; s < sr->nshards; s++)
                 if (sr->held[s])
@@ -391,12 +406,14 @@ int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
         v[3] = lim;
         v[4] = i64_array(&skipped, skip, nskip);
         v[5] = through;
+        v[6] = done;
         /*
          * w: the window, a prefix in id order of the unpublished rows of
          * the held shards (all rows of a key are in one shard, so a key's
          * first row in w is its first unpublished row), read through the
          * primary key above relay_cursor.through (every row at or below it
-         * is published, parked or never committed: store_relay_advance).
+         * is published, parked or never committed: store_relay_advance),
+         * leaving out the ids of $7, relay_cursor.done (published).
          * f: that first row
          * of each key. A row whose key has an earlier unpublished row is
          * never offered, whatever ids commit later. Parked rows (0006) are
@@ -411,8 +428,8 @@ int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
                   "WITH w AS ("
                   "  SELECT id, event_id, message_key, intent_event_id,"
                   "         status, payload, created_at FROM outbox"
-                  "   WHERE id > $6::bigint"
-                  "     AND published_at IS NULL AND parked_at IS NULL"
+                  "   WHERE id > $6::bigint AND NOT $7::int8multirange @> id"
+                  "     AND parked_at IS NULL"
                   "     AND (hashtext(message_key) & 2147483647) % $1::int"
                   "         = ANY ($2::int[])"
                   "   ORDER BY id LIMIT $3::int),"
@@ -423,9 +440,10 @@ int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
                   "        (extract(epoch FROM created_at) * 1000)::bigint"
                   "   FROM f WHERE id <> ALL ($5::bigint[])"
                   "  ORDER BY id LIMIT $4::int",
-                  6, v, &rc, errstr, errstr_size);
+                  7, v, &rc, errstr, errstr_size);
         store_pgarr_free(&shards);
         store_pgarr_free(&skipped);
+        free(done);
         if (!res)
                 return rc;
         n = PQntuples(res);
@@ -476,22 +494,64 @@ int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
 
 /* (3), once (1) found the barrier's transactions gone: $1 its sequence
  * value (NULL: no barrier yet, through stays), $2 gen as (1) read it, $3
- * the value of (2). Nothing changes when another relay moved the barrier
- * or a row was opened again since (1). */
+ * the value of (2). through moves up to the first row above it that is
+ * neither in done (published, 0027) nor parked, at most to $1; done keeps
+ * only the ids above the new through. Nothing changes when another relay
+ * moved the barrier or a row was opened again since (1). A mark that
+ * commits meanwhile is seen: the row is re-read (READ COMMITTED) and its
+ * done is the one both are computed from. */
 #define ADVANCE_SQL                                                            \
         "UPDATE relay_cursor c SET"                                            \
-        " through = CASE WHEN $1::bigint IS NOT NULL"                          \
+        " (through, done) = (SELECT t.v, c.done - int8multirange("             \
+        "  int8range(NULL, t.v, '[]')) FROM (SELECT"                           \
+        "  CASE WHEN $1::bigint IS NOT NULL"                                   \
         "  THEN greatest(c.through, least($1::bigint, coalesce("               \
         "  (SELECT o.id - 1 FROM outbox o WHERE o.id > c.through"              \
-        "    AND o.published_at IS NULL AND o.parked_at IS NULL"               \
+        "    AND NOT c.done @> o.id AND o.parked_at IS NULL"                   \
         "    ORDER BY o.id LIMIT 1), $1::bigint)))"                            \
-        "  ELSE c.through END,"                                                \
+        "  ELSE c.through END AS v) t),"                                       \
         " barrier_seq = $3::bigint,"                                           \
         " barrier_vxids = " RELAY_WRITERS_SQL ","                              \
         " advanced_at = now()"                                                 \
         " WHERE c.id = 1 AND c.gen = $2::bigint"                               \
         " AND c.barrier_seq IS NOT DISTINCT FROM $1::bigint"                   \
         " RETURNING c.through"
+
+/*
+ * Writes (now(), through) into relay_progress when through has moved
+ * since this relay last wrote and a second has passed: the times at
+ * which the rows were published (0027). Not when any relay wrote in the
+ * last second, or an entry already reaches through. A failure is only
+ * logged: the entry is a bound on times, written again at the next move.
+ */
+static void progress_log(struct store_relay *sr, int64_t through)
+{
+        char num[24], err[256];
+        const char *v[1] = { num };
+        int64_t now      = time_mono_ms();
+        int64_t rows     = 0;
+
+        if (through <= sr->logged_through ||
+            now - sr->logged_ms < PROGRESS_EVERY_MS)
+                return;
+        snprintf(num, sizeof(num), "%" PRId64, through);
+        if (run_number(sr->work, "relay progress",
+                       "INSERT INTO relay_progress (at, through)"
+                       " SELECT now(), $1::bigint"
+                       "  WHERE NOT EXISTS (SELECT 1 FROM relay_progress"
+                       "                     WHERE at > now() - interval"
+                       "                           '1 second'"
+                       "                        OR through >= $1::bigint)"
+                       " ON CONFLICT DO NOTHING",
+                       1, v, true, &rows, err, sizeof(err)) != STORE_OK) {
+                struct log_ctx lc = LOG_CTX_INIT;
+                lc.component      = "relay";
+                log_warn(&lc, "%s", err);
+                return;
+        }
+        sr->logged_through = through;
+        sr->logged_ms      = now;
+}
 
 int store_relay_advance(struct store_relay *sr, int64_t *through, char *errstr,
                         size_t errstr_size)
@@ -537,6 +597,7 @@ int store_relay_advance(struct store_relay *sr, int64_t *through, char *errstr,
                 *through = strtoll(PQgetvalue(res, 0, 3), NULL, 10);
                 PQclear(sq);
                 PQclear(res);
+                progress_log(sr, *through);
                 return STORE_OK;
         }
         if (sq) {
@@ -551,6 +612,8 @@ int store_relay_advance(struct store_relay *sr, int64_t *through, char *errstr,
         PQclear(up);
         PQclear(sq);
         PQclear(res);
+        if (*through >= 0)
+                progress_log(sr, *through);
         return up ? STORE_OK : rc;
 }
 
@@ -579,12 +642,35 @@ static int update_ids(struct store_relay *sr, const char *what, const char *sql,
 int store_relay_mark(struct store_relay *sr, const int64_t *ids, size_t n,
                      int64_t *marked, char *errstr, size_t errstr_size)
 {
-        return update_ids(sr, "relay mark",
-                          "UPDATE outbox SET published_at = now(),"
-                          "       publish_attempts = publish_attempts + 1"
-                          " WHERE id = ANY ($1::bigint[])"
-                          "   AND published_at IS NULL",
-                          ids, n, marked, errstr, errstr_size);
+        struct pgarr arr;
+        const char *v[1];
+        int rc;
+
+        *marked = 0;
+        if (n == 0)
+                return STORE_OK;
+        v[0] = i64_array(&arr, ids, n);
+        /*
+         * The rows are not written (0027): their ids join
+         * relay_cursor.done. c0 locks the cursor's row and reads its
+         * latest version, from which the ids new to it are counted
+         * (another relay may have marked some, or an advance passed
+         * them); the update re-reads that version.
+         */
+        rc = run_number(
+            sr->work, "relay mark",
+            "WITH c0 AS (SELECT through, done FROM relay_cursor"
+            "             WHERE id = 1 FOR UPDATE),"
+            " n AS (SELECT coalesce(range_agg(int8range(i, i, '[]')), '{}')"
+            "              AS add, count(DISTINCT i) AS k"
+            "         FROM c0, unnest($1::bigint[]) i"
+            "        WHERE i > c0.through AND NOT c0.done @> i),"
+            " u AS (UPDATE relay_cursor c SET done = c.done + n.add FROM n"
+            "        WHERE c.id = 1 AND n.k > 0 RETURNING 1)"
+            " SELECT n.k FROM n",
+            1, v, false, marked, errstr, errstr_size);
+        store_pgarr_free(&arr);
+        return rc;
 }
 
 int store_relay_note_failed(struct store_relay *sr, const int64_t *ids,
@@ -644,25 +730,35 @@ int store_relay_cleanup(struct store_relay *sr, int64_t retention_ms, int limit,
         snprintf(ret, sizeof(ret), "%" PRId64, retention_ms);
         snprintf(lim, sizeof(lim), "%d", limit);
         /*
-         * Oldest ids first through the primary key; rows locked by a mark
-         * or a republish are skipped, so the DELETE never waits and holds
-         * its row locks for one short statement only.
+         * Oldest ids first through the primary key, up to the through of
+         * the newest relay_progress entry older than the retention (0027:
+         * every row at or below it was published or parked by then); rows
+         * locked by a park or a republish are skipped, so the DELETE never
+         * waits and holds its row locks for one short statement only.
+         * The entries older than that one go in the same statement.
          */
         /* the watermark moves in the same statement as the DELETE, so the
          * audit (invariant_violations, 0004) never sees a removed result
-         * as a missing one */
+         * as a missing one: a result is written in the transaction that
+         * makes its payment final, so a payment whose result is gone
+         * finished at or before the latest created_at removed */
         return run_number(
             sr->work, "relay cleanup",
-            "WITH d AS (DELETE FROM outbox WHERE id IN ("
-            "  SELECT id FROM outbox"
-            "   WHERE published_at < now() - $1::bigint"
-            "                                * interval '1 millisecond'"
-            "   ORDER BY id LIMIT $2::int FOR UPDATE SKIP LOCKED)"
-            " RETURNING published_at),"
+            "WITH b AS MATERIALIZED (SELECT at, through FROM relay_progress"
+            "   WHERE at < now() - $1::bigint * interval '1 millisecond'"
+            "   ORDER BY at DESC LIMIT 1),"
+            " d AS (DELETE FROM outbox WHERE id IN ("
+            "  SELECT o.id FROM outbox o"
+            "   WHERE o.id <= (SELECT through FROM b)"
+            "     AND co_outbox_published(o.id, o.parked_at, o.published_at)"
+            "   ORDER BY o.id LIMIT $2::int FOR UPDATE SKIP LOCKED)"
+            " RETURNING created_at),"
             " m AS (UPDATE outbox_cleanup SET published_through ="
             "  greatest(published_through,"
-            "           (SELECT max(published_at) FROM d))"
-            "  WHERE id = 1 AND EXISTS (SELECT 1 FROM d))"
+            "           (SELECT max(created_at) FROM d))"
+            "  WHERE id = 1 AND EXISTS (SELECT 1 FROM d)),"
+            " p AS (DELETE FROM relay_progress"
+            "        WHERE at < (SELECT at FROM b))"
             " SELECT count(*) FROM d",
             2, v, false, deleted, errstr, errstr_size);
 }
@@ -670,21 +766,25 @@ int store_relay_cleanup(struct store_relay *sr, int64_t retention_ms, int limit,
 int store_relay_oldest_age(struct store_relay *sr, int64_t *age_ms,
                            char *errstr, size_t errstr_size)
 {
-        char through[24];
-        const char *v[1] = { through };
+        char through[24], *done = NULL;
+        const char *v[2] = { through, NULL };
         int rc;
 
         *age_ms = 0;
-        if ((rc = cursor_through(sr, through, sizeof(through), errstr,
-                                 errstr_size)) != STORE_OK)
+        if ((rc = cursor_read(sr, through, sizeof(through), &done, errstr,
+                              errstr_size)) != STORE_OK)
                 return rc;
-        return run_number(sr->work, "relay backlog",
+        v[1] = done;
+        rc   = run_number(sr->work, "relay backlog",
                           "SELECT greatest(0, (extract(epoch FROM"
-                          "        now() - created_at) * 1000)::bigint)"
-                          "  FROM outbox WHERE id > $1::bigint"
-                          "   AND published_at IS NULL AND parked_at IS NULL"
-                          " ORDER BY id LIMIT 1",
-                          1, v, false, age_ms, errstr, errstr_size);
+                            "        now() - created_at) * 1000)::bigint)"
+                            "  FROM outbox WHERE id > $1::bigint"
+                            "   AND NOT $2::int8multirange @> id"
+                            "   AND parked_at IS NULL"
+                            " ORDER BY id LIMIT 1",
+                          2, v, false, age_ms, errstr, errstr_size);
+        free(done);
+        return rc;
 }
 
 int store_relay_wal_position(struct store_relay *sr, char *lsn, size_t lsn_size,
@@ -770,24 +870,34 @@ int store_relay_republish(const char *conninfo,
         /*
          * Walks the ids upwards, so a row that a running relay publishes
          * again meanwhile is not reset twice; bounded: each round resets
-         * up to 1000 rows above the last one or ends the loop.
+         * up to 1000 rows above the last one or ends the loop. A row is
+         * opened again by co_relay_reopen (0027: through goes below it,
+         * the published ids between stay published); published_at, which
+         * only rows published before 0027 hold, goes back to NULL. The
+         * time bounds are those of co_outbox_published_between (0027:
+         * relay_progress, at most a second late).
          */
         for (long round = 0; round < 100000000L; round++) {
                 PGresult *res = run(
                     conn, "republish",
-                    "WITH c AS ("
-                    "  SELECT id FROM outbox"
-                    "   WHERE published_at IS NOT NULL AND id > $5::bigint"
-                    "     AND ($1::timestamptz IS NULL OR published_at >= $1)"
-                    "     AND ($2::timestamptz IS NULL OR published_at < $2)"
-                    "     AND ($3::text IS NULL OR intent_event_id = $3"
-                    "          OR event_id::text = lower($3))"
-                    "     AND ($4::text IS NULL OR message_key = $4)"
-                    "   ORDER BY id LIMIT 1000),"
+                    "WITH c AS MATERIALIZED ("
+                    "  SELECT o.id FROM outbox o"
+                    "   WHERE o.id > $5::bigint"
+                    "     AND co_outbox_published(o.id, o.parked_at,"
+                    "                             o.published_at)"
+                    "     AND co_outbox_published_between(o.id,"
+                    "           o.published_at, $1::timestamptz,"
+                    "           $2::timestamptz)"
+                    "     AND ($3::text IS NULL OR o.intent_event_id = $3"
+                    "          OR o.event_id::text = lower($3))"
+                    "     AND ($4::text IS NULL OR o.message_key = $4)"
+                    "   ORDER BY o.id LIMIT 1000),"
+                    " r AS MATERIALIZED (SELECT co_relay_reopen(array_agg(id))"
+                    "                      FROM c),"
                     " u AS (UPDATE outbox o SET published_at = NULL FROM c"
-                    "        WHERE o.id = c.id AND o.published_at IS NOT NULL"
-                    "       RETURNING o.id)"
-                    " SELECT (SELECT max(id) FROM c), (SELECT count(*) FROM u)",
+                    "        WHERE o.id = c.id AND o.published_at IS NOT NULL)"
+                    " SELECT (SELECT max(id) FROM c), (SELECT count(*) FROM c),"
+                    "        (SELECT count(*) FROM r)",
                     5, v, &rc, errstr, errstr_size);
                 if (!res)
                         break;
@@ -818,7 +928,8 @@ int store_relay_park(struct store_relay *sr, int64_t id, const char *reason,
             "UPDATE outbox SET parked_at = now(), park_reason = $2,"
             "       publish_attempts = publish_attempts + $3::int"
             " WHERE id = $1::bigint AND published_at IS NULL"
-            "   AND parked_at IS NULL",
+            "   AND parked_at IS NULL"
+            "   AND NOT co_outbox_published(id, parked_at, published_at)",
             3, v, true, parked, errstr, errstr_size);
 }
 

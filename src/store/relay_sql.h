@@ -112,13 +112,17 @@ int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
  * Moves relay_cursor.through (0021) up behind a barrier, in three short
  * statements: (1) whether the transactions of the last barrier have all
  * ended; (2) outbox's sequence value; (3) when they have: through to
- * just below the first unpublished, unparked row above it, at most the
- * last barrier's sequence value; and a new barrier: the value of (2) and
- * the transactions that hold a RowExclusiveLock on outbox now. Dropped
- * (nothing changes) when another relay moved the barrier or a row was
- * opened again (gen) meanwhile. *through gets the cursor's value (-1:
- * unchanged or unknown). Call it often (every few rounds): the fetch
- * reads every row above through.
+ * just below the first row above it neither published (in
+ * relay_cursor.done, 0027) nor parked, at most the last barrier's
+ * sequence value, and done less the ids it passed; and a new barrier:
+ * the value of (2) and the transactions that hold a RowExclusiveLock on
+ * outbox now. Dropped (nothing changes) when another relay moved the
+ * barrier or a row was opened again (gen) meanwhile. *through gets the
+ * cursor's value (-1: unchanged or unknown). Then, when through has
+ * moved since this relay last noted it and a second has passed, notes
+ * (now(), through) in relay_progress (0027; not when any relay did in
+ * the last second; a failure there is logged only). Call it often
+ * (every few rounds): the fetch reads every row above through.
  *
  * Never: pass an id that a transaction in flight may still commit (the
  * barrier), or an unpublished, unparked row; move at all while outbox's
@@ -129,10 +133,10 @@ int store_relay_advance(struct store_relay *sr, int64_t *through, char *errstr,
                         size_t errstr_size) CO_MUST_CHECK;
 
 /*
- * Marks ids[0..n) published (published_at = now(), publish_attempts + 1)
- * in one statement. The caller passes only rows whose delivery report
- * succeeded. *marked gets the rows changed (a row marked by another
- * relay meanwhile is not counted).
+ * Marks ids[0..n) published in one statement: they join relay_cursor.done
+ * (0027); no outbox row is written. The caller passes only rows whose
+ * delivery report succeeded. *marked gets the ids new to it (one marked
+ * by another relay meanwhile, or passed by the cursor, is not counted).
  */
 int store_relay_mark(struct store_relay *sr, const int64_t *ids, size_t n,
                      int64_t *marked, char *errstr,
@@ -181,9 +185,11 @@ int store_relay_standbys_flushed(struct store_relay *sr, const char *lsn,
 int store_relay_wait(struct store_relay *sr, int timeout_ms) CO_MUST_CHECK;
 
 /*
- * Deletes up to limit published rows whose published_at is older than
- * retention_ms, oldest ids first, skipping locked rows: one short
- * statement. *deleted gets the number (less than limit: caught up).
+ * Deletes up to limit published rows published more than retention_ms
+ * ago (at or below the through of the newest relay_progress entry older
+ * than that, 0027), oldest ids first, skipping locked rows, and the
+ * entries before that one: one short statement. *deleted gets the number
+ * (less than limit: caught up).
  */
 int store_relay_cleanup(struct store_relay *sr, int64_t retention_ms, int limit,
                         int64_t *deleted, char *errstr,
@@ -195,15 +201,16 @@ int store_relay_oldest_age(struct store_relay *sr, int64_t *age_ms,
 
 /* Which published rows an operator wants published again; NULL: any. */
 struct store_republish {
-        const char *since;       /* published_at >= since (timestamptz) */
-        const char *until;       /* published_at < until (timestamptz) */
+        const char *since;       /* published at or after (timestamptz) */
+        const char *until;       /* published before (timestamptz) */
         const char *event_id;    /* the intent's event id, or the result's */
         const char *message_key; /* <tenant_id>/<idem_key> */
 };
 
 /*
- * Sets published_at = NULL on the matching rows that are still retained,
- * in batches of 1000 (short statements, no long lock), on its own
+ * Opens again the matching published rows that are still retained
+ * (co_relay_reopen, 0027; published_at = NULL on a row published before
+ * it), in batches of 1000 (short statements, no long lock), on its own
  * connection. The relay then publishes them again with their stored
  * event ids and payloads, in id order per key. *reset gets the number.
  * A bad time value is STORE_ERR with PostgreSQL's message.

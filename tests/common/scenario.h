@@ -130,6 +130,12 @@ void sc_produce_intent(struct scenario *sc, int partition,
 void sc_flush(struct scenario *sc);
 
 /* ---- waiting and truth ---- */
+/* SQL conditions on an outbox row (unaliased): published or not (0027:
+ * through relay_cursor; published_at only on rows published before). A
+ * parked row is not published. */
+#define SC_PUBLISHED   " co_outbox_published(id, parked_at, published_at)"
+#define SC_UNPUBLISHED " NOT" SC_PUBLISHED
+
 /* Waits until the group's committed offsets reach the end of every
  * partition of the intents topic. Returns true in time. */
 bool sc_wait_consumed(struct scenario *sc, int timeout_ms);

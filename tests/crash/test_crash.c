@@ -178,13 +178,15 @@ static void wait_finished(struct scenario *sc, int timeout_ms)
                  "%ld payments still processing",
                  sc_sql_long(sc, "SELECT count(*) FROM payments WHERE status"
                                  " = 'processing'"));
-        SC_CHECK(sc_wait_sql(sc,
-                             "SELECT NOT EXISTS (SELECT 1 FROM outbox WHERE"
-                             " published_at IS NULL)",
-                             timeout_ms),
-                 "%ld outbox rows not published",
-                 sc_sql_long(sc, "SELECT count(*) FROM outbox WHERE"
-                                 " published_at IS NULL"));
+        SC_CHECK(
+            sc_wait_sql(
+                sc,
+                "SELECT NOT EXISTS (SELECT 1 FROM outbox WHERE" SC_UNPUBLISHED
+                ")",
+                timeout_ms),
+            "%ld outbox rows not published",
+            sc_sql_long(sc,
+                        "SELECT count(*) FROM outbox WHERE" SC_UNPUBLISHED));
 }
 
 struct result_row {
@@ -293,13 +295,13 @@ static size_t check_all(struct scenario *sc, struct sim *s,
         }
         if (u != (size_t)w->n)
                 VIOLATION(&v, "%zu final results for %d intents", u, w->n);
-        processing  = sc_sql_long(sc, "SELECT count(*) FROM payments WHERE"
-                                       " status = 'processing'");
-        unpublished = sc_sql_long(sc, "SELECT count(*) FROM outbox WHERE"
-                                      " published_at IS NULL");
-        payments    = sc_sql_long(sc, "SELECT count(*) FROM payments");
-        succeeded   = sc_sql_long(sc, "SELECT count(*) FROM payments WHERE"
-                                        " status = 'succeeded'");
+        processing = sc_sql_long(sc, "SELECT count(*) FROM payments WHERE"
+                                     " status = 'processing'");
+        unpublished =
+            sc_sql_long(sc, "SELECT count(*) FROM outbox WHERE" SC_UNPUBLISHED);
+        payments  = sc_sql_long(sc, "SELECT count(*) FROM payments");
+        succeeded = sc_sql_long(sc, "SELECT count(*) FROM payments WHERE"
+                                    " status = 'succeeded'");
         inv = sc_sql_long(sc, "SELECT count(*) FROM invariant_violations");
         if (processing)
                 VIOLATION(&v, "%ld payments left processing", processing);

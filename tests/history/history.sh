@@ -127,7 +127,7 @@ done
 for d in in_progress replay conflict rejected; do
 	same inbox.disposition.$d "SELECT count(*) FROM inbox WHERE disposition = '$d'"
 done
-same outbox.unpublished "SELECT count(*) FROM outbox WHERE published_at IS NULL"
+same outbox.unpublished "SELECT count(*) FROM outbox WHERE NOT co_outbox_published(id, parked_at, published_at)"
 same gateway_evidence.kind.operator \
 	"SELECT count(*) FROM gateway_evidence WHERE kind = 'operator'"
 

@@ -1506,12 +1506,12 @@ static void run(void)
                      sc_sql_long(&sc, "SELECT count(*) FROM payments WHERE "
                                       "status = 'processing'"));
         if (!wait_sql(&sc,
-                      "SELECT count(*) = 0 FROM outbox WHERE published_at IS "
-                      "NULL",
+                      "SELECT count(*) = 0 FROM outbox WHERE" SC_UNPUBLISHED,
                       20000))
                 fail("%ld outbox rows still unpublished 20 s later",
-                     sc_sql_long(&sc, "SELECT count(*) FROM outbox WHERE "
-                                      "published_at IS NULL"));
+                     sc_sql_long(
+                         &sc,
+                         "SELECT count(*) FROM outbox WHERE" SC_UNPUBLISHED));
         (void)keep_running();
         if (deaths) {
                 failures++;

@@ -272,9 +272,9 @@ void nf_check(struct nf_run *run, struct sim *s, bool db, struct nf_verdict *v)
                 long processing = sc_sql_long(
                     &run->sc, "SELECT count(*) FROM payments WHERE status"
                               " = 'processing'");
-                long unpublished =
-                    sc_sql_long(&run->sc, "SELECT count(*) FROM outbox WHERE"
-                                          " published_at IS NULL");
+                long unpublished = sc_sql_long(
+                    &run->sc,
+                    "SELECT count(*) FROM outbox WHERE" SC_UNPUBLISHED);
                 long payments =
                     sc_sql_long(&run->sc, "SELECT count(*) FROM payments");
                 long succeeded = sc_sql_long(

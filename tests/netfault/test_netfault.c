@@ -341,7 +341,7 @@ static bool wait_finished(struct ctx *c, int ms)
         if (!sc_wait_sql(sc,
                          "SELECT NOT EXISTS (SELECT 1 FROM payments WHERE"
                          " status = 'processing') AND NOT EXISTS (SELECT 1"
-                         " FROM outbox WHERE published_at IS NULL)",
+                         " FROM outbox WHERE" SC_UNPUBLISHED ")",
                          ms)) {
                 fprintf(stderr,
                         "netfault: payments processing or outbox rows "

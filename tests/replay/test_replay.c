@@ -260,10 +260,9 @@ static void settle(struct scenario *sc)
                              " status = 'processing'",
                              T_WAIT),
                  "a payment left processing");
-        SC_CHECK(sc_wait_sql(sc,
-                             "SELECT count(*) = 0 FROM outbox WHERE"
-                             " published_at IS NULL",
-                             T_WAIT),
+        SC_CHECK(sc_wait_sql(
+                     sc, "SELECT count(*) = 0 FROM outbox WHERE" SC_UNPUBLISHED,
+                     T_WAIT),
                  "results not all published");
 }
 

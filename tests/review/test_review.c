@@ -514,7 +514,7 @@ static void resolve_succeeded(void)
                          "the copy got a replayed succeeded result");
                 snprintf(q, sizeof(q),
                          "SELECT count(*) = 1 FROM outbox WHERE"
-                         " resolves_review AND published_at IS NOT NULL"
+                         " resolves_review AND" SC_PUBLISHED
                          " AND payment_id = '%s'",
                          p.payment_id);
                 SC_CHECK(sc_wait_sql(&sc, q, 30000),

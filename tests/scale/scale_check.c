@@ -367,8 +367,9 @@ void scale_check(struct scenario *sc, struct sim *s,
         SC_CHECK(sc_sql_long(sc, "SELECT count(*) FROM payments WHERE status"
                                  " = 'processing'") == 0,
                  "payments left processing");
-        SC_CHECK(sc_sql_long(sc, "SELECT count(*) FROM outbox WHERE"
-                                 " published_at IS NULL") == 0,
+        SC_CHECK(sc_sql_long(
+                     sc, "SELECT count(*) FROM outbox WHERE" SC_UNPUBLISHED) ==
+                     0,
                  "outbox not drained");
         sc_check_invariants(sc);
         succeeded = sc_sql_long(sc, "SELECT count(*) FROM payments WHERE"

@@ -274,13 +274,15 @@ static void wait_finished(struct scenario *sc, int timeout_ms)
                  "%ld payments still processing",
                  sc_sql_long(sc, "SELECT count(*) FROM payments WHERE status"
                                  " = 'processing'"));
-        SC_CHECK(sc_wait_sql(sc,
-                             "SELECT NOT EXISTS (SELECT 1 FROM outbox WHERE"
-                             " published_at IS NULL)",
-                             timeout_ms),
-                 "%ld outbox rows not published",
-                 sc_sql_long(sc, "SELECT count(*) FROM outbox WHERE"
-                                 " published_at IS NULL"));
+        SC_CHECK(
+            sc_wait_sql(
+                sc,
+                "SELECT NOT EXISTS (SELECT 1 FROM outbox WHERE" SC_UNPUBLISHED
+                ")",
+                timeout_ms),
+            "%ld outbox rows not published",
+            sc_sql_long(sc,
+                        "SELECT count(*) FROM outbox WHERE" SC_UNPUBLISHED));
 }
 
 /* Every disruption of the run, while the load thread produces. */
