@@ -308,7 +308,7 @@ static void verified(void)
         SC_CHECK(sc_wait_consumed(&sc, T_WAIT), "the intent was not consumed");
         SC_CHECK(sc_wait_sql(&sc,
                              "SELECT count(*) = 1 FROM outbox WHERE status ="
-                             " 'succeeded' AND published_at IS NOT NULL",
+                             " 'succeeded' AND" SC_PUBLISHED,
                              T_WAIT),
                  "no published result");
         /* chargeonce's own sessions are TLS (pg_hba refuses TCP without,
