@@ -44,6 +44,16 @@ COMMENT ON COLUMN relay_cursor.done IS
         'ids above through that the relays have published (the broker '
         'acknowledged them); through passes them at the next advance';
 
+-- When a row was last opened again (republished, unparked): it was
+-- published after that, by the first relay_progress entry after it that
+-- reaches it, not by the entries before (which through may have reached
+-- while the row was published before, or parked).
+ALTER TABLE outbox ADD COLUMN reopened_at timestamptz;
+
+COMMENT ON COLUMN outbox.reopened_at IS
+        'When the row was last opened again (republish, unpark): its '
+        'publication time counts from after it';
+
 UPDATE relay_cursor c
    SET done = coalesce((SELECT range_agg(int8range(o.id, o.id, '[]'))
                           FROM outbox o
@@ -56,8 +66,9 @@ UPDATE relay_cursor c
 -- most once a second whatever their number (store_relay_advance), and
 -- the retention removes what is older than itself but the newest such
 -- entry. A row was published before the first entry whose through
--- reaches it: the relay's retention counts from there (the rows at or
--- below the through of the newest entry older than relay.retention go),
+-- reaches it (after its reopened_at, if any): the relay's retention
+-- counts from there (the rows at or below the through of the newest
+-- entry older than relay.retention, and opened again before it, go),
 -- `relay --republish-since/--until` selects by it, inspect shows it.
 -- The entry made here covers the rows published before: their
 -- retention counts from this migration (they are kept up to one
@@ -90,46 +101,28 @@ RETURNS boolean LANGUAGE sql STABLE PARALLEL SAFE AS $$
 $$;
 
 -- When an outbox row was published (at most a second late), NULL while
--- it is not, or not logged yet (relay_progress).
+-- it is not, or not noted yet (relay_progress): the first entry that
+-- reaches it after it was last opened again. Entries are written only
+-- when through goes past every earlier entry's, so that first entry is
+-- the one with the least through.
 CREATE FUNCTION co_outbox_published_at(o_id bigint, o_parked_at timestamptz,
-                                       o_published_at timestamptz)
+                                       o_published_at timestamptz,
+                                       o_reopened_at timestamptz)
 RETURNS timestamptz LANGUAGE sql STABLE PARALLEL SAFE AS $$
         SELECT CASE
                 WHEN o_published_at IS NOT NULL THEN o_published_at
                 WHEN co_outbox_published(o_id, o_parked_at, NULL)
                 THEN (SELECT p.at FROM relay_progress p
                        WHERE p.through >= o_id
+                         AND (o_reopened_at IS NULL OR p.at > o_reopened_at)
                        ORDER BY p.through, p.at LIMIT 1)
-               END
-$$;
-
--- Whether an outbox row was published in [since, until) (NULL:
--- unbounded), as `relay --republish-since/--until` select: by
--- published_at where it is kept, else by the entries of relay_progress
--- (a row published after the newest entry before since does not reach
--- it; one published before until is reached by the newest entry before
--- until).
-CREATE FUNCTION co_outbox_published_between(o_id bigint,
-                                            o_published_at timestamptz,
-                                            since timestamptz,
-                                            until timestamptz)
-RETURNS boolean LANGUAGE sql STABLE PARALLEL SAFE AS $$
-        SELECT CASE
-                WHEN o_published_at IS NOT NULL
-                THEN (since IS NULL OR o_published_at >= since)
-                     AND (until IS NULL OR o_published_at < until)
-                ELSE (since IS NULL OR o_id > coalesce(
-                        (SELECT p.through FROM relay_progress p
-                          WHERE p.at < since ORDER BY p.at DESC LIMIT 1), 0))
-                     AND (until IS NULL OR o_id <= coalesce(
-                        (SELECT p.through FROM relay_progress p
-                          WHERE p.at < until ORDER BY p.at DESC LIMIT 1), 0))
                END
 $$;
 
 -- Opens the rows ids again: through goes below the lowest, the ids
 -- between that through passed go into done, the rows themselves leave
--- it; gen is bumped. Rows published before 0027 lose published_at.
+-- it; gen is bumped. The rows get reopened_at, and those published
+-- before 0027 lose published_at.
 CREATE FUNCTION co_relay_reopen(ids bigint[]) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -148,6 +141,8 @@ BEGIN
                through = least(c.through, lo - 1),
                gen = c.gen + 1
          WHERE c.id = 1;
+        UPDATE outbox SET reopened_at = now(), published_at = NULL
+         WHERE id = ANY (ids);
 END
 $$;
 

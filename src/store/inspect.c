@@ -84,7 +84,7 @@ static const char inspect_sql[] =
     "      'status', o.status, 'replayed', o.replayed, 'created_at',"
     "      o.created_at, 'published', co_outbox_published(o.id, o.parked_at,"
     "      o.published_at), 'published_at', co_outbox_published_at(o.id,"
-    "      o.parked_at, o.published_at)) ORDER BY o.id)"
+    "      o.parked_at, o.published_at, o.reopened_at)) ORDER BY o.id)"
     "      FROM (SELECT o.* FROM outbox o JOIN p"
     "             ON o.payment_id = p.payment_id"
     "            UNION ALL"

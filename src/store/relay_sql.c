@@ -732,7 +732,8 @@ int store_relay_cleanup(struct store_relay *sr, int64_t retention_ms, int limit,
         /*
          * Oldest ids first through the primary key, up to the through of
          * the newest relay_progress entry older than the retention (0027:
-         * every row at or below it was published or parked by then); rows
+         * every row at or below it was published or parked by then, and
+         * published again by then if it was opened again before); rows
          * locked by a park or a republish are skipped, so the DELETE never
          * waits and holds its row locks for one short statement only.
          * The entries older than that one go in the same statement.
@@ -751,6 +752,8 @@ int store_relay_cleanup(struct store_relay *sr, int64_t retention_ms, int limit,
             "  SELECT o.id FROM outbox o"
             "   WHERE o.id <= (SELECT through FROM b)"
             "     AND co_outbox_published(o.id, o.parked_at, o.published_at)"
+            "     AND (o.reopened_at IS NULL"
+            "          OR o.reopened_at < (SELECT at FROM b))"
             "   ORDER BY o.id LIMIT $2::int FOR UPDATE SKIP LOCKED)"
             " RETURNING created_at),"
             " m AS (UPDATE outbox_cleanup SET published_through ="
@@ -872,30 +875,31 @@ int store_relay_republish(const char *conninfo,
          * again meanwhile is not reset twice; bounded: each round resets
          * up to 1000 rows above the last one or ends the loop. A row is
          * opened again by co_relay_reopen (0027: through goes below it,
-         * the published ids between stay published); published_at, which
-         * only rows published before 0027 hold, goes back to NULL. The
-         * time bounds are those of co_outbox_published_between (0027:
-         * relay_progress, at most a second late).
+         * the published ids between stay published, the row gets
+         * reopened_at; published_at, which only rows published before
+         * 0027 hold, goes back to NULL). The time bounds are those of
+         * co_outbox_published_at (relay_progress, at most a second
+         * late; now for a row published but not noted yet).
          */
         for (long round = 0; round < 100000000L; round++) {
                 PGresult *res = run(
                     conn, "republish",
                     "WITH c AS MATERIALIZED ("
-                    "  SELECT o.id FROM outbox o"
+                    "  SELECT o.id FROM outbox o,"
+                    "         LATERAL (SELECT coalesce(co_outbox_published_at("
+                    "                  o.id, o.parked_at, o.published_at,"
+                    "                  o.reopened_at), now()) AS at) t"
                     "   WHERE o.id > $5::bigint"
                     "     AND co_outbox_published(o.id, o.parked_at,"
                     "                             o.published_at)"
-                    "     AND co_outbox_published_between(o.id,"
-                    "           o.published_at, $1::timestamptz,"
-                    "           $2::timestamptz)"
+                    "     AND ($1::timestamptz IS NULL OR $1 <= t.at)"
+                    "     AND ($2::timestamptz IS NULL OR t.at < $2)"
                     "     AND ($3::text IS NULL OR o.intent_event_id = $3"
                     "          OR o.event_id::text = lower($3))"
                     "     AND ($4::text IS NULL OR o.message_key = $4)"
                     "   ORDER BY o.id LIMIT 1000),"
                     " r AS MATERIALIZED (SELECT co_relay_reopen(array_agg(id))"
-                    "                      FROM c),"
-                    " u AS (UPDATE outbox o SET published_at = NULL FROM c"
-                    "        WHERE o.id = c.id AND o.published_at IS NOT NULL)"
+                    "                      FROM c)"
                     " SELECT (SELECT max(id) FROM c), (SELECT count(*) FROM c),"
                     "        (SELECT count(*) FROM r)",
                     5, v, &rc, errstr, errstr_size);

@@ -155,7 +155,8 @@ int store_review_get(struct store *st, const char *payment_id,
             "   'resolves_review', o.resolves_review, 'created_at',"
             "   o.created_at, 'published', co_outbox_published(o.id,"
             "   o.parked_at, o.published_at), 'published_at',"
-            "   co_outbox_published_at(o.id, o.parked_at, o.published_at))"
+            "   co_outbox_published_at(o.id, o.parked_at, o.published_at,"
+            "   o.reopened_at))"
             "   ORDER BY o.id)"
             "   FROM outbox o WHERE o.payment_id = p.payment_id), '[]')"
             " FROM payments p" LAST_EVIDENCE " WHERE p.payment_id = $1::uuid";

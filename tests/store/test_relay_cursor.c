@@ -421,7 +421,7 @@ static void progress(void)
                             " relay_progress p WHERE o.id = %lld"
                             " AND p.through >= o.id AND"
                             " co_outbox_published_at(o.id, o.parked_at,"
-                            " o.published_at) = p.at",
+                            " o.published_at, o.reopened_at) = p.at",
                             id),
                    1);
         t = result_row(pg);
@@ -429,7 +429,7 @@ static void progress(void)
                             "SELECT count(*) FROM outbox o"
                             " WHERE o.id = %lld AND"
                             " co_outbox_published_at(o.id, o.parked_at,"
-                            " o.published_at) IS NULL",
+                            " o.published_at, o.reopened_at) IS NULL",
                             t),
                    1);
         /* an hour later, with a retention of half an hour: t, published
@@ -439,8 +439,13 @@ static void progress(void)
         covered = st_count(pg, "SELECT through FROM relay_progress"
                                " ORDER BY at DESC LIMIT 1");
         CHECK(covered >= id && covered < t);
-        left = st_count(pg, "SELECT count(*) FROM outbox WHERE id > %lld",
+        /* the rows opened again by the cases before, within the hour,
+         * stay too: published again after the entry */
+        left = st_count(pg,
+                        "SELECT count(*) FROM outbox WHERE id > %lld"
+                        " OR reopened_at IS NOT NULL",
                         covered);
+        CHECK(left > 1);
         CHECK(store_relay_cleanup(sr, 30 * 60 * 1000, 1000000, &del, err,
                                   sizeof(err)) == STORE_OK);
         CHECK(del > 0);
@@ -451,6 +456,59 @@ static void progress(void)
         CHECK_EQ_I(st_count(pg, "SELECT count(*) FROM outbox_cleanup"
                                 " WHERE published_through > '-infinity'"),
                    1);
+}
+
+/* A row parked while the cursor passed it (an entry reaches it) and
+ * unparked later is published after its unpark: its time is that of an
+ * entry after its reopened_at, and the retention keeps it, although an
+ * entry older than the retention reaches it. */
+static void progress_after_reopen(void)
+{
+        long long id = result_row(pg), t, later;
+        int64_t del  = -1;
+        char err[512];
+        bool saw;
+
+        PLANT("UPDATE outbox SET parked_at = now(), park_reason = 'test'"
+              " WHERE id = %lld",
+              id);
+        t = result_row(pg);
+        CHECK_EQ_I(publish_all(t, &saw), 1);
+        nanosleep(&(struct timespec){ 1, 100 * 1000000L }, NULL);
+        advance();
+        CHECK_EQ_I(through(), t);
+        CHECK_EQ_I(st_count(pg,
+                            "SELECT count(*) FROM relay_progress"
+                            " WHERE through >= %lld",
+                            t),
+                   1);
+        /* an hour later: unparked (the trigger opens it again), published
+         * and noted after the next result */
+        PLANT("UPDATE relay_progress SET at = at - interval '1 hour'");
+        PLANT("UPDATE outbox SET parked_at = NULL, park_reason = NULL"
+              " WHERE id = %lld",
+              id);
+        CHECK_EQ_I(through(), id - 1);
+        CHECK_EQ_I(publish_all(id, &saw), 1);
+        CHECK(saw);
+        later = result_row(pg);
+        CHECK_EQ_I(publish_all(later, &saw), 1);
+        nanosleep(&(struct timespec){ 1, 100 * 1000000L }, NULL);
+        advance();
+        CHECK_EQ_I(through(), later);
+        CHECK_EQ_I(st_count(pg,
+                            "SELECT count(*) FROM outbox o WHERE o.id ="
+                            " %lld AND co_outbox_published_at(o.id,"
+                            " o.parked_at, o.published_at, o.reopened_at)"
+                            " > o.reopened_at",
+                            id),
+                   1);
+        CHECK(store_relay_cleanup(sr, 30 * 60 * 1000, 1000000, &del, err,
+                                  sizeof(err)) == STORE_OK);
+        CHECK_EQ_I(
+            st_count(pg, "SELECT count(*) FROM outbox WHERE id = %lld", id), 1);
+        CHECK_EQ_I(
+            st_count(pg, "SELECT count(*) FROM outbox WHERE id = %lld", t), 0);
 }
 
 /*
@@ -520,6 +578,7 @@ int main(int argc, char **argv)
                 { "sequence_cache", sequence_cache, NULL, NULL },
                 { "concurrent_writers", concurrent_writers, NULL, NULL },
                 { "progress", progress, NULL, NULL },
+                { "progress_after_reopen", progress_after_reopen, NULL, NULL },
                 { "wal_receiver_not_standby", wal_receiver_not_standby, NULL,
                   NULL },
         };
