@@ -168,8 +168,9 @@ trail() {
 		echo "spin $defs $(basename "$pml")   ($(spin -V))"
 		if grep -q 'relay_cursor\.pml' "$pml"; then
 			echo "ids: the outbox rows in the order drawn; key: the message key;" \
-				"unpublished, writers: a bit per id, per writer;" \
-				"writers: the barrier's transactions"
+				"done (relay_cursor.done), committed, not parked (the advance's" \
+				"snapshot): a bit per id (id i: 2^i); writers: the barrier's" \
+				"transactions, a bit per writer"
 		else
 			echo "status: 1 succeeded, 2 failed, 3 review, 4 conflict;" \
 				"the gateway: 0 nothing, 1 charged, 2 refused (402), 3 no answer"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mutant relay_cursor_passes_unpublished
- * drops:          ADVANCE_SQL's "least(..., the first unpublished row above through - 1)" (src/store/relay_sql.c): the cursor moves to the barrier's sequence value over committed rows not published yet, which no fetch reads again
+ * drops:          ADVANCE_SQL's "least($1, the first row above through neither in done nor parked - 1)" (src/store/relay_sql.c): the cursor moves to the barrier's sequence value over committed rows not published yet, which no fetch reads again
  * must violate:   P9
  * scenario:       relay
  */
