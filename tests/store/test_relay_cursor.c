@@ -395,6 +395,24 @@ static void concurrent_writers(void)
                                            " 'id')::regclass)"));
 }
 
+/* Publishes id, the only row to publish, and advances a second later:
+ * through reaches it, and so does one relay_progress entry. */
+static void publish_noted(long long id)
+{
+        bool saw;
+
+        CHECK_EQ_I(publish_all(id, &saw), 1);
+        CHECK(saw);
+        nanosleep(&(struct timespec){ 1, 100 * 1000000L }, NULL);
+        advance();
+        CHECK_EQ_I(through(), id);
+        CHECK_EQ_I(st_count(pg,
+                            "SELECT count(*) FROM relay_progress"
+                            " WHERE through >= %lld",
+                            id),
+                   1);
+}
+
 /* The relay notes when through moved (relay_progress: at most once a
  * second, by any relay); a published row's time is that of the first
  * entry reaching it, an unpublished one has none; the retention removes
@@ -407,15 +425,7 @@ static void progress(void)
         char err[512];
         bool saw;
 
-        CHECK_EQ_I(publish_all(id, &saw), 1);
-        nanosleep(&(struct timespec){ 1, 100 * 1000000L }, NULL);
-        advance();
-        CHECK_EQ_I(through(), id);
-        CHECK_EQ_I(st_count(pg,
-                            "SELECT count(*) FROM relay_progress"
-                            " WHERE through >= %lld",
-                            id),
-                   1);
+        publish_noted(id);
         CHECK_EQ_I(st_count(pg,
                             "SELECT count(*) FROM outbox o,"
                             " relay_progress p WHERE o.id = %lld"
@@ -473,15 +483,7 @@ static void progress_after_reopen(void)
               " WHERE id = %lld",
               id);
         t = result_row(pg);
-        CHECK_EQ_I(publish_all(t, &saw), 1);
-        nanosleep(&(struct timespec){ 1, 100 * 1000000L }, NULL);
-        advance();
-        CHECK_EQ_I(through(), t);
-        CHECK_EQ_I(st_count(pg,
-                            "SELECT count(*) FROM relay_progress"
-                            " WHERE through >= %lld",
-                            t),
-                   1);
+        publish_noted(t);
         /* an hour later: unparked (the trigger opens it again), published
          * and noted after the next result */
         PLANT("UPDATE relay_progress SET at = at - interval '1 hour'");
@@ -492,10 +494,7 @@ static void progress_after_reopen(void)
         CHECK_EQ_I(publish_all(id, &saw), 1);
         CHECK(saw);
         later = result_row(pg);
-        CHECK_EQ_I(publish_all(later, &saw), 1);
-        nanosleep(&(struct timespec){ 1, 100 * 1000000L }, NULL);
-        advance();
-        CHECK_EQ_I(through(), later);
+        publish_noted(later);
         CHECK_EQ_I(st_count(pg,
                             "SELECT count(*) FROM outbox o WHERE o.id ="
                             " %lld AND co_outbox_published_at(o.id,"
