@@ -694,6 +694,28 @@ bool sc_wait_consumed(struct scenario *sc, int timeout_ms)
         return ok;
 }
 
+/* Waits until everything is consumed, final, and published. */
+void sc_wait_finished(struct scenario *sc, int timeout_ms)
+{
+        SC_CHECK(sc_wait_consumed(sc, timeout_ms), "intents not consumed");
+        SC_CHECK(sc_wait_sql(sc,
+                             "SELECT NOT EXISTS (SELECT 1 FROM payments WHERE"
+                             " status = 'processing')",
+                             timeout_ms),
+                 "%ld payments still processing",
+                 sc_sql_long(sc, "SELECT count(*) FROM payments WHERE status"
+                                 " = 'processing'"));
+        SC_CHECK(
+            sc_wait_sql(
+                sc,
+                "SELECT NOT EXISTS (SELECT 1 FROM outbox WHERE" SC_UNPUBLISHED
+                ")",
+                timeout_ms),
+            "%ld outbox rows not published",
+            sc_sql_long(sc,
+                        "SELECT count(*) FROM outbox WHERE" SC_UNPUBLISHED));
+}
+
 bool sc_wait_sql(struct scenario *sc, const char *sql, int timeout_ms)
 {
         int64_t end = now_ms() + timeout_ms;

@@ -139,6 +139,9 @@ void sc_flush(struct scenario *sc);
 /* Waits until the group's committed offsets reach the end of every
  * partition of the intents topic. Returns true in time. */
 bool sc_wait_consumed(struct scenario *sc, int timeout_ms);
+/* Waits until everything is consumed, no payment is processing and every
+ * result is published; fails the test with the counts otherwise. */
+void sc_wait_finished(struct scenario *sc, int timeout_ms);
 /* Waits until sql (one boolean) is true. */
 bool sc_wait_sql(struct scenario *sc, const char *sql, int timeout_ms);
 /* First value of a one-row query (static buffer), or NULL. */

@@ -167,28 +167,6 @@ static void produce_workload(struct scenario *sc, struct workload *w, int n,
         sc_flush(sc);
 }
 
-/* Waits until everything is consumed, final, and published. */
-static void wait_finished(struct scenario *sc, int timeout_ms)
-{
-        SC_CHECK(sc_wait_consumed(sc, timeout_ms), "intents not consumed");
-        SC_CHECK(sc_wait_sql(sc,
-                             "SELECT NOT EXISTS (SELECT 1 FROM payments WHERE"
-                             " status = 'processing')",
-                             timeout_ms),
-                 "%ld payments still processing",
-                 sc_sql_long(sc, "SELECT count(*) FROM payments WHERE status"
-                                 " = 'processing'"));
-        SC_CHECK(
-            sc_wait_sql(
-                sc,
-                "SELECT NOT EXISTS (SELECT 1 FROM outbox WHERE" SC_UNPUBLISHED
-                ")",
-                timeout_ms),
-            "%ld outbox rows not published",
-            sc_sql_long(sc,
-                        "SELECT count(*) FROM outbox WHERE" SC_UNPUBLISHED));
-}
-
 struct result_row {
         char tenant[16], key[32], event_id[40], status[16];
         bool replayed;
@@ -388,7 +366,7 @@ static void crash_at(const char *point)
         crashstats_kill();
         /* restart without failpoints: recover and finish */
         co_start(&sc, &c, "consume", &s, settings, NULL);
-        wait_finished(&sc, 120000);
+        sc_wait_finished(&sc, 120000);
         size_t n = check_all(&sc, &s, w);
         rc       = co_stop(&c, SIGTERM, 60000);
         SC_CHECK(rc == 0, "SIGTERM: exit %d", rc);
@@ -441,7 +419,7 @@ static void takeover(void)
                  "reconcile.after_takeover not exercised: %d", rc);
         crashstats_kill();
         co_start(&sc, &c, "consume", &s, settings, NULL);
-        wait_finished(&sc, 120000);
+        sc_wait_finished(&sc, 120000);
         check_all(&sc, &s, w);
         SC_CHECK(sc_sql_long(&sc, "SELECT count(*) FROM payments WHERE"
                                   " lease_epoch >= 2") >= 1,
@@ -539,7 +517,7 @@ static void soak(int seconds, unsigned seed)
         }
         if (!broker_done || !pg_done)
                 SC_CHECK(seconds >= 3, "soak too short for the restarts");
-        wait_finished(&sc, 180000);
+        sc_wait_finished(&sc, 180000);
         check_all(&sc, &s, w);
         for (int i = 0; i < 3; i++) {
                 int rc = co_stop(&procs[i], SIGTERM, 60000);
@@ -580,7 +558,7 @@ static void forgets(void)
             sim_opts(opts, sizeof(opts), "--key-retention 1s", seeded, seed));
         produce_workload(&sc, w, 200, seed, "f");
         co_start(&sc, &c, "consume", &s, quick, NULL);
-        wait_finished(&sc, 120000);
+        sc_wait_finished(&sc, 120000);
         SC_CHECK(co_stop(&c, SIGTERM, 60000) == 0, "SIGTERM");
         st     = sim_stats(&s);
         before = sim_stat(st, "charges");
@@ -608,7 +586,7 @@ static void forgets(void)
         SC_CHECK(system(cmd) == 0, "ConsumerGroupCommand --reset-offsets");
         SC_CHECK(!sc_wait_consumed(&sc, 1), "the rewind did not happen");
         co_start(&sc, &c, "consume", &s, quick, NULL);
-        wait_finished(&sc, 120000);
+        sc_wait_finished(&sc, 120000);
         crashstats_checking(); /* a new charge is a broken invariant */
         st    = sim_stats(&s);
         after = sim_stat(st, "charges");

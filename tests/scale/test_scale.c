@@ -263,28 +263,6 @@ static void until(int64_t t0, int at_ms)
                 sleep_ms((int)(t0 + at_ms - now));
 }
 
-/* Waits until everything is consumed, final, and published. */
-static void wait_finished(struct scenario *sc, int timeout_ms)
-{
-        SC_CHECK(sc_wait_consumed(sc, timeout_ms), "intents not consumed");
-        SC_CHECK(sc_wait_sql(sc,
-                             "SELECT NOT EXISTS (SELECT 1 FROM payments WHERE"
-                             " status = 'processing')",
-                             timeout_ms),
-                 "%ld payments still processing",
-                 sc_sql_long(sc, "SELECT count(*) FROM payments WHERE status"
-                                 " = 'processing'"));
-        SC_CHECK(
-            sc_wait_sql(
-                sc,
-                "SELECT NOT EXISTS (SELECT 1 FROM outbox WHERE" SC_UNPUBLISHED
-                ")",
-                timeout_ms),
-            "%ld outbox rows not published",
-            sc_sql_long(sc,
-                        "SELECT count(*) FROM outbox WHERE" SC_UNPUBLISHED));
-}
-
 /* Every disruption of the run, while the load thread produces. */
 static void disrupt(struct procs *p, struct scale_event *ev, int *n_ev,
                     int64_t t0)
@@ -369,7 +347,7 @@ static void scale(const char *assignor)
         ev[n_ev].at_ms = scale_now_ms();
         snprintf(ev[n_ev++].what, sizeof(ev[0].what), "load ends");
 
-        wait_finished(&sc, 120000);
+        sc_wait_finished(&sc, 120000);
         for (int i = 0; i < l->n_sent; i++)
                 n_intents += l->sent[i].kind == SK_ORIGINAL;
         crashstats_intents(n_intents);
