@@ -133,6 +133,12 @@ BEGIN
                 RETURN;
         END IF;
         own := (SELECT range_agg(int8range(i, i, '[]')) FROM unnest(ids) i);
+        -- the rows before the cursor's row, in id order, as an unpark
+        -- (the trigger) takes them: two operators' commands on the same
+        -- rows wait for each other, never deadlock
+        PERFORM 1 FROM outbox WHERE id = ANY (ids) ORDER BY id FOR UPDATE;
+        UPDATE outbox SET reopened_at = now(), published_at = NULL
+         WHERE id = ANY (ids);
         UPDATE relay_cursor c
            SET done = CASE WHEN lo <= c.through
                            THEN c.done + int8multirange(
@@ -141,8 +147,6 @@ BEGIN
                through = least(c.through, lo - 1),
                gen = c.gen + 1
          WHERE c.id = 1;
-        UPDATE outbox SET reopened_at = now(), published_at = NULL
-         WHERE id = ANY (ids);
 END
 $$;
 

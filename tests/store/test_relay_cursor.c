@@ -230,6 +230,53 @@ static void reopen(void)
         CHECK_EQ_I(through(), t);
 }
 
+/* A republish (co_relay_reopen) and an unpark (its trigger) of the same
+ * row at once wait for each other and both succeed: each takes the row
+ * before the cursor's row. (Taking the cursor's row first, the republish
+ * deadlocked with an unpark that held the row.) */
+static void reopen_no_deadlock(void)
+{
+        long long id = result_row(pg);
+        PGresult *res;
+        bool saw, ok = true;
+
+        CHECK_EQ_I(publish_all(id, &saw), 1);
+        advance();
+        PLANT("UPDATE outbox SET parked_at = now(), park_reason = 'test'"
+              " WHERE id = %lld",
+              id);
+        /* the unpark's transaction holds the row */
+        REQUIRE(st_exec(late, true, "BEGIN"));
+        REQUIRE(st_exec(late, true,
+                        "SELECT 1 FROM outbox WHERE id = %lld FOR UPDATE", id));
+        /* the republish, on the other connection, waits */
+        {
+                char sql[96];
+                snprintf(sql, sizeof(sql), "SELECT co_relay_reopen('{%lld}')",
+                         id);
+                REQUIRE(PQsendQuery(pg, sql) == 1);
+        }
+        nanosleep(&(struct timespec){ 0, 300 * 1000000L }, NULL);
+        CHECK(st_exec(late, true,
+                      "UPDATE outbox SET parked_at = NULL, park_reason = NULL"
+                      " WHERE id = %lld",
+                      id));
+        CHECK(st_exec(late, true, "COMMIT"));
+        while ((res = PQgetResult(pg)) != NULL) {
+                if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+                        fprintf(stderr, "republish: %s",
+                                PQresultErrorMessage(res));
+                        ok = false;
+                }
+                PQclear(res);
+        }
+        CHECK(ok);
+        CHECK(through() < id);
+        CHECK_EQ_I(publish_all(id, &saw), 1);
+        CHECK(saw);
+        advance();
+}
+
 /* An advance computed before a row was opened again is dropped (gen). */
 static void advance_after_reopen(void)
 {
@@ -572,6 +619,7 @@ int main(int argc, char **argv)
                 { "late_commit", late_commit, NULL, NULL },
                 { "aborted_insert", aborted_insert, NULL, NULL },
                 { "reopen", reopen, NULL, NULL },
+                { "reopen_no_deadlock", reopen_no_deadlock, NULL, NULL },
                 { "advance_after_reopen", advance_after_reopen, NULL, NULL },
                 { "mark_writes_no_row", mark_writes_no_row, NULL, NULL },
                 { "sequence_cache", sequence_cache, NULL, NULL },
