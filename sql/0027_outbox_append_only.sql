@@ -119,6 +119,30 @@ RETURNS timestamptz LANGUAGE sql STABLE PARALLEL SAFE AS $$
                END
 $$;
 
+-- The retained published rows `relay --republish-*` opens again, and
+-- its --dry-run counts (one selection for both): above id p_after,
+-- published in [p_since, p_until) (co_outbox_published_at; now for a row
+-- published but not noted yet), of the intent or result event id
+-- p_event, of the message key p_key; NULL matches anything. at: when the
+-- row was published.
+CREATE FUNCTION co_republish_candidates(p_since timestamptz,
+                                        p_until timestamptz, p_event text,
+                                        p_key text, p_after bigint)
+RETURNS TABLE (id bigint, at timestamptz) LANGUAGE sql STABLE AS $$
+        SELECT o.id, t.at
+          FROM outbox o,
+               LATERAL (SELECT coalesce(co_outbox_published_at(o.id,
+                          o.parked_at, o.published_at, o.reopened_at),
+                          now()) AS at) t
+         WHERE o.id > p_after
+           AND co_outbox_published(o.id, o.parked_at, o.published_at)
+           AND (p_since IS NULL OR p_since <= t.at)
+           AND (p_until IS NULL OR t.at < p_until)
+           AND (p_event IS NULL OR o.intent_event_id = p_event
+                OR o.event_id::text = lower(p_event))
+           AND (p_key IS NULL OR o.message_key = p_key)
+$$;
+
 -- Opens the rows ids again: through goes below the lowest, the ids
 -- between that through passed go into done, the rows themselves leave
 -- it; gen is bumped. The rows get reopened_at, and those published

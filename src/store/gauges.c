@@ -25,10 +25,12 @@
  * The backlog in one statement. processing: the partial index
  * payments_processing_lease_idx holds exactly the processing rows;
  * outbox: the unpublished rows are above relay_cursor.through (0021),
- * less the ids published above it (relay_cursor.done, 0027), read
- * through the primary key from its value, read first and written
+ * read through the primary key from its value, read first and written
  * into the statement (behind a subquery the planner would guess a third
- * of the table and scan all of it); the parked ones through
+ * of the table and scan all of it), less the published ones
+ * (co_outbox_published, 0027: it reads through and done in this
+ * statement's snapshot, so a cursor moved since the first read counts
+ * nothing twice); the parked ones through
  * outbox_parked_idx (0022), counted apart (they wait for an operator,
  * not for the relay, and would otherwise pin the oldest age forever).
  */
@@ -39,9 +41,8 @@
         " (SELECT count(*) FROM payments WHERE status = 'review')"             \
         " FROM (SELECT count(*) AS unpublished,"                               \
         " coalesce(extract(epoch FROM now() - min(created_at)), 0) AS oldest"  \
-        " FROM outbox WHERE id > %" PRId64                                     \
-        " AND NOT (SELECT done FROM relay_cursor WHERE id = 1) @> id"          \
-        " AND parked_at IS NULL) o,"                                           \
+        " FROM outbox WHERE id > %" PRId64 " AND parked_at IS NULL"            \
+        " AND NOT co_outbox_published(id, parked_at, published_at)) o,"        \
         " (SELECT count(*) AS parked FROM outbox WHERE parked_at IS NOT NULL"  \
         " AND published_at IS NULL) p"
 

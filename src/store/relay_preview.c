@@ -62,25 +62,17 @@ int store_relay_republish_count(const char *conninfo,
 
         *rows = 0;
         memset(out, 0, sizeof(out));
-        /* the WHERE of store_relay_republish (relay_sql.c), without the
-         * id walk: every row it would reset */
+        /* the selection of store_relay_republish (relay_sql.c,
+         * co_republish_candidates), without the id walk: every row it
+         * would open again */
         rc = one_row(conninfo, "republish preview",
                      "SELECT count(*),"
-                     "       to_char(min(t) AT TIME ZONE 'UTC',"
+                     "       to_char(min(at) AT TIME ZONE 'UTC',"
                      "               'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),"
-                     "       to_char(max(t) AT TIME ZONE 'UTC',"
+                     "       to_char(max(at) AT TIME ZONE 'UTC',"
                      "               'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
-                     "  FROM outbox o,"
-                     "       LATERAL coalesce(co_outbox_published_at(o.id,"
-                     "               o.parked_at, o.published_at,"
-                     "               o.reopened_at), now()) t"
-                     " WHERE co_outbox_published(o.id, o.parked_at,"
-                     "                           o.published_at)"
-                     "   AND ($1::timestamptz IS NULL OR $1 <= t)"
-                     "   AND ($2::timestamptz IS NULL OR t < $2)"
-                     "   AND ($3::text IS NULL OR o.intent_event_id = $3"
-                     "        OR o.event_id::text = lower($3))"
-                     "   AND ($4::text IS NULL OR o.message_key = $4)",
+                     "  FROM co_republish_candidates($1::timestamptz,"
+                     "       $2::timestamptz, $3::text, $4::text, 0)",
                      4, v, out, 3, errstr, errstr_size);
         if (rc != STORE_OK)
                 return rc;

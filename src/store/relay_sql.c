@@ -877,27 +877,18 @@ int store_relay_republish(const char *conninfo,
          * opened again by co_relay_reopen (0027: through goes below it,
          * the published ids between stay published, the row gets
          * reopened_at; published_at, which only rows published before
-         * 0027 hold, goes back to NULL). The time bounds are those of
-         * co_outbox_published_at (relay_progress, at most a second
-         * late; now for a row published but not noted yet).
+         * 0027 hold, goes back to NULL). The rows are those of
+         * co_republish_candidates (0027), which the --dry-run counts
+         * too.
          */
         for (long round = 0; round < 100000000L; round++) {
                 PGresult *res = run(
                     conn, "republish",
                     "WITH c AS MATERIALIZED ("
-                    "  SELECT o.id FROM outbox o,"
-                    "         LATERAL (SELECT coalesce(co_outbox_published_at("
-                    "                  o.id, o.parked_at, o.published_at,"
-                    "                  o.reopened_at), now()) AS at) t"
-                    "   WHERE o.id > $5::bigint"
-                    "     AND co_outbox_published(o.id, o.parked_at,"
-                    "                             o.published_at)"
-                    "     AND ($1::timestamptz IS NULL OR $1 <= t.at)"
-                    "     AND ($2::timestamptz IS NULL OR t.at < $2)"
-                    "     AND ($3::text IS NULL OR o.intent_event_id = $3"
-                    "          OR o.event_id::text = lower($3))"
-                    "     AND ($4::text IS NULL OR o.message_key = $4)"
-                    "   ORDER BY o.id LIMIT 1000),"
+                    "  SELECT id FROM co_republish_candidates("
+                    "         $1::timestamptz, $2::timestamptz, $3::text,"
+                    "         $4::text, $5::bigint)"
+                    "   ORDER BY id LIMIT 1000),"
                     " r AS MATERIALIZED (SELECT co_relay_reopen(array_agg(id))"
                     "                      FROM c)"
                     " SELECT (SELECT max(id) FROM c), (SELECT count(*) FROM c),"
@@ -931,8 +922,7 @@ int store_relay_park(struct store_relay *sr, int64_t id, const char *reason,
             sr->work, "relay park",
             "UPDATE outbox SET parked_at = now(), park_reason = $2,"
             "       publish_attempts = publish_attempts + $3::int"
-            " WHERE id = $1::bigint AND published_at IS NULL"
-            "   AND parked_at IS NULL"
+            " WHERE id = $1::bigint AND parked_at IS NULL"
             "   AND NOT co_outbox_published(id, parked_at, published_at)",
             3, v, true, parked, errstr, errstr_size);
 }
