@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int st_failures;
 
@@ -218,4 +219,27 @@ int st_suite_main(const char *name, const struct test_case *cases,
         };
 
         return cases_main(&suite, argc, argv);
+}
+
+bool st_wait_blocked_by(PGconn *holder, const char *like)
+{
+        PGconn *probe = st_pg();
+        char *lit     = PQescapeLiteral(probe, like ? like : "%",
+                                        strlen(like ? like : "%"));
+        bool seen     = false;
+
+        for (int i = 0; i < 500 && !seen && lit; i++) {
+                seen = st_count(probe,
+                                "SELECT count(*) FROM pg_stat_activity"
+                                " WHERE datname = current_database()"
+                                " AND wait_event_type = 'Lock'"
+                                " AND %d = ANY (pg_blocking_pids(pid))"
+                                " AND query LIKE %s",
+                                PQbackendPID(holder), lit) > 0;
+                if (!seen)
+                        usleep(10000);
+        }
+        PQfreemem(lit);
+        PQfinish(probe);
+        return seen;
 }

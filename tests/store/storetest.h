@@ -110,6 +110,15 @@ void st_settle_item(struct settle_item *s, const struct claim_item *c,
                     enum settle_status status, char *ev, char *buf,
                     size_t bufsz);
 
+/*
+ * Waits (up to 5 s) until a backend of this database waits for a lock
+ * that holder's session holds (pg_blocking_pids), running a statement
+ * whose text is LIKE like (NULL: any); false if none does. Asked on a
+ * connection of its own: holder may be inside the transaction that holds
+ * the lock, and a transaction sees pg_stat_activity as at its first look.
+ */
+bool st_wait_blocked_by(PGconn *holder, const char *like);
+
 /* Runs sql (printf format) and returns the first value as a number, or
  * -1 on error (printed). */
 long long st_count(PGconn *conn, const char *fmt, ...)

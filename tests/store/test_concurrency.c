@@ -223,26 +223,7 @@ static void *claim_arg_thread(void *arg)
  */
 static bool wait_for_claim_lock(PGconn *pg)
 {
-        /* asked on a connection of its own: pg is inside the transaction
-         * that holds the lock, and a transaction sees pg_stat_activity as
-         * it was at its first look (the statistics snapshot) */
-        PGconn *probe = st_pg();
-        int holder    = PQbackendPID(pg);
-        bool seen     = false;
-
-        for (int i = 0; i < 500 && !seen; i++) {
-                seen = st_count(probe,
-                                "SELECT count(*) FROM pg_stat_activity "
-                                "WHERE datname = current_database() AND "
-                                "wait_event_type = 'Lock' AND "
-                                "%d = ANY (pg_blocking_pids(pid)) AND "
-                                "query LIKE '%%payments%%'",
-                                holder) > 0;
-                if (!seen)
-                        usleep(10000);
-        }
-        PQfinish(probe);
-        return seen;
+        return st_wait_blocked_by(pg, "%payments%");
 }
 
 /*
@@ -282,27 +263,8 @@ static void decoy_start(struct decoy *d)
                             "SELECT 1 FROM payments WHERE tenant_id "
                             "= 'tenant-decoy' AND idem_key = 'decoy-row' FOR "
                             "UPDATE") == 1);
-        /* until the decoy really waits, it proves nothing (asked on a
-         * connection outside the holder's transaction, as above) */
-        {
-                PGconn *probe = st_pg();
-                int holder    = PQbackendPID(d->holder);
-                bool seen     = false;
-
-                for (int i = 0; i < 500 && !seen; i++) {
-                        seen = st_count(probe,
-                                        "SELECT count(*) FROM "
-                                        "pg_stat_activity WHERE datname = "
-                                        "current_database() AND "
-                                        "wait_event_type = 'Lock' AND %d = "
-                                        "ANY (pg_blocking_pids(pid))",
-                                        holder) > 0;
-                        if (!seen)
-                                usleep(10000);
-                }
-                PQfinish(probe);
-                REQUIRE(seen);
-        }
+        /* until the decoy really waits, it proves nothing */
+        REQUIRE(st_wait_blocked_by(d->holder, NULL));
 }
 
 static void decoy_end(struct decoy *d)

@@ -256,7 +256,7 @@ static void reopen_no_deadlock(void)
                          id);
                 REQUIRE(PQsendQuery(pg, sql) == 1);
         }
-        nanosleep(&(struct timespec){ 0, 300 * 1000000L }, NULL);
+        REQUIRE(st_wait_blocked_by(late, "%co_relay_reopen%"));
         CHECK(st_exec(late, true,
                       "UPDATE outbox SET parked_at = NULL, park_reason = NULL"
                       " WHERE id = %lld",
