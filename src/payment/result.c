@@ -102,6 +102,8 @@ static json_t *str_or_null(const char *s, bool *bad)
         return v;
 }
 
+static json_t *error_member(const struct payment_result *r, bool *bad);
+
 int payment_result_build(const struct payment_result *r, char **out,
                          size_t *out_len, char *errstr, size_t errstr_size)
 {
@@ -117,17 +119,10 @@ int payment_result_build(const struct payment_result *r, char **out,
                 snprintf(errstr, errstr_size, "result: %s", why);
                 goto out;
         }
-        if (r->error_code != NULL) {
-                err = must(json_object());
-                if (json_object_set_new(err, "code",
-                                        str_or_null(r->error_code, &bad)) ||
-                    json_object_set_new(err, "message",
-                                        str_or_null(r->error_message, &bad))) {
-                        why = "error object";
-                        goto fail;
-                }
-        } else {
-                err = json_null();
+        err = error_member(r, &bad);
+        if (err == NULL) {
+                why = "error object";
+                goto fail;
         }
         root = must(json_object());
         /*
@@ -208,4 +203,193 @@ int payment_result_key(const char *tenant_id, const char *idempotency_key,
         *out     = p;
         *out_len = tl + 1 + kl;
         return 0;
+}
+
+/* The error member of r: an object, or null. NULL (*bad) when not UTF-8. */
+static json_t *error_member(const struct payment_result *r, bool *bad)
+{
+        json_t *err;
+
+        if (r->error_code == NULL)
+                return json_null();
+        err = must(json_object());
+        if (json_object_set_new(err, "code", str_or_null(r->error_code, bad)) ||
+            json_object_set_new(err, "message",
+                                str_or_null(r->error_message, bad))) {
+                json_decref(err);
+                return NULL;
+        }
+        return err;
+}
+
+int payment_result_detail(const struct payment_result *r,
+                          const char *row_intent_event_id, char **out,
+                          size_t *out_len, char *errstr, size_t errstr_size)
+{
+        json_t *root;
+        const char *why;
+        bool bad = false;
+        int fail;
+
+        *out     = NULL;
+        *out_len = 0;
+        why      = check_contract(r);
+        if (why == NULL && row_intent_event_id == NULL)
+                why = "the row's intent_event_id is missing";
+        if (why != NULL) {
+                snprintf(errstr, errstr_size, "result detail: %s", why);
+                return -1;
+        }
+        root = must(json_object());
+        fail = strcmp(r->intent_event_id, row_intent_event_id) != 0 &&
+               json_object_set_new(root, "intent_event_id",
+                                   str_or_null(r->intent_event_id, &bad));
+        fail = fail ||
+               json_object_set_new(root, "order_id",
+                                   str_or_null(r->order_id, &bad)) ||
+               json_object_set_new(root, "amount",
+                                   r->has_amount ? must(json_integer(r->amount))
+                                                 : json_null()) ||
+               json_object_set_new(root, "currency",
+                                   str_or_null(r->currency, &bad)) ||
+               json_object_set_new(root, "provider_charge_id",
+                                   str_or_null(r->provider_charge_id, &bad)) ||
+               json_object_set_new(root, "error", error_member(r, &bad)) ||
+               json_object_set_new(root, "occurred_at",
+                                   str_or_null(r->occurred_at, &bad));
+        if (fail) {
+                json_decref(root);
+                snprintf(errstr, errstr_size,
+                         bad ? "result detail: a string field is not valid "
+                               "UTF-8"
+                             : "result detail: cannot build it");
+                return -1;
+        }
+        *out = must_str(json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER));
+        *out_len = strlen(*out);
+        json_decref(root);
+        return 0;
+}
+
+/* member k of o as a string or null into *s: false when of another type. */
+static bool get_str_or_null(json_t *o, const char *k, const char **s)
+{
+        json_t *v = json_object_get(o, k);
+
+        *s = NULL;
+        if (v == NULL)
+                return false;
+        if (json_is_null(v))
+                return true;
+        if (!json_is_string(v))
+                return false;
+        *s = json_string_value(v);
+        return true;
+}
+
+/* The error member of a detail into r: false when malformed. */
+static bool get_error(json_t *o, struct payment_result *r)
+{
+        json_t *e = json_object_get(o, "error");
+
+        r->error_code    = NULL;
+        r->error_message = NULL;
+        if (e == NULL)
+                return false;
+        if (json_is_null(e))
+                return true;
+        if (!json_is_object(e) || json_object_size(e) != 2)
+                return false;
+        return get_str_or_null(e, "code", &r->error_code) &&
+               get_str_or_null(e, "message", &r->error_message) &&
+               r->error_code != NULL && r->error_message != NULL;
+}
+
+/* Fills r's members from the detail object d: NULL, or what is wrong. */
+static const char *from_detail(json_t *d, struct payment_result *r)
+{
+        static const char *const known[] = {
+                "intent_event_id",    "order_id", "amount",     "currency",
+                "provider_charge_id", "error",    "occurred_at"
+        };
+        const char *k;
+        json_t *v;
+
+        if (!json_is_object(d))
+                return "the detail is not a JSON object";
+        json_object_foreach(d, k, v)
+        {
+                bool ok = false;
+
+                for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+                        ok = ok || strcmp(k, known[i]) == 0;
+                if (!ok)
+                        return "the detail has a member it may not have";
+        }
+        v = json_object_get(d, "intent_event_id");
+        if (v != NULL) {
+                if (!json_is_string(v))
+                        return "the detail's intent_event_id is not a string";
+                r->intent_event_id = json_string_value(v);
+        }
+        if (!get_str_or_null(d, "order_id", &r->order_id) ||
+            !get_str_or_null(d, "currency", &r->currency) ||
+            !get_str_or_null(d, "provider_charge_id", &r->provider_charge_id) ||
+            !get_str_or_null(d, "occurred_at", &r->occurred_at))
+                return "a string member of the detail is missing or not a "
+                       "string";
+        v = json_object_get(d, "amount");
+        if (v == NULL || !(json_is_null(v) || json_is_integer(v)))
+                return "the detail's amount is missing or not an integer";
+        r->has_amount = json_is_integer(v);
+        r->amount     = r->has_amount ? (int64_t)json_integer_value(v) : 0;
+        if (!get_error(d, r))
+                return "the detail's error is missing or malformed";
+        return NULL;
+}
+
+int payment_result_compose(const struct payment_result_row *row,
+                           const char *detail, size_t detail_len, char **out,
+                           size_t *out_len, char *errstr, size_t errstr_size)
+{
+        struct payment_result r;
+        json_error_t jerr;
+        json_t *d       = NULL;
+        const char *why = NULL;
+        char inner[256];
+        int rc = -1;
+
+        *out     = NULL;
+        *out_len = 0;
+        memset(&r, 0, sizeof(r));
+        if (detail == NULL || detail_len > PAYMENT_RESULT_DETAIL_MAX)
+                why = "the detail is missing or too large";
+        else if (!payment_status_parse(row->status ? row->status : "",
+                                       &r.status))
+                why = "the row's status is not a result status";
+        else if (!(d = json_loadb(detail, detail_len, JSON_REJECT_DUPLICATES,
+                                  &jerr)))
+                why = "the detail is not JSON (or names a member twice)";
+        if (why == NULL) {
+                r.event_id        = row->event_id;
+                r.intent_event_id = row->intent_event_id;
+                r.tenant_id       = row->tenant_id;
+                r.idempotency_key = row->idempotency_key;
+                r.payment_id      = row->payment_id;
+                r.replayed        = row->replayed;
+                r.resolves_review = row->resolves_review;
+                why               = from_detail(d, &r);
+        }
+        if (why != NULL) {
+                snprintf(errstr, errstr_size, "result: %s", why);
+                goto out;
+        }
+        if (payment_result_build(&r, out, out_len, inner, sizeof(inner)) != 0) {
+                snprintf(errstr, errstr_size, "%s", inner);
+                goto out;
+        }
+        rc = 0;
+out:
+        json_decref(d);
+        return rc;
 }

@@ -73,4 +73,55 @@ int payment_result_build(const struct payment_result *r, char **out,
 int payment_result_key(const char *tenant_id, const char *idempotency_key,
                        char **out, size_t *out_len) CO_MUST_CHECK;
 
+/*
+ * The compact stored form of a payment's own result (outbox.detail,
+ * migration 0028; docs/data-model.md, "Compact results"). The outbox
+ * row already holds event_id, intent_event_id, tenant_id,
+ * idempotency_key, payment_id, status, replayed and resolves_review in
+ * columns of its own; the detail is a JSON object of the other members
+ * (order_id, amount, currency, provider_charge_id, error, occurred_at),
+ * plus intent_event_id when the value's differs from the row's (the row
+ * holds an event id that is not a UUID as "sha256:<hex>", the value the
+ * id as sent). payment_result_compose() gives back, from the row and the
+ * detail, exactly the bytes payment_result_build() gives for the struct.
+ */
+struct payment_result_row {
+        const char *event_id;        /* the row's columns, as text */
+        const char *intent_event_id; /* as the row holds it */
+        const char *tenant_id;
+        const char *idempotency_key;
+        const char *payment_id; /* NULL: none */
+        const char *status;
+        bool replayed;
+        bool resolves_review;
+};
+
+/* The largest detail payment_result_compose() reads. */
+#define PAYMENT_RESULT_DETAIL_MAX 65536
+
+/*
+ * The detail of r for a row whose intent_event_id column will hold
+ * row_intent_event_id, into a new buffer *out (free()). Checks the
+ * contract as payment_result_build() does. Returns 0, or -1 with a
+ * reason in errstr and *out NULL.
+ */
+int payment_result_detail(const struct payment_result *r,
+                          const char *row_intent_event_id, char **out,
+                          size_t *out_len, char *errstr,
+                          size_t errstr_size) CO_MUST_CHECK;
+
+/*
+ * The result value of an outbox row stored compact: row's columns and
+ * its detail (detail_len bytes, not NUL-terminated) into a new buffer
+ * *out (free()). The detail is read as untrusted input: an object of
+ * at most PAYMENT_RESULT_DETAIL_MAX bytes holding exactly the members
+ * above, each of its type, no member twice; then the contract is
+ * checked. Returns 0, or -1 with a reason in errstr (never a value) and
+ * *out NULL.
+ */
+int payment_result_compose(const struct payment_result_row *row,
+                           const char *detail, size_t detail_len, char **out,
+                           size_t *out_len, char *errstr,
+                           size_t errstr_size) CO_MUST_CHECK;
+
 #endif

@@ -288,6 +288,237 @@ static void test_status_names(void **state)
         assert_false(payment_status_is_result((enum payment_status)42));
 }
 
+/* The row an outbox insert makes for r (intent_event_id as the row's). */
+static struct payment_result_row row_of(const struct payment_result *r,
+                                        const char *row_intent)
+{
+        struct payment_result_row row = {
+                .event_id        = r->event_id,
+                .intent_event_id = row_intent,
+                .tenant_id       = r->tenant_id,
+                .idempotency_key = r->idempotency_key,
+                .payment_id      = r->payment_id,
+                .status          = payment_status_name(r->status),
+                .replayed        = r->replayed,
+                .resolves_review = r->resolves_review,
+        };
+        return row;
+}
+
+/* detail then compose gives exactly the bytes of the build. */
+static void round_trips(const struct payment_result *r, const char *row_intent)
+{
+        char errstr[160] = "", *full = NULL, *detail = NULL, *back = NULL;
+        size_t flen = 0, dlen = 0, blen = 0;
+        struct payment_result_row row = row_of(r, row_intent);
+
+        assert_int_equal(
+            payment_result_build(r, &full, &flen, errstr, sizeof(errstr)), 0);
+        assert_int_equal(payment_result_detail(r, row_intent, &detail, &dlen,
+                                               errstr, sizeof(errstr)),
+                         0);
+        assert_true(dlen < flen);
+        assert_int_equal(payment_result_compose(&row, detail, dlen, &back,
+                                                &blen, errstr, sizeof(errstr)),
+                         0);
+        assert_string_equal(back, full);
+        assert_int_equal(blen, flen);
+        free(full);
+        free(detail);
+        free(back);
+}
+
+static void test_detail_round_trip(void **state)
+{
+        struct payment_result r = succeeded();
+
+        (void)state;
+        round_trips(&r, INTENT_ID);
+        r.resolves_review = true;
+        round_trips(&r, INTENT_ID);
+        r                    = succeeded();
+        r.status             = PAYMENT_STATUS_FAILED;
+        r.provider_charge_id = NULL;
+        r.error_code         = "card_declined";
+        r.error_message      = "the card was \"declined\"\n\t\\ \xc3\xa9\x01";
+        round_trips(&r, INTENT_ID);
+        r.status = PAYMENT_STATUS_REVIEW;
+        round_trips(&r, INTENT_ID);
+        r.replayed = true;
+        round_trips(&r, INTENT_ID);
+        /* an event id that is no UUID: the row holds its sha256: key */
+        r                 = succeeded();
+        r.intent_event_id = "evt \xe2\x80\xa8 \"7\"";
+        round_trips(&r, "sha256:0123456789abcdef0123456789abcdef0123456789abcd"
+                        "ef0123456789abcdef");
+        r.idempotency_key = "k\x7f/\xf0\x9f\x92\xb3";
+        r.order_id        = "";
+        r.amount          = 9007199254740991;
+        round_trips(&r, "sha256:00");
+}
+
+/* The detail's exact bytes: a fixed vector. */
+static void test_detail_bytes(void **state)
+{
+        struct payment_result r = succeeded();
+        char errstr[128] = "", *d = NULL;
+        size_t len = 0;
+
+        (void)state;
+        assert_int_equal(
+            payment_result_detail(&r, INTENT_ID, &d, &len, errstr, 128), 0);
+        assert_string_equal(d, "{\"order_id\":\"10063\",\"amount\":1250000,"
+                               "\"currency\":\"VND\",\"provider_charge_id\":"
+                               "\"ch_1\",\"error\":null,\"occurred_at\":\"" WHEN
+                               "\"}");
+        free(d);
+        assert_int_equal(
+            payment_result_detail(&r, "sha256:ab", &d, &len, errstr, 128), 0);
+        assert_true(strncmp(d, "{\"intent_event_id\":\"" INTENT_ID "\",", 57) ==
+                    0);
+        free(d);
+        /* the contract is checked before anything is built */
+        r.occurred_at = "yesterday";
+        assert_int_equal(
+            payment_result_detail(&r, INTENT_ID, &d, &len, errstr, 128), -1);
+        assert_null(d);
+        r = succeeded();
+        assert_int_equal(payment_result_detail(&r, NULL, &d, &len, errstr, 128),
+                         -1);
+}
+
+/* A detail compose must refuse, with a reason and nothing built. */
+static void refuses_detail(const struct payment_result_row *row,
+                           const char *detail, size_t len)
+{
+        char errstr[160] = "", *out = (char *)"x";
+        size_t olen = 5;
+
+        assert_int_equal(payment_result_compose(row, detail, len, &out, &olen,
+                                                errstr, sizeof(errstr)),
+                         -1);
+        assert_null(out);
+        assert_int_equal(olen, 0);
+        assert_true(strncmp(errstr, "result: ", 8) == 0);
+}
+
+static void test_detail_hostile(void **state)
+{
+        static const char *const bad[] = {
+                "",
+                "null",
+                "[]",
+                "\"x\"",
+                "{",
+                "{}",
+                "{\"order_id\":\"1\"}",
+                /* every member but one, in turn */
+                "{\"amount\":1,\"currency\":\"VND\",\"provider_charge_id\":"
+                "\"c\",\"error\":null,\"occurred_at\":\"" WHEN "\"}",
+                "{\"order_id\":\"1\",\"currency\":\"VND\",\"provider_charge_"
+                "id\":\"c\",\"error\":null,\"occurred_at\":\"" WHEN "\"}",
+                "{\"order_id\":\"1\",\"amount\":1,\"provider_charge_id\":"
+                "\"c\",\"error\":null,\"occurred_at\":\"" WHEN "\"}",
+                "{\"order_id\":\"1\",\"amount\":1,\"currency\":\"VND\","
+                "\"error\":null,\"occurred_at\":\"" WHEN "\"}",
+                "{\"order_id\":\"1\",\"amount\":1,\"currency\":\"VND\","
+                "\"provider_charge_id\":\"c\",\"occurred_at\":\"" WHEN "\"}",
+                "{\"order_id\":\"1\",\"amount\":1,\"currency\":\"VND\","
+                "\"provider_charge_id\":\"c\",\"error\":null}",
+                /* wrong types */
+                "{\"order_id\":1,\"amount\":1,\"currency\":\"VND\","
+                "\"provider_charge_id\":\"c\",\"error\":null,"
+                "\"occurred_at\":\"" WHEN "\"}",
+                "{\"order_id\":\"1\",\"amount\":1.5,\"currency\":\"VND\","
+                "\"provider_charge_id\":\"c\",\"error\":null,"
+                "\"occurred_at\":\"" WHEN "\"}",
+                "{\"order_id\":\"1\",\"amount\":\"1\",\"currency\":\"VND\","
+                "\"provider_charge_id\":\"c\",\"error\":null,"
+                "\"occurred_at\":\"" WHEN "\"}",
+                "{\"order_id\":\"1\",\"amount\":1,\"currency\":\"VND\","
+                "\"provider_charge_id\":\"c\",\"error\":\"e\","
+                "\"occurred_at\":\"" WHEN "\"}",
+                "{\"order_id\":\"1\",\"amount\":1,\"currency\":\"VND\","
+                "\"provider_charge_id\":\"c\",\"error\":{\"code\":\"x\"},"
+                "\"occurred_at\":\"" WHEN "\"}",
+                "{\"order_id\":\"1\",\"amount\":1,\"currency\":\"VND\","
+                "\"provider_charge_id\":\"c\",\"error\":{\"code\":\"x\","
+                "\"message\":null},\"occurred_at\":\"" WHEN "\"}",
+                "{\"order_id\":\"1\",\"amount\":1,\"currency\":\"VND\","
+                "\"provider_charge_id\":\"c\",\"error\":{\"code\":\"x\","
+                "\"message\":\"m\",\"more\":1},\"occurred_at\":\"" WHEN "\"}",
+                "{\"order_id\":\"1\",\"amount\":1,\"currency\":\"VND\","
+                "\"provider_charge_id\":\"c\",\"error\":null,"
+                "\"occurred_at\":\"" WHEN "\",\"intent_event_id\":7}",
+                /* a member named twice, one too many, one it may not have */
+                "{\"order_id\":\"1\",\"order_id\":\"2\",\"amount\":1,"
+                "\"currency\":\"VND\",\"provider_charge_id\":\"c\","
+                "\"error\":null,\"occurred_at\":\"" WHEN "\"}",
+                "{\"order_id\":\"1\",\"amount\":1,\"currency\":\"VND\","
+                "\"provider_charge_id\":\"c\",\"error\":null,"
+                "\"occurred_at\":\"" WHEN "\",\"status\":\"failed\"}",
+                /* the contract: a succeeded result has no error, a time */
+                "{\"order_id\":\"1\",\"amount\":1,\"currency\":\"VND\","
+                "\"provider_charge_id\":\"c\",\"error\":{\"code\":\"x\","
+                "\"message\":\"m\"},\"occurred_at\":\"" WHEN "\"}",
+                "{\"order_id\":\"1\",\"amount\":1,\"currency\":\"VND\","
+                "\"provider_charge_id\":\"c\",\"error\":null,"
+                "\"occurred_at\":\"soon\"}",
+                /* a NUL in a string; bytes that are not UTF-8 */
+                "{\"order_id\":\"1\\u0000\",\"amount\":1,\"currency\":\"VND\","
+                "\"provider_charge_id\":\"c\",\"error\":null,"
+                "\"occurred_at\":\"" WHEN "\"}",
+                "{\"order_id\":\"\xff\",\"amount\":1,\"currency\":\"VND\","
+                "\"provider_charge_id\":\"c\",\"error\":null,"
+                "\"occurred_at\":\"" WHEN "\"}",
+                "{\"order_id\":\"1\",\"amount\":1,\"currency\":\"VND\","
+                "\"provider_charge_id\":\"c\",\"error\":null,"
+                "\"occurred_at\":\"" WHEN "\"} trailing",
+        };
+        static const char good[] =
+            "{\"order_id\":\"1\",\"amount\":1,\"currency\":\"VND\","
+            "\"provider_charge_id\":\"c\",\"error\":null,"
+            "\"occurred_at\":\"" WHEN "\"}";
+        struct payment_result r       = succeeded();
+        struct payment_result_row row = row_of(&r, INTENT_ID);
+        char errstr[128], *out = NULL, *big;
+        size_t olen;
+
+        (void)state;
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                refuses_detail(&row, bad[i], strlen(bad[i]));
+        refuses_detail(&row, NULL, 0);
+        /* the good one composes; the row's columns are checked too */
+        assert_int_equal(payment_result_compose(&row, good, strlen(good), &out,
+                                                &olen, errstr, 128),
+                         0);
+        free(out);
+        refuses_detail(&row, good, strlen(good) - 1);
+        row.status = "processing";
+        refuses_detail(&row, good, strlen(good));
+        row.status = "Succeeded";
+        refuses_detail(&row, good, strlen(good));
+        row.status = NULL;
+        refuses_detail(&row, good, strlen(good));
+        row          = row_of(&r, INTENT_ID);
+        row.event_id = "not-a-uuid";
+        refuses_detail(&row, good, strlen(good));
+        row            = row_of(&r, INTENT_ID);
+        row.payment_id = "x";
+        refuses_detail(&row, good, strlen(good));
+        row          = row_of(&r, INTENT_ID);
+        row.replayed = row.resolves_review = true;
+        refuses_detail(&row, good, strlen(good));
+        /* over the bound, even when well formed */
+        row = row_of(&r, INTENT_ID);
+        big = calloc(1, PAYMENT_RESULT_DETAIL_MAX + 2);
+        assert_non_null(big);
+        memset(big, ' ', PAYMENT_RESULT_DETAIL_MAX + 1);
+        memcpy(big, good, strlen(good));
+        refuses_detail(&row, big, PAYMENT_RESULT_DETAIL_MAX + 1);
+        free(big);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -297,6 +528,9 @@ int main(void)
                 cmocka_unit_test(test_refusals),
                 cmocka_unit_test(test_key),
                 cmocka_unit_test(test_status_names),
+                cmocka_unit_test(test_detail_round_trip),
+                cmocka_unit_test(test_detail_bytes),
+                cmocka_unit_test(test_detail_hostile),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
