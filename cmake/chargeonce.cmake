@@ -77,6 +77,23 @@ function(co_case_tests binary prefix)
   co_case_registered(${binary} ${A_CASES})
 endfunction()
 
+# co_compact_tests(BINARY PREFIX CASES a b ... [TIMEOUT s])
+#   cases of BINARY run again as PREFIX<case>_compact with the payments'
+#   own results stored compact (migration 0028): the environment variable
+#   CHARGEONCE_TEST_COMPACT_RESULTS=1, read by tests/common/scenario.c.
+function(co_compact_tests binary prefix)
+  cmake_parse_arguments(A "" "TIMEOUT" "CASES" ${ARGN})
+  if(NOT A_TIMEOUT)
+    set(A_TIMEOUT 300)
+  endif()
+  foreach(c ${A_CASES})
+    co_integration_test(${prefix}${c}_compact COMMAND ${binary} ${c}
+      TIMEOUT ${A_TIMEOUT})
+    set_property(TEST ${prefix}${c}_compact APPEND PROPERTY ENVIRONMENT
+      CHARGEONCE_TEST_COMPACT_RESULTS=1)
+  endforeach()
+endfunction()
+
 # co_case_registered(BINARY CASE...)
 #   cases of BINARY registered by hand (a command line of their own) or
 #   left out of this build on purpose: known to co_case_check.

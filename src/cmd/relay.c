@@ -10,14 +10,17 @@
  *   chargeonce relay --republish-intent EVENT_ID [--dry-run]
  *   chargeonce relay --republish-key TENANT/KEY [--dry-run]
  *   chargeonce relay --unpark OUTBOX_ID|all [--dry-run]
+ *   chargeonce relay --compact-results on|off [--dry-run]
  *
  * The --republish-* forms open again the matching retained published
  * rows (running relays publish them again, same event ids) and exit. TIME
  * is RFC 3339 or a duration meaning that long ago ("2h"). --unpark clears
  * the park of one parked row (or of all) once its cause is fixed: the
- * running relays publish it at their next poll, then exit. With
- * --dry-run both count what they would change and change nothing
- * (ops/relay_admin.h).
+ * running relays publish it at their next poll, then exit.
+ * --compact-results on stores the payments' own results compact from then
+ * on (0028; refused while a relay of an earlier release is connected),
+ * off whole again. With --dry-run each says what it would change and
+ * changes nothing (ops/relay_admin.h).
  */
 #include "cmd/cmd.h"
 #include "cmd/engine.h"
@@ -46,6 +49,8 @@ static void usage(const struct relay_opts *o)
                "       chargeonce relay --republish-key TENANT/KEY "
                "[--dry-run]\n"
                "       chargeonce relay --unpark OUTBOX_ID|all [--dry-run]\n"
+               "       chargeonce relay --compact-results on|off "
+               "[--dry-run]\n"
                "Publishes the outbox to %s. SIGTERM drains and exits 0; a "
                "second SIGTERM exits at once.\n"
                "--republish-*: mark the matching published rows that are "
@@ -59,8 +64,14 @@ static void usage(const struct relay_opts *o)
                "published again by the running relays,\nafter the later "
                "rows of its key; fix the cause first (e.g. the topic's\n"
                "max.message.bytes). Then exit.\n"
+               "--compact-results on: store each payment's own results "
+               "without the members\nits outbox row holds in columns "
+               "(less WAL); refused while a relay of a\nrelease before "
+               "migration 0028 is connected. off: store them whole "
+               "again.\n"
                "--dry-run: count the rows --republish-* or --unpark would "
-               "change, change\nnothing.\n",
+               "change, or say\nwhat --compact-results would do; change "
+               "nothing.\n",
                o->topic);
 }
 
@@ -102,6 +113,7 @@ static int relay_args(const struct cmd_opts *co, int argc, char **argv)
         const struct relay_opts *o = &co->relay;
         struct ops_republish sel   = { NULL, NULL, NULL, NULL };
         const char *unpark         = NULL;
+        const char *compact        = NULL;
         char since[40], until[40];
         bool republish = false, dry_run = false;
 
@@ -123,6 +135,15 @@ static int relay_args(const struct cmd_opts *co, int argc, char **argv)
                                                        "--unpark needs a "
                                                        "value");
                         unpark = v;
+                        i++;
+                        continue;
+                }
+                if (!strcmp(a, "--compact-results")) {
+                        if (!v || (strcmp(v, "on") && strcmp(v, "off")))
+                                return cmd_usage_error("relay",
+                                                       "--compact-results "
+                                                       "needs on or off");
+                        compact = v;
                         i++;
                         continue;
                 }
@@ -159,6 +180,14 @@ static int relay_args(const struct cmd_opts *co, int argc, char **argv)
                         sel.message_key = v;
                 }
         }
+        if (compact) {
+                if (republish || unpark)
+                        return cmd_usage_error("relay",
+                                               "--compact-results takes no "
+                                               "other argument but --dry-run");
+                return ops_relay_compact(o->conninfo, !strcmp(compact, "on"),
+                                         dry_run);
+        }
         if (unpark) {
                 int64_t id;
 
@@ -178,7 +207,8 @@ static int relay_args(const struct cmd_opts *co, int argc, char **argv)
         }
         if (dry_run)
                 return cmd_usage_error("relay", "--dry-run goes with "
-                                                "--republish-* or --unpark");
+                                                "--republish-*, --unpark or "
+                                                "--compact-results");
         return cmd_serve_beside(&cmd_relay_kind, o, &co->http,
                                 co->http_enabled);
 }

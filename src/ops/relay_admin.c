@@ -7,6 +7,7 @@
 #include "ops/relay_admin.h"
 #include "store/relay_preview.h"
 #include "store/relay_sql.h"
+#include "store/result_format.h"
 #include "util/log.h"
 
 #include <inttypes.h>
@@ -101,5 +102,53 @@ int ops_relay_unpark(const char *conninfo, int64_t id, bool dry_run)
         printf("unpark: %" PRId64 " row(s) (%s) unparked; running relays "
                "publish them\n",
                n, which);
+        return 0;
+}
+
+int ops_relay_compact(const char *conninfo, int on, bool dry_run)
+{
+        struct store_result_format f;
+        const char *want = on ? "on" : "off";
+        char err[1024];
+
+        if (store_result_format(conninfo, dry_run ? -1 : on, &f, err,
+                                sizeof(err)) != STORE_OK) {
+                fprintf(stderr, "chargeonce relay: %s\n", err);
+                return 1;
+        }
+        if (dry_run || !f.changed)
+                printf("compact results: %s (since %s)\n",
+                       f.compact ? "on" : "off", f.changed_at);
+        if (on && f.payload_only_relays > 0 && (dry_run || !f.changed)) {
+                fprintf(stderr,
+                        "chargeonce relay: %" PRId64 " relay connection(s) "
+                        "of a release before migration 0028 (application_name "
+                        "'%s') %s connected to this database: they publish "
+                        "a compact result as an empty message. Upgrade them "
+                        "first (docs/upgrading.md, \"Compact results\"); %s\n",
+                        f.payload_only_relays, STORE_RELAY_APP_PAYLOAD_ONLY,
+                        f.payload_only_relays == 1 ? "is" : "are",
+                        dry_run ? "--compact-results on would be refused."
+                                : "nothing was changed.");
+                return 1;
+        }
+        if (dry_run) {
+                printf("--compact-results %s would %s; nothing was changed\n",
+                       want,
+                       f.compact == (on != 0) ? "change nothing"
+                       : on ? "store the payments' own results compact from "
+                              "then on"
+                            : "store every result whole again");
+                return 0;
+        }
+        if (f.changed)
+                printf("compact results: %s from now (%s)%s\n", want,
+                       f.changed_at,
+                       on ? ""
+                          : "; rows already stored compact stay so: "
+                            "only this release's relays publish them");
+        else
+                printf("compact results: already %s; nothing was changed\n",
+                       want);
         return 0;
 }

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * ops/relay_admin: what `chargeonce relay --republish-*` and `--unpark`
- * do (docs/relay.md): mark retained published results unpublished again,
- * so that the running relays publish them with the same event ids, or
- * unpark a parked row once its cause is fixed. With dry_run nothing
- * changes: the rows it would touch are counted (store/relay_preview.h)
+ * ops/relay_admin: what `chargeonce relay --republish-*`, `--unpark` and
+ * `--compact-results` do (docs/relay.md): mark retained published results
+ * unpublished again, so that the running relays publish them with the same
+ * event ids, or unpark a parked row once its cause is fixed. With dry_run
+ * nothing changes: the rows it would touch are counted (store/relay_preview.h)
  * and the plan printed; otherwise what changed is printed.
  *
  * Each returns the command's exit status: 0 done, 1 a database error.
@@ -31,5 +31,14 @@ int ops_relay_republish(const char *conninfo, const struct ops_republish *sel,
 /* id: an outbox id, or 0 for every parked row. */
 int ops_relay_unpark(const char *conninfo, int64_t id,
                      bool dry_run) CO_MUST_CHECK;
+
+/*
+ * `--compact-results on|off` (on != 0): stores the payments' own results
+ * compact from now on, or whole again (store/result_format.h). On is
+ * refused (exit 1, nothing changed) while a relay of a release before
+ * 0028 is connected; dry_run reads the switch and says what would
+ * happen.
+ */
+int ops_relay_compact(const char *conninfo, int on, bool dry_run) CO_MUST_CHECK;
 
 #endif

@@ -69,6 +69,7 @@ void pipeline_item_free(struct pipeline *pl, struct item *it)
         intent_reset(&it->in);
         free(it->sift);
         free(it->result_json);
+        free(it->result_detail);
         free(it->qkey);
         if (it->rkm)
                 rd_kafka_message_destroy(it->rkm);
@@ -168,8 +169,15 @@ int pipeline_build_result(struct pipeline *pl, struct item *it, bool replayed,
         r.occurred_at        = now;
         free(it->result_json);
         it->result_json = NULL;
+        free(it->result_detail);
+        it->result_detail = NULL;
+        /* the payment's own result also in its compact form, for the row
+         * the settle writes (whose intent_event_id is the claim's key) */
         if (payment_result_build(&r, &it->result_json, &len, err, sizeof(err)) <
-            0) {
+                0 ||
+            (payment_id && !replayed &&
+             payment_result_detail(&r, it->in.event_key, &it->result_detail,
+                                   &len, err, sizeof(err)) < 0)) {
                 pipeline_ctx(pl, it, &lc);
                 log_error(&lc, "cannot build the %s result: %s",
                           payment_status_name(it->status), err);

@@ -213,6 +213,7 @@ static struct dbjob *job_from(struct pipeline *pl, struct flow_queue *b,
                         s->attempts        = it->attempts;
                         s->result_event_id = it->result_event_id;
                         s->result_json     = it->result_json;
+                        s->result_detail   = it->result_detail;
                         break;
                 }
                 case DBJOB_OUTBOX: {
@@ -507,6 +508,8 @@ static void reclaim(struct pipeline *pl, struct item *it)
         it->error_code[0] = '\0';
         free(it->result_json);
         it->result_json = NULL;
+        free(it->result_detail);
+        it->result_detail = NULL;
         if (pl->closing) {
                 /* left to a rewind, as an unclaimed message always is */
                 pipeline_finish(pl, it, false);
@@ -535,6 +538,8 @@ static void claim_again(struct pipeline *pl, struct item *it)
         it->replay_status[0] = '\0';
         free(it->result_json);
         it->result_json = NULL;
+        free(it->result_detail);
+        it->result_detail = NULL;
         if (pl->closing) {
                 pipeline_finish(pl, it, false);
                 return;

@@ -84,6 +84,7 @@ struct item {
         bool parking; /* its settle was refused: now settled as review */
         char result_event_id[UUID_STR_LEN];
         char *result_json;
+        char *result_detail; /* a payment's own result: its compact form */
 
         int64_t t_start_us;
         /* how its message was answered (enum metric_intent_outcome), -1

@@ -126,6 +126,7 @@ static int settle_items(struct reconciler *r, struct reconcile_item **v,
                 s[i].attempts        = it->p->attempts + it->attempts;
                 s[i].result_event_id = it->result_event_id;
                 s[i].result_json     = it->result_json;
+                s[i].result_detail   = it->result_detail;
         }
         rc = store_settle_batch(r->db, s, n, err, errsz);
         if (rc == STORE_OK)

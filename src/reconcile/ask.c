@@ -258,6 +258,10 @@ int reconcile_build_result(struct reconcile_item *it)
 
         if (!payment_status_name(it->status))
                 return -1;
+        free(it->result_json);
+        it->result_json = NULL;
+        free(it->result_detail);
+        it->result_detail = NULL;
         /* derived (payment/identity.h), as the consumer's */
         payment_result_event_id(it->p->payment_id,
                                 payment_status_name(it->status),
@@ -280,7 +284,10 @@ int reconcile_build_result(struct reconcile_item *it)
         res.replayed           = false;
         res.occurred_at        = now;
         if (payment_result_build(&res, &it->result_json, &len, err,
-                                 sizeof(err)) < 0) {
+                                 sizeof(err)) < 0 ||
+            payment_result_detail(&res, it->p->intent_event_id,
+                                  &it->result_detail, &len, err,
+                                  sizeof(err)) < 0) {
                 reconcile_item_ctx(it, &lc);
                 log_error(&lc, "cannot build the %s result: %s",
                           payment_status_name(it->status), err);

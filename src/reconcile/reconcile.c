@@ -63,6 +63,7 @@ void reconcile_item_free(struct reconciler *r, struct reconcile_item *it)
         flow_list_remove(&r->live, &it->link);
         metrics_gauge_add(r->o.metrics, METRIC_IN_FLIGHT, -1);
         free(it->result_json);
+        free(it->result_detail);
         if (--it->batch->live == 0) {
                 store_payments_free(it->batch->p, it->batch->n);
                 free(it->batch);

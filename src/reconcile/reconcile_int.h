@@ -87,7 +87,8 @@ struct reconcile_item {
         const char *res_code; /* the result's error.code, or NULL */
         char res_message[GW_ERROR_MESSAGE_SIZE + 64];
         char result_event_id[UUID_STR_LEN];
-        char *result_json; /* owned */
+        char *result_json;   /* owned */
+        char *result_detail; /* owned: its compact form */
 };
 
 struct reconciler {
@@ -133,7 +134,8 @@ void reconcile_ask_query(struct reconciler *r, struct reconcile_item *it);
 void reconcile_ask_repost(struct reconciler *r, struct reconcile_item *it);
 /* Decides on it's answer (decide.c) and writes the evidence text. */
 void reconcile_judge(struct reconciler *r, struct reconcile_item *it);
-/* Builds it->result_json for a settle: 0, or -1 (logged). */
+/* Builds it->result_json (and its detail) for a settle: 0, or -1
+ * (logged). */
 int reconcile_build_result(struct reconcile_item *it) CO_MUST_CHECK;
 
 /* ---- act.c ---- */

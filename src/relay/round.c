@@ -295,7 +295,8 @@ static int class_rank(enum relay_err_class c)
 
 /*
  * Produces the rows of b in order; one that can never be produced
- * (over message.max.bytes, refused for itself) is parked instead. Stops
+ * (over message.max.bytes, refused for itself, a compact row whose
+ * message cannot be built) is parked instead. Stops
  * at the first refusal of another kind (t->refused): nothing after it
  * goes, so no key overtakes its own earlier row.
  */
@@ -312,6 +313,13 @@ static void produce_rows(struct relay *r, struct relay_flight *f)
 
                 if (FAILPOINT("relay.before_produce") < 0)
                         break;
+                if (row->unbuildable[0]) {
+                        /* a compact row whose message cannot be built
+                         * (store_relay_fetch): the same at every fetch */
+                        if (park_row(r, row, row->unbuildable, 0))
+                                f->slots[i].state = SLOT_PARKED;
+                        continue;
+                }
                 if (wire > r->max_msg) {
                         /* librdkafka would refuse it at every attempt */
                         snprintf(reason, sizeof(reason),

@@ -144,9 +144,10 @@ bool store_finish_lock(struct store_tx *t, const char *payment_id,
         return true;
 }
 
-/* The result message of a finish (payment_result_build); *json owned. */
+/* The result message of a finish (payment_result_build) and its compact
+ * form (payment_result_detail); *json and *detail owned. */
 static bool build_result(struct store_tx *t, const struct store_locked *p,
-                         struct store_finish *f, char **json)
+                         struct store_finish *f, char **json, char **detail)
 {
         struct payment_result r;
         char now[40], err[160];
@@ -174,7 +175,9 @@ static bool build_result(struct store_tx *t, const struct store_locked *p,
         r.error_message      = f->error_message;
         r.occurred_at        = now;
         r.resolves_review    = f->resolves_review;
-        if (payment_result_build(&r, json, &len, err, sizeof(err)) != 0) {
+        if (payment_result_build(&r, json, &len, err, sizeof(err)) != 0 ||
+            payment_result_detail(&r, p->intent_event_id, detail, &len, err,
+                                  sizeof(err)) != 0) {
                 snprintf(t->errstr, t->errstr_size, "%s: %s", t->who, err);
                 t->rc = STORE_ERR_DATA;
                 return false;
@@ -185,7 +188,8 @@ static bool build_result(struct store_tx *t, const struct store_locked *p,
 /* Status, stored outcome, fenced lease (the payment is the key, 0017),
  * outbox result. */
 static bool finish_rows(struct store_tx *t, const struct store_locked *p,
-                        struct store_finish *f, const char *json)
+                        struct store_finish *f, const char *json,
+                        const char *detail)
 {
         static const char sql[] =
             "WITH up AS ("
@@ -200,27 +204,29 @@ static bool finish_rows(struct store_tx *t, const struct store_locked *p,
             "), ob AS ("
             " INSERT INTO outbox (event_id, message_key, tenant_id, idem_key,"
             "   payment_id, intent_event_id, status, replayed, payload,"
-            "   resolves_review)"
+            "   resolves_review, detail)"
             " SELECT $6::uuid, tenant_id || '/' || idem_key, tenant_id,"
-            "   idem_key, payment_id, intent_event_id, status, false, $7,"
-            "   $8::boolean"
-            "  FROM up"
+            "   idem_key, payment_id, intent_event_id, status, false,"
+            "   CASE WHEN f.compact THEN NULL ELSE $7 END, $8::boolean,"
+            "   CASE WHEN f.compact THEN $10 END"
+            "  FROM up, (SELECT compact FROM result_format WHERE id = 1) f"
             " RETURNING 1"
             ")"
             " SELECT co_assert((SELECT count(*) FROM up) = 1"
             "                  AND (SELECT count(*) FROM ob) = 1,"
             "                  'finish: payment and result'),"
             "  (SELECT lease_epoch FROM up)";
-        const char *v[9] = { p->payment_id,
-                             f->status,
-                             f->provider_charge_id,
-                             f->error_code,
-                             f->error_message,
-                             f->result_event_id,
-                             json,
-                             f->resolves_review ? "t" : "f",
-                             p->status };
-        PGresult *res    = store_tx_run(t, "finish", sql, 9, v);
+        const char *v[10] = { p->payment_id,
+                              f->status,
+                              f->provider_charge_id,
+                              f->error_code,
+                              f->error_message,
+                              f->result_event_id,
+                              json,
+                              f->resolves_review ? "t" : "f",
+                              p->status,
+                              detail };
+        PGresult *res     = store_tx_run(t, "finish", sql, 10, v);
 
         if (res == NULL)
                 return false;
@@ -232,17 +238,19 @@ static bool finish_rows(struct store_tx *t, const struct store_locked *p,
 bool store_finish_payment(struct store_tx *t, const struct store_locked *p,
                           struct store_finish *f)
 {
-        char *json = NULL;
-        bool ok    = false;
+        char *json = NULL, *detail = NULL;
+        bool ok = false;
 
         f->resolves_review = strcmp(p->status, "review") == 0;
         f->epoch           = 0;
-        if (!build_result(t, p, f, &json) || !finish_rows(t, p, f, json))
+        if (!build_result(t, p, f, &json, &detail) ||
+            !finish_rows(t, p, f, json, detail))
                 goto out;
         ok = strcmp(f->status, "succeeded") != 0 ||
              store_finish_post(t, p->payment_id, "charge");
 out:
         free(json);
+        free(detail);
         return ok;
 }
 

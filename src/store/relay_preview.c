@@ -9,14 +9,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One read-only statement on a connection of its own; its one row's
- * columns into out (copied), at most ncols. */
 static int one_row(const char *conninfo, const char *what, const char *sql,
                    int nparams, const char *const *values, char out[][40],
                    int ncols, char *errstr, size_t errstr_size)
 {
-        PGconn *conn = store_pq_connect(conninfo ? conninfo : "", 0,
-                                        "chargeonce relay preview");
+        return store_one_row(conninfo, "chargeonce relay preview", what, sql,
+                             nparams, values, out, ncols, errstr, errstr_size);
+}
+
+int store_one_row(const char *conninfo, const char *app, const char *what,
+                  const char *sql, int nparams, const char *const *values,
+                  char out[][40], int ncols, char *errstr, size_t errstr_size)
+{
+        PGconn *conn = store_pq_connect(conninfo ? conninfo : "", 0, app);
         PGresult *res;
         int rc = STORE_OK;
 

@@ -8,7 +8,9 @@
  * relay_cursor past an id a transaction in flight may commit, never puts
  * a message key or a payload into errstr.
  */
+#include "payment/result.h"
 #include "store/relay_sql.h"
+#include "store/result_format.h"
 #include "store/store_int.h"
 
 #include "util/log.h"
@@ -204,7 +206,7 @@ struct store_relay *store_relay_connect(const char *conninfo, int nshards,
         sr->cursor         = (unsigned)rand();
         sr->logged_through = -1;
         sr->work =
-            connect_one(sr->conninfo, "chargeonce relay", errstr, errstr_size);
+            connect_one(sr->conninfo, STORE_RELAY_APP, errstr, errstr_size);
         if (!sr->work || session_open(sr, errstr, errstr_size) != STORE_OK) {
                 store_relay_destroy(sr);
                 return NULL;
@@ -229,7 +231,7 @@ int store_relay_ensure(struct store_relay *sr, char *errstr, size_t errstr_size)
         lc.component = "relay";
         if (!sr->work || PQstatus(sr->work) != CONNECTION_OK) {
                 PQfinish(sr->work);
-                sr->work = connect_one(sr->conninfo, "chargeonce relay", errstr,
+                sr->work = connect_one(sr->conninfo, STORE_RELAY_APP, errstr,
                                        errstr_size);
                 if (!sr->work)
                         return STORE_ERR_CONN;
@@ -338,8 +340,50 @@ int store_relay_rebalance(struct store_relay *sr, int *held, int *members,
 void store_relay_batch_clear(struct store_relay_batch *b)
 {
         PQclear(b->res_);
+        for (size_t i = 0; i < b->n; i++)
+                free(b->rows[i].composed_);
         free(b->rows);
         memset(b, 0, sizeof(*b));
+}
+
+/*
+ * A row stored compact (0028: payload NULL): its message rebuilt from its
+ * columns and its detail (payment/result.h), the bytes the writer's
+ * payment_result_build gave. A detail that does not give a result (never
+ * written so by this code; a hand-made or damaged row) leaves the row
+ * unbuildable with the reason: the relay parks it, as it parks a message
+ * the broker would never take.
+ */
+static void compose_row(struct store_relay_row *row, const PGresult *res, int r)
+{
+        struct payment_result_row pr = {
+                .event_id        = PQgetvalue(res, r, 1),
+                .intent_event_id = PQgetvalue(res, r, 3),
+                .tenant_id       = PQgetvalue(res, r, 8),
+                .idempotency_key = PQgetvalue(res, r, 9),
+                .payment_id =
+                    PQgetisnull(res, r, 10) ? NULL : PQgetvalue(res, r, 10),
+                .status          = PQgetvalue(res, r, 4),
+                .replayed        = strcmp(PQgetvalue(res, r, 11), "t") == 0,
+                .resolves_review = strcmp(PQgetvalue(res, r, 12), "t") == 0,
+        };
+        char err[128];
+
+        row->payload     = "";
+        row->payload_len = 0;
+        if (PQgetisnull(res, r, 7)) {
+                snprintf(row->unbuildable, sizeof(row->unbuildable),
+                         "the row has neither payload nor detail");
+                return;
+        }
+        if (payment_result_compose(
+                &pr, PQgetvalue(res, r, 7), (size_t)PQgetlength(res, r, 7),
+                &row->composed_, &row->payload_len, err, sizeof(err)) != 0) {
+                snprintf(row->unbuildable, sizeof(row->unbuildable),
+                         "its stored result cannot be built (%s)", err);
+                return;
+        }
+        row->payload = row->composed_;
 }
 
 /*
@@ -427,7 +471,9 @@ int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
         res = run(sr->work, "relay fetch",
                   "WITH w AS ("
                   "  SELECT id, event_id, message_key, intent_event_id,"
-                  "         status, payload, created_at FROM outbox"
+                  "         status, payload, created_at, detail, tenant_id,"
+                  "         idem_key, payment_id, replayed, resolves_review"
+                  "    FROM outbox"
                   "   WHERE id > $6::bigint AND NOT $7::int8multirange @> id"
                   "     AND parked_at IS NULL"
                   "     AND (hashtext(message_key) & 2147483647) % $1::int"
@@ -437,7 +483,9 @@ int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
                   "        ORDER BY message_key, id)"
                   " SELECT id, event_id, message_key, intent_event_id, status,"
                   "        payload,"
-                  "        (extract(epoch FROM created_at) * 1000)::bigint"
+                  "        (extract(epoch FROM created_at) * 1000)::bigint,"
+                  "        detail, tenant_id, idem_key, payment_id, replayed,"
+                  "        resolves_review"
                   "   FROM f WHERE id <> ALL ($5::bigint[])"
                   "  ORDER BY id LIMIT $4::int",
                   7, v, &rc, errstr, errstr_size);
@@ -464,6 +512,8 @@ int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
                 row->payload         = PQgetvalue(res, r, 5);
                 row->payload_len     = (size_t)PQgetlength(res, r, 5);
                 row->created_ms      = strtoll(PQgetvalue(res, r, 6), NULL, 10);
+                if (PQgetisnull(res, r, 5))
+                        compose_row(row, res, r);
         }
         b->n = (size_t)n;
         return STORE_OK;

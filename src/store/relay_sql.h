@@ -48,6 +48,10 @@ struct store_relay_row {
         const char *payload; /* the exact bytes to publish: never logged */
         size_t payload_len;
         int64_t created_ms; /* Unix ms */
+        /* Non-empty: the row is stored compact (0028) and its message
+         * cannot be built, for this reason (no value in it): park it. */
+        char unbuildable[192];
+        char *composed_; /* the message built from a compact row: owned */
 };
 
 /* A fetched batch; owns the rows (store_relay_batch_clear). */

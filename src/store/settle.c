@@ -16,7 +16,10 @@
 
 /*
  * $1..$9 one element per item, $10 the lease owner each item holds its
- * epoch under (NULL: not checked). Every write hangs off `up`, the fenced
+ * epoch under (NULL: not checked), $11 the result's compact detail
+ * (payment/result.h; NULL: none), stored instead of the whole message
+ * once result_format.compact is set (0028: not before every relay reads
+ * it). Every write hangs off `up`, the fenced
  * UPDATE (status processing, the item's epoch and owner), so a stale
  * owner's item writes nothing. The owner matters after a failover that
  * lost a claim: another owner claims the intent again at epoch 1, the
@@ -61,7 +64,7 @@ static const struct store_stmt settle_stmt = {
         " RETURNING p.payment_id, p.tenant_id, p.idem_key, p.amount,"
         "  p.currency, p.status, p.provider_charge_id, p.error_code,"
         "  p.error_message, p.intent_event_id, i.result_event_id,"
-        "  i.result_json"
+        "  i.result_json, ($11::text[])[i.ord] AS result_detail"
         "), lp AS ("
         " INSERT INTO ledger_postings (payment_id, kind, tenant_id, amount,"
         "   currency, debit_account, credit_account)"
@@ -71,11 +74,14 @@ static const struct store_stmt settle_stmt = {
         " RETURNING 1"
         "), ob AS ("
         " INSERT INTO outbox (event_id, message_key, tenant_id, idem_key,"
-        "   payment_id, intent_event_id, status, replayed, payload)"
+        "   payment_id, intent_event_id, status, replayed, payload, detail)"
         " SELECT result_event_id, tenant_id || '/' || idem_key, tenant_id,"
         "   idem_key, payment_id, intent_event_id, status, false,"
-        "   result_json"
-        "  FROM up ORDER BY payment_id"
+        "   CASE WHEN f.compact AND result_detail IS NOT NULL THEN NULL"
+        "        ELSE result_json END,"
+        "   CASE WHEN f.compact THEN result_detail END"
+        "  FROM up, (SELECT compact FROM result_format WHERE id = 1) f"
+        "  ORDER BY payment_id"
         " RETURNING payment_id"
         "), chk AS ("
         " SELECT co_assert((SELECT count(*) FROM ob) ="
@@ -98,7 +104,7 @@ static const struct store_stmt settle_stmt = {
         "   LIMIT 1) cur"
         "  ON true"
         " ORDER BY i.ord",
-        10
+        11
 };
 
 /*
@@ -158,7 +164,7 @@ static const struct store_stmt outbox_stmt = {
         12
 };
 
-enum { SETTLE_ARRAYS = 10, OUTBOX_ARRAYS = 12 };
+enum { SETTLE_ARRAYS = 11, OUTBOX_ARRAYS = 12 };
 
 static const char *settle_status_name(enum settle_status s)
 {
@@ -221,6 +227,7 @@ static bool settle_fill(struct store_batch *b, void *items, void *arg,
                 store_pgarr_text(&arr[7], it->result_event_id);
                 store_pgarr_text(&arr[8], it->result_json);
                 store_pgarr_text(&arr[9], it->lease_owner);
+                store_pgarr_text(&arr[10], it->result_detail);
         }
         return true;
 }

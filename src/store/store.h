@@ -294,6 +294,10 @@ struct settle_item {
         int32_t attempts;               /* gateway attempts so far, or 0 */
         const char *result_event_id;    /* uuid of the result message */
         const char *result_json;        /* the result message, as published */
+        /* Its compact form for the payment's row (payment_result_detail),
+         * stored instead once result_format.compact is set; NULL: the
+         * message is stored whole. */
+        const char *result_detail;
 
         /* Out. */
         enum settle_outcome outcome;

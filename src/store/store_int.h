@@ -71,6 +71,17 @@ PGconn *store_pq_connect(const char *conninfo, int connect_timeout_s,
 int store_pq_session(PGconn *conn, enum store_session kind, char *errstr,
                      size_t errstr_size) CO_MUST_CHECK;
 
+/*
+ * One statement in a transaction of its own, on a connection of its own
+ * (app its application name, daemon session settings), that must return
+ * one row: its first ncols columns into out as text ("" for NULL, cut to
+ * 39 bytes). STORE_OK, or an error with errstr set.
+ */
+int store_one_row(const char *conninfo, const char *app, const char *what,
+                  const char *sql, int nparams, const char *const *values,
+                  char out[][40], int ncols, char *errstr,
+                  size_t errstr_size) CO_MUST_CHECK;
+
 struct store {
         PGconn *conn; /* owned */
         enum store_session kind;

@@ -135,6 +135,11 @@ void sc_flush(struct scenario *sc);
  * parked row is not published. */
 #define SC_PUBLISHED   " co_outbox_published(id, parked_at, published_at)"
 #define SC_UNPUBLISHED " NOT" SC_PUBLISHED
+/* An outbox row's result text to look for a member of the value in
+ * (LIKE): the message, or a compact row's detail (0028), which holds the
+ * members its columns do not (order_id, amount, currency,
+ * provider_charge_id, error, occurred_at); ask the columns for the rest. */
+#define SC_RESULT_TEXT " coalesce(payload, detail)"
 
 /* Waits until the group's committed offsets reach the end of every
  * partition of the intents topic. Returns true in time. */

@@ -352,7 +352,7 @@ static void gateway_faults(void)
         one_fault(&sc, &s, off, "key-decline", "pm_decline_insufficient",
                   "failed", 0);
         SC_CHECK(sc_sql_long(&sc, "SELECT count(*) FROM outbox WHERE idem_key ="
-                                  " 'key-decline' AND payload LIKE"
+                                  " 'key-decline' AND" SC_RESULT_TEXT " LIKE"
                                   " '%%card_declined%%'") == 1,
                  "decline code");
         /* charge made, answer lost: the retry with the same key gets the
@@ -853,9 +853,11 @@ static void db_refused(void)
                  sc_sql(&sc, "SELECT status || ' ' || coalesce(error_code,"
                              " '-') FROM payments WHERE order_id ="
                              " 'o-settle-poison'"));
-        SC_CHECK(sc_sql_long(&sc, "SELECT count(*) FROM outbox WHERE status ="
-                                  " 'review' AND idem_key = 'refused-012' AND"
-                                  " payload LIKE '%%database_refused%%'") == 1,
+        SC_CHECK(sc_sql_long(
+                     &sc,
+                     "SELECT count(*) FROM outbox WHERE status ="
+                     " 'review' AND idem_key = 'refused-012' AND" SC_RESULT_TEXT
+                     " LIKE '%%database_refused%%'") == 1,
                  "no review result for the refused settle");
         st = sim_stats(&s);
         SC_CHECK(sim_charges_order(st, "shop-r", "o-poison") == 0,

@@ -226,14 +226,16 @@ static void check_result(struct scenario *sc, const struct orphan *o,
                              " '%s' AND NOT replayed",
                              o->payment_id) == 1,
                  "results of %s", o->key);
-        SC_CHECK(sc_sql_long(sc,
-                             "SELECT count(*) FROM outbox WHERE payment_id ="
-                             " '%s' AND status = '%s' AND payload LIKE"
-                             " '%%\"status\":\"%s\"%%'%s%s%s",
-                             o->payment_id, status, status,
-                             code ? " AND payload LIKE '%\"code\":\"" : "",
-                             code ? code : "", code ? "\"%'" : "") == 1,
-                 "%s: result is not %s/%s", o->key, status, code ? code : "-");
+        SC_CHECK(
+            sc_sql_long(sc,
+                        "SELECT count(*) FROM outbox WHERE payment_id ="
+                        " '%s' AND status = '%s' AND (payload LIKE"
+                        " '%%\"status\":\"%s\"%%' OR payload IS NULL)"
+                        "%s%s%s",
+                        o->payment_id, status, status,
+                        code ? " AND" SC_RESULT_TEXT " LIKE '%\"code\":\"" : "",
+                        code ? code : "", code ? "\"%'" : "") == 1,
+            "%s: result is not %s/%s", o->key, status, code ? code : "-");
 }
 
 /* Evidence behind the final state: a row whose decision is what

@@ -32,6 +32,10 @@
  *                         of another key committed meanwhile is published
  *                         at once, a row of the held row's key only after
  *                         it
+ *   test_relay compact    --compact-results refused beside a relay of an
+ *                         earlier release; compact rows published with the
+ *                         bytes built for them, one that cannot be built
+ *                         parked
  *
  * Never trusts the relay's own counters: truth is the topic and the table.
  */
@@ -43,8 +47,10 @@
 #include "cmd/engine.h"
 #include "cmd/opts.h"
 #include "flow/flow.h"
+#include "payment/result.h"
 #include "relay/relay.h"
 #include "util/config.h"
+#include "util/uuid.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -1249,6 +1255,201 @@ static int setup(void)
         return testenv_have_services() ? 0 : TESTENV_SKIP;
 }
 
+/* `chargeonce relay ARGS`: its exit status; its output (both streams)
+ * into out. */
+static int run_relay_cmd(struct scenario *sc, const char *args, char *out,
+                         size_t outsz)
+{
+        char cmd[2048];
+        size_t n = 0;
+        FILE *p;
+        int st;
+
+        snprintf(cmd, sizeof(cmd), "'%s' -X 'db.conninfo=%s' relay %s 2>&1",
+                 getenv("CHARGEONCE_BIN"), sc->conninfo, args);
+        p = popen(cmd, "r");
+        SC_CHECK(p, "popen");
+        out[0] = '\0';
+        while (n + 1 < outsz && fgets(out + n, (int)(outsz - n), p))
+                n += strlen(out + n);
+        st = pclose(p);
+        printf("  relay %s: %s", args, out);
+        return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+#define N_COMPACT 60
+
+/*
+ * Compact results (0028) through the real relay. --compact-results on is
+ * refused (exit 1, nothing changed) while a relay of an earlier release
+ * is connected (a session named as its connections are), allowed once it
+ * is gone; the dry run says so and changes nothing. Then 60 results over
+ * 6 keys, every other one stored compact (its detail from
+ * payment_result_detail), are published once each in per-key order, each
+ * with exactly the bytes payment_result_build gave; a compact row whose
+ * detail gives no result is parked (the audit lists it, the log never
+ * holds its detail's values) and the later rows of its key go on.
+ */
+static void compact(void)
+{
+        static const char *const xs[] = { "relay.batch_size=7",
+                                          "relay.poll_interval=200ms", NULL };
+        struct scenario sc;
+        struct co c;
+        struct sc_msg *m;
+        char *json[N_COMPACT], ev[N_COMPACT][UUID_STR_LEN], out[4096];
+        char ci[2048], eid[40], intent[UUID_STR_LEN], pay[UUID_STR_LEN];
+        char key[32], tenant[8], order[32], mk[48];
+        long ids[4];
+        int nids, seen = 0, compacted = 0;
+        size_t nm;
+        PGconn *old;
+
+        sc_init(&sc, "relay_compact", 3);
+        SC_CHECK(run_relay_cmd(&sc, "--compact-results on --dry-run", out,
+                               sizeof(out)) == 0 &&
+                     strstr(out, "compact results: off") &&
+                     strstr(out, "would store the payments"),
+                 "--compact-results on --dry-run");
+        snprintf(ci, sizeof(ci), "%s application_name='chargeonce relay'",
+                 sc.conninfo);
+        old = PQconnectdb(ci);
+        SC_CHECK(PQstatus(old) == CONNECTION_OK, "the old relay's session");
+        SC_CHECK(run_relay_cmd(&sc, "--compact-results on", out, sizeof(out)) ==
+                         1 &&
+                     strstr(out, "1 relay connection(s) of a release before"),
+                 "on beside an old relay");
+        SC_CHECK(sc_sql_long(&sc, "SELECT count(*) FROM result_format"
+                                  " WHERE compact") == 0,
+                 "on beside an old relay changed the switch");
+        PQfinish(old);
+        SC_CHECK(sc_wait_sql(&sc,
+                             "SELECT NOT EXISTS (SELECT 1 FROM"
+                             " pg_stat_activity WHERE application_name ="
+                             " 'chargeonce relay')",
+                             T_WAIT),
+                 "the old relay's session stays");
+        SC_CHECK(run_relay_cmd(&sc, "--compact-results on", out, sizeof(out)) ==
+                         0 &&
+                     strstr(out, "compact results: on from now"),
+                 "--compact-results on");
+        SC_CHECK(sc_sql_long(&sc, "SELECT count(*) FROM result_format"
+                                  " WHERE compact") == 1,
+                 "the switch is not on");
+
+        for (int i = 0; i < N_COMPACT; i++) {
+                struct payment_result r;
+                char *detail = NULL, err[256];
+                size_t len;
+                const char *v[9];
+                PGresult *res;
+                bool broken = i == 31, as_compact = i % 2 == 1;
+
+                SC_CHECK(uuid_v4(ev[i]) && uuid_v4(intent) && uuid_v4(pay),
+                         "uuid");
+                snprintf(tenant, sizeof(tenant), "t%d", i % 3);
+                snprintf(key, sizeof(key), "key-%d", i % 6);
+                snprintf(order, sizeof(order), "ord \"%d\"\n", i);
+                snprintf(mk, sizeof(mk), "%s/%s", tenant, key);
+                memset(&r, 0, sizeof(r));
+                r.event_id        = ev[i];
+                r.intent_event_id = intent;
+                r.tenant_id       = tenant;
+                r.idempotency_key = key;
+                r.order_id        = order;
+                r.payment_id      = pay;
+                r.status          = i % 4 == 1   ? PAYMENT_STATUS_FAILED
+                                    : i % 4 == 3 ? PAYMENT_STATUS_REVIEW
+                                                 : PAYMENT_STATUS_SUCCEEDED;
+                r.has_amount      = true;
+                r.amount          = 1000 + i;
+                r.currency        = "VND";
+                if (r.status == PAYMENT_STATUS_SUCCEEDED)
+                        r.provider_charge_id = "ch_\xc3\xa9";
+                else {
+                        r.error_code    = "card_declined";
+                        r.error_message = "declined \\ \"x\"";
+                }
+                r.occurred_at = "2026-12-06T10:00:00.250Z";
+                SC_CHECK(payment_result_build(&r, &json[i], &len, err,
+                                              sizeof(err)) == 0 &&
+                             payment_result_detail(&r, intent, &detail, &len,
+                                                   err, sizeof(err)) == 0,
+                         "build: %s", err);
+                v[0] = ev[i];
+                v[1] = mk;
+                v[2] = tenant;
+                v[3] = key;
+                v[4] = pay;
+                v[5] = intent;
+                v[6] = payment_status_name(r.status);
+                v[7] = as_compact ? NULL : json[i];
+                v[8] = !as_compact ? NULL
+                       : broken    ? "{\"order_id\":\"SECRET-ORDER\"}"
+                                   : detail;
+                res  = PQexecParams(
+                     sc.pg,
+                     "INSERT INTO outbox (event_id, message_key, tenant_id,"
+                      " idem_key, payment_id, intent_event_id, status, payload,"
+                      " detail) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                     9, NULL, v, NULL, NULL, 0);
+                SC_CHECK(PQresultStatus(res) == PGRES_COMMAND_OK, "insert: %s",
+                         PQresultErrorMessage(res));
+                PQclear(res);
+                free(detail);
+                compacted += as_compact;
+        }
+        SC_CHECK(sc_sql_long(&sc, "SELECT count(*) FROM outbox WHERE"
+                                  " payload IS NULL") == compacted,
+                 "compact rows");
+        co_start(&sc, &c, "relay", NULL, xs, NULL);
+        SC_CHECK(sc_wait_sql(&sc,
+                             "SELECT count(*) FILTER (WHERE" SC_UNPUBLISHED
+                             "   AND parked_at IS NULL) = 0 AND"
+                             " count(*) FILTER (WHERE parked_at IS NOT NULL)"
+                             "   = 1 FROM outbox",
+                             T_WAIT),
+                 "%ld row(s) unpublished", unpublished(&sc));
+        SC_CHECK(sc_sql_long(&sc, "SELECT id FROM outbox WHERE parked_at IS"
+                                  " NOT NULL AND park_reason LIKE"
+                                  " '%%stored result cannot be built%%'") == 32,
+                 "row 32 (the broken detail) not parked for it");
+        SC_CHECK(sc_sql_long(&sc, "SELECT count(*) FROM outbox o WHERE id > 32"
+                                  " AND message_key = (SELECT message_key FROM"
+                                  " outbox WHERE id = 32)") > 0,
+                 "no later row of the broken row's key");
+        SC_CHECK(verify(&sc, 3000, false).rows == N_COMPACT, "rows");
+        nm = sc_read_topic(&sc, sc.t_results, 3000, &m);
+        for (size_t k = 0; k < nm; k++) {
+                int i;
+
+                SC_CHECK(header(m[k].headers, "event_id", eid, sizeof(eid)),
+                         "no event_id header");
+                for (i = 0; i < N_COMPACT; i++)
+                        if (!strcmp(ev[i], eid))
+                                break;
+                SC_CHECK(i < N_COMPACT && i != 31, "event %s", eid);
+                SC_CHECK(m[k].value && !strcmp(m[k].value, json[i]),
+                         "row %d: the bytes published are not the ones "
+                         "built",
+                         i + 1);
+                seen++;
+        }
+        SC_CHECK(seen == N_COMPACT - 1, "%d messages", seen);
+        sc_messages_free(m, nm);
+        SC_CHECK(run_audit(&sc, ids, 4, &nids) == 1 && nids == 1 &&
+                     ids[0] == 32,
+                 "audit lists %d parked row(s)", nids);
+        stop_ok(&c);
+        SC_CHECK(count_in_file(c.log, "outbox row 32 ") == 1,
+                 "the park is logged once");
+        SC_CHECK(!file_has(c.log, "SECRET-ORDER") && !file_has(c.log, "/key-"),
+                 "the relay logged a detail's value or a key");
+        for (int i = 0; i < N_COMPACT; i++)
+                free(json[i]);
+        sc_cleanup(&sc);
+}
+
 int main(int argc, char **argv)
 {
         static const struct test_case cases[] = {
@@ -1263,6 +1464,7 @@ int main(int argc, char **argv)
                 { "notopic", notopic, NULL, NULL },
                 { "standby_wait", standby_wait, NULL, NULL },
                 { "overlap", overlap, NULL, NULL },
+                { "compact", compact, NULL, NULL },
         };
         static const struct test_suite suite = {
                 .name    = "test_relay",

@@ -342,8 +342,9 @@ static void check_resolved(struct scenario *sc, const struct pay *p,
         SC_CHECK(sc_sql_long(sc,
                              "SELECT count(*) FROM outbox WHERE payment_id ="
                              " '%s' AND resolves_review AND NOT replayed AND"
-                             " status = '%s' AND payload LIKE"
-                             " '%%\"resolves_review\":true}'",
+                             " status = '%s' AND (payload LIKE"
+                             " '%%\"resolves_review\":true}' OR"
+                             " payload IS NULL AND detail IS NOT NULL)",
                              p->payment_id, status) == 1,
                  "one resolves_review result");
         SC_CHECK(sc_sql_long(sc,

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* store/result_format: the compact-results switch (result_format.h). */
+#include "store/result_format.h"
+#include "store/store_int.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int store_result_format(const char *conninfo, int set,
+                        struct store_result_format *out, char *errstr,
+                        size_t errstr_size)
+{
+        const char *v[2] = { set < 0 ? NULL
+                             : set   ? "true"
+                                     : "false",
+                             STORE_RELAY_APP_PAYLOAD_ONLY };
+        char row[4][40];
+        int rc;
+
+        memset(out, 0, sizeof(*out));
+        memset(row, 0, sizeof(row));
+        /*
+         * f locks the switch's row, so that two operators at once are
+         * one after the other; old counts the relays that read payload
+         * only, in this statement's snapshot of pg_stat_activity. The
+         * settles read the row without a lock and are never held up.
+         */
+        rc = store_one_row(
+            conninfo, "chargeonce compact-results", "compact results",
+            "WITH f AS (SELECT compact, changed_at FROM result_format"
+            "            WHERE id = 1 FOR UPDATE),"
+            " old AS (SELECT count(*) AS n FROM pg_stat_activity"
+            "          WHERE datname = current_database()"
+            "            AND application_name = $2),"
+            " up AS (UPDATE result_format r"
+            "           SET compact = $1::boolean, changed_at = now()"
+            "          FROM f, old"
+            "         WHERE r.id = 1 AND $1::boolean IS NOT NULL"
+            "           AND f.compact <> $1::boolean"
+            "           AND (NOT $1::boolean OR old.n = 0)"
+            "        RETURNING r.compact, r.changed_at)"
+            " SELECT coalesce(up.compact, f.compact),"
+            "        coalesce(up.changed_at, f.changed_at), old.n,"
+            "        up.compact IS NOT NULL"
+            "   FROM f CROSS JOIN old LEFT JOIN up ON true",
+            2, v, row, 4, errstr, errstr_size);
+        if (rc != STORE_OK)
+                return rc;
+        out->compact = strcmp(row[0], "t") == 0;
+        snprintf(out->changed_at, sizeof(out->changed_at), "%s", row[1]);
+        out->payload_only_relays = strtoll(row[2], NULL, 10);
+        out->changed             = strcmp(row[3], "t") == 0;
+        return STORE_OK;
+}
