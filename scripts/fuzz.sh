@@ -4,7 +4,8 @@
 # needed and runs each fuzz target for SECONDS, one after the other.
 #
 #   scripts/fuzz.sh SECONDS [TARGET...]     targets: intent classify config
-#                                           base64 webhook webhook_event (all by default)
+#                                           base64 webhook webhook_event
+#                                           result_detail (all by default)
 #
 # A crash does not end a target's run: libFuzzer saves the input under
 # build-fuzz/tests/fuzz/crashes/ and the target is started again on its
@@ -21,14 +22,14 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 
 usage() {
-	echo "usage: scripts/fuzz.sh SECONDS [intent|classify|config|base64|webhook|webhook_event]..." >&2
+	echo "usage: scripts/fuzz.sh SECONDS [intent|classify|config|base64|webhook|webhook_event|result_detail]..." >&2
 	exit 2
 }
 [ $# -ge 1 ] || usage
 secs=$1
 shift
 [[ "$secs" =~ ^[1-9][0-9]*$ ]] || usage
-all=(intent classify config base64 webhook webhook_event)
+all=(intent classify config base64 webhook webhook_event result_detail)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 for t in "${targets[@]}"; do
