@@ -110,6 +110,7 @@ int ops_relay_compact(const char *conninfo, int on, bool dry_run)
         struct store_result_format f;
         const char *want = on ? "on" : "off";
         char err[1024];
+        int rc = 0;
 
         if (store_result_format(conninfo, dry_run ? -1 : on, &f, err,
                                 sizeof(err)) != STORE_OK) {
@@ -119,18 +120,23 @@ int ops_relay_compact(const char *conninfo, int on, bool dry_run)
         if (dry_run || !f.changed)
                 printf("compact results: %s (since %s)\n",
                        f.compact ? "on" : "off", f.changed_at);
-        if (on && f.payload_only_relays > 0 && (dry_run || !f.changed)) {
+        if (f.payload_only_relays > 0 && (f.compact || on)) {
+                /* on beside them: refused (or, already on, dangerous) */
                 fprintf(stderr,
                         "chargeonce relay: %" PRId64 " relay connection(s) "
                         "of a release before migration 0028 (application_name "
-                        "'%s') %s connected to this database: they publish "
-                        "a compact result as an empty message. Upgrade them "
-                        "first (docs/upgrading.md, \"Compact results\"); %s\n",
+                        "'%s') %s connected to this database: such a relay "
+                        "publishes a compact result as an empty message. %s "
+                        "(docs/upgrading.md, \"Compact results\")\n",
                         f.payload_only_relays, STORE_RELAY_APP_PAYLOAD_ONLY,
                         f.payload_only_relays == 1 ? "is" : "are",
-                        dry_run ? "--compact-results on would be refused."
-                                : "nothing was changed.");
-                return 1;
+                        f.compact ? "Compact results are ON: stop those "
+                                    "relays, or turn them off "
+                                    "(--compact-results off)."
+                        : dry_run ? "--compact-results on would be refused; "
+                                    "upgrade them first."
+                                  : "Nothing was changed; upgrade them first.");
+                rc = on || f.compact ? 1 : 0;
         }
         if (dry_run) {
                 printf("--compact-results %s would %s; nothing was changed\n",
@@ -139,7 +145,7 @@ int ops_relay_compact(const char *conninfo, int on, bool dry_run)
                        : on ? "store the payments' own results compact from "
                               "then on"
                             : "store every result whole again");
-                return 0;
+                return on ? rc : 0;
         }
         if (f.changed)
                 printf("compact results: %s from now (%s)%s\n", want,
@@ -147,8 +153,8 @@ int ops_relay_compact(const char *conninfo, int on, bool dry_run)
                        on ? ""
                           : "; rows already stored compact stay so: "
                             "only this release's relays publish them");
-        else
+        else if (f.compact == (on != 0))
                 printf("compact results: already %s; nothing was changed\n",
                        want);
-        return 0;
+        return on ? rc : 0;
 }

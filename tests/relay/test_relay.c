@@ -1283,7 +1283,8 @@ static int run_relay_cmd(struct scenario *sc, const char *args, char *out,
  * Compact results (0028) through the real relay. --compact-results on is
  * refused (exit 1, nothing changed) while a relay of an earlier release
  * is connected (a session named as its connections are), allowed once it
- * is gone; the dry run says so and changes nothing. Then 60 results over
+ * is gone; the dry run says so and changes nothing, and says loudly
+ * when one connects after it was turned on. Then 60 results over
  * 6 keys, every other one stored compact (its detail from
  * payment_result_detail), are published once each in per-key order, each
  * with exactly the bytes payment_result_build gave; a compact row whose
@@ -1336,6 +1337,14 @@ static void compact(void)
         SC_CHECK(sc_sql_long(&sc, "SELECT count(*) FROM result_format"
                                   " WHERE compact") == 1,
                  "the switch is not on");
+        /* an old relay that connects after: said loudly, exit 1 */
+        old = PQconnectdb(ci);
+        SC_CHECK(PQstatus(old) == CONNECTION_OK, "the old relay's session");
+        SC_CHECK(run_relay_cmd(&sc, "--compact-results on --dry-run", out,
+                               sizeof(out)) == 1 &&
+                     strstr(out, "Compact results are ON"),
+                 "already on beside an old relay");
+        PQfinish(old);
 
         for (int i = 0; i < N_COMPACT; i++) {
                 struct payment_result r;
