@@ -25,7 +25,7 @@
 #include "payment/status.h"
 #include "util/utf8.h"
 
-static const char *const statuses[] = { "succeeded", "failed", "review",
+static const char *const statuses[] = { "succeeded", "failed",   "review",
                                         "conflict",  "rejected", "processing",
                                         "Succeeded", "" };
 
@@ -53,8 +53,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 row.payment_id = NULL;
         data++;
         size--;
-        rc  = payment_result_compose(&row, (const char *)data, size, &out,
-                                     &len, err, sizeof(err));
+        rc  = payment_result_compose(&row, (const char *)data, size, &out, &len,
+                                     err, sizeof(err));
         rc2 = payment_result_compose(&row, (const char *)data, size, &out2,
                                      &len2, err2, sizeof(err2));
         FUZZ_CHECK(rc == 0 || rc == -1);
@@ -80,14 +80,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(strcmp(row.status, "processing") != 0);
         FUZZ_CHECK(!strcmp(json_string_value(json_object_get(v, "tenant_id")),
                            row.tenant_id));
-        FUZZ_CHECK(!strcmp(
-            json_string_value(json_object_get(v, "idempotency_key")),
-            row.idempotency_key));
-        FUZZ_CHECK(row.payment_id
-                       ? !strcmp(json_string_value(
-                                     json_object_get(v, "payment_id")),
-                                 row.payment_id)
-                       : json_is_null(json_object_get(v, "payment_id")));
+        FUZZ_CHECK(
+            !strcmp(json_string_value(json_object_get(v, "idempotency_key")),
+                    row.idempotency_key));
+        FUZZ_CHECK(
+            row.payment_id
+                ? !strcmp(json_string_value(json_object_get(v, "payment_id")),
+                          row.payment_id)
+                : json_is_null(json_object_get(v, "payment_id")));
         FUZZ_CHECK(json_is_boolean(json_object_get(v, "replayed")) &&
                    json_is_true(json_object_get(v, "replayed")) ==
                        row.replayed);
