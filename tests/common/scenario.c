@@ -129,12 +129,10 @@ void sc_init(struct scenario *sc, const char *name, int partitions)
         curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
-/* The value of header name in m's headers ("name=value\n"...) into out. */
-static bool msg_header(const struct sc_msg *m, const char *name, char *out,
-                       size_t outsz)
+bool sc_header(const char *headers, const char *name, char *out, size_t outsz)
 {
         size_t nl     = strlen(name);
-        const char *p = m->headers;
+        const char *p = headers;
 
         while (p && *p) {
                 const char *e = strchr(p, '\n');
@@ -177,7 +175,7 @@ static void compact_on_topic(struct scenario *sc)
         for (size_t i = 0; i < nm; i++) {
                 char eid[64], want[256];
 
-                if (!msg_header(&m[i], "event_id", eid, sizeof(eid)))
+                if (!sc_header(m[i].headers, "event_id", eid, sizeof(eid)))
                         continue;
                 for (int r = 0; r < PQntuples(res); r++) {
                         if (strcmp(PQgetvalue(res, r, 0), eid) != 0)

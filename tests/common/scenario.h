@@ -167,5 +167,8 @@ struct sc_msg {
 size_t sc_read_topic(struct scenario *sc, const char *topic, int idle_ms,
                      struct sc_msg **out);
 void sc_messages_free(struct sc_msg *m, size_t n);
+/* The value of header name in a message's headers ("name=value\n"...)
+ * into out; false when it has none. */
+bool sc_header(const char *headers, const char *name, char *out, size_t outsz);
 
 #endif

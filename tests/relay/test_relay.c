@@ -137,23 +137,6 @@ static int row_cmp(const void *a, const void *b)
                       ((const struct row *)b)->event_id);
 }
 
-static const char *header(const char *headers, const char *name, char *out,
-                          size_t outsz)
-{
-        size_t nl     = strlen(name);
-        const char *p = headers;
-        while (p && *p) {
-                const char *e = strchr(p, '\n');
-                size_t len    = e ? (size_t)(e - p) : strlen(p);
-                if (len > nl && !strncmp(p, name, nl) && p[nl] == '=') {
-                        snprintf(out, outsz, "%.*s", (int)(len - nl - 1),
-                                 p + nl + 1);
-                        return out;
-                }
-                p = e ? e + 1 : NULL;
-        }
-        return NULL;
-}
 
 struct verdict {
         long rows, messages, duplicates;
@@ -203,9 +186,9 @@ static struct verdict verify(struct scenario *sc, int idle_ms, bool removed_ok)
                 struct row key, *r;
                 int k;
 
-                SC_CHECK(header(m[i].headers, "event_id", eid, sizeof(eid)),
+                SC_CHECK(sc_header(m[i].headers, "event_id", eid, sizeof(eid)),
                          "message %zu has no event_id header", i);
-                SC_CHECK(header(m[i].headers, "status", st, sizeof(st)),
+                SC_CHECK(sc_header(m[i].headers, "status", st, sizeof(st)),
                          "message %zu has no status header", i);
                 snprintf(key.event_id, sizeof(key.event_id), "%s", eid);
                 r = bsearch(&key, rows, (size_t)v.rows, sizeof(*rows), row_cmp);
@@ -477,10 +460,13 @@ static void outage(void)
         sc_cleanup(&sc);
 }
 
-/* Runs `chargeonce relay ARGS` on the scenario's database; its status. */
-static int run_republish(struct scenario *sc, const char *args, long *reset)
+/* `chargeonce relay ARGS`: its exit status; its output (both streams)
+ * into out. */
+static int run_relay_cmd(struct scenario *sc, const char *args, char *out,
+                         size_t outsz)
 {
-        char cmd[2048], line[256];
+        char cmd[2048];
+        size_t n = 0;
         FILE *p;
         int st;
 
@@ -488,18 +474,35 @@ static int run_republish(struct scenario *sc, const char *args, long *reset)
                  getenv("CHARGEONCE_BIN"), sc->conninfo, args);
         p = popen(cmd, "r");
         SC_CHECK(p, "popen");
+        out[0] = '\0';
+        while (n + 1 < outsz && fgets(out + n, (int)(outsz - n), p))
+                n += strlen(out + n);
+        while (fgets(cmd, sizeof(cmd), p)) /* the rest, unkept */
+                ;
+        st = pclose(p);
+        printf("  relay %s: %s", args, out);
+        return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Runs `chargeonce relay ARGS` on the scenario's database; its status,
+ * and in *reset the count its republish or unpark line gives (-1: none). */
+static int run_republish(struct scenario *sc, const char *args, long *reset)
+{
+        char out[4096];
+        int st = run_relay_cmd(sc, args, out, sizeof(out));
+
         *reset = -1;
-        while (fgets(line, sizeof(line), p)) {
-                printf("  %s", line);
+        for (const char *line = out; line && *line;) {
                 if (!strncmp(line, "republish: ", 11))
                         *reset = atol(line + 11);
                 else if (!strncmp(line, "republish --dry-run: ", 21))
                         *reset = atol(line + 21);
                 else if (!strncmp(line, "unpark --dry-run: ", 18))
                         *reset = atol(line + 18);
+                line = strchr(line, '\n');
+                line = line ? line + 1 : NULL;
         }
-        st = pclose(p);
-        return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+        return st;
 }
 
 static void retention(void)
@@ -1036,7 +1039,7 @@ static void park(void)
         found = 0;
         for (size_t i = 0; i < nm; i++) {
                 char eid[40];
-                if (!header(m[i].headers, "event_id", eid, sizeof(eid)) ||
+                if (!sc_header(m[i].headers, "event_id", eid, sizeof(eid)) ||
                     strcmp(eid, eid100))
                         continue;
                 found++;
@@ -1255,28 +1258,6 @@ static int setup(void)
         return testenv_have_services() ? 0 : TESTENV_SKIP;
 }
 
-/* `chargeonce relay ARGS`: its exit status; its output (both streams)
- * into out. */
-static int run_relay_cmd(struct scenario *sc, const char *args, char *out,
-                         size_t outsz)
-{
-        char cmd[2048];
-        size_t n = 0;
-        FILE *p;
-        int st;
-
-        snprintf(cmd, sizeof(cmd), "'%s' -X 'db.conninfo=%s' relay %s 2>&1",
-                 getenv("CHARGEONCE_BIN"), sc->conninfo, args);
-        p = popen(cmd, "r");
-        SC_CHECK(p, "popen");
-        out[0] = '\0';
-        while (n + 1 < outsz && fgets(out + n, (int)(outsz - n), p))
-                n += strlen(out + n);
-        st = pclose(p);
-        printf("  relay %s: %s", args, out);
-        return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 #define N_COMPACT 60
 
 /*
@@ -1432,7 +1413,7 @@ static void compact(void)
         for (size_t k = 0; k < nm; k++) {
                 int i;
 
-                SC_CHECK(header(m[k].headers, "event_id", eid, sizeof(eid)),
+                SC_CHECK(sc_header(m[k].headers, "event_id", eid, sizeof(eid)),
                          "no event_id header");
                 for (i = 0; i < N_COMPACT; i++)
                         if (!strcmp(ev[i], eid))

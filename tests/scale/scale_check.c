@@ -22,24 +22,6 @@ struct res {
         const char *value;
 };
 
-static bool header(const char *headers, const char *name, char *out,
-                   size_t outsz)
-{
-        size_t nl     = strlen(name);
-        const char *p = headers;
-
-        while (p && *p) {
-                const char *e = strchr(p, '\n');
-                size_t len    = e ? (size_t)(e - p) : strlen(p);
-                if (len > nl && !strncmp(p, name, nl) && p[nl] == '=') {
-                        snprintf(out, outsz, "%.*s", (int)(len - nl - 1),
-                                 p + nl + 1);
-                        return true;
-                }
-                p = e ? e + 1 : NULL;
-        }
-        return false;
-}
 
 static int by_eid_then_pos(const void *a, const void *b)
 {
@@ -96,10 +78,10 @@ static struct res *read_results(struct scenario *sc, struct sc_msg **m,
                 snprintf(r[i].status, sizeof(r[i].status), "%s", st);
                 r[i].replayed = json_is_true(json_object_get(j, "replayed"));
                 json_decref(j);
-                SC_CHECK(header((*m)[i].headers, "event_id", r[i].eid,
-                                sizeof(r[i].eid)) &&
-                             header((*m)[i].headers, "intent-event-id",
-                                    r[i].ieid, sizeof(r[i].ieid)),
+                SC_CHECK(sc_header((*m)[i].headers, "event_id", r[i].eid,
+                                   sizeof(r[i].eid)) &&
+                             sc_header((*m)[i].headers, "intent-event-id",
+                                       r[i].ieid, sizeof(r[i].ieid)),
                          "result %zu lacks its event id headers", i);
                 snprintf(r[i].mkey, sizeof(r[i].mkey), "%s",
                          (*m)[i].key ? (*m)[i].key : "");
@@ -335,8 +317,8 @@ static void check_dlq(struct scenario *sc, char (*poison)[48], int n_poison)
                         ours = m[i].value && !strcmp(m[i].value, poison[p]);
                 SC_CHECK(ours, "a DLQ message that is no poison: %.60s",
                          m[i].value ? m[i].value : "(null)");
-                SC_CHECK(header(m[i].headers, "dlq-reason", reason,
-                                sizeof(reason)) &&
+                SC_CHECK(sc_header(m[i].headers, "dlq-reason", reason,
+                                   sizeof(reason)) &&
                              !strcmp(reason, "not_json"),
                          "poison in the DLQ without dlq-reason not_json");
         }
