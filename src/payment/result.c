@@ -104,6 +104,28 @@ static json_t *str_or_null(const char *s, bool *bad)
 
 static json_t *error_member(const struct payment_result *r, bool *bad);
 
+/*
+ * amount, currency, provider_charge_id and error (err, stolen: NULL when
+ * it could not be made) into root, in the contract's order, as both the
+ * message and its compact detail hold them. Non-zero on failure (*bad
+ * when a string is not UTF-8).
+ */
+static int set_charge(json_t *root, const struct payment_result *r, json_t *err,
+                      bool *bad)
+{
+        if (json_object_set_new(root, "amount",
+                                r->has_amount ? must(json_integer(r->amount))
+                                              : json_null()) ||
+            json_object_set_new(root, "currency",
+                                str_or_null(r->currency, bad)) ||
+            json_object_set_new(root, "provider_charge_id",
+                                str_or_null(r->provider_charge_id, bad))) {
+                json_decref(err);
+                return -1;
+        }
+        return json_object_set_new(root, "error", err);
+}
+
 int payment_result_build(const struct payment_result *r, char **out,
                          size_t *out_len, char *errstr, size_t errstr_size)
 {
@@ -147,14 +169,7 @@ int payment_result_build(const struct payment_result *r, char **out,
             json_object_set_new(
                 root, "status",
                 must(json_string(payment_status_name(r->status)))) ||
-            json_object_set_new(root, "amount",
-                                r->has_amount ? must(json_integer(r->amount))
-                                              : json_null()) ||
-            json_object_set_new(root, "currency",
-                                str_or_null(r->currency, &bad)) ||
-            json_object_set_new(root, "provider_charge_id",
-                                str_or_null(r->provider_charge_id, &bad)) ||
-            json_object_set(root, "error", err) ||
+            set_charge(root, r, json_incref(err), &bad) ||
             json_object_set_new(root, "replayed", json_boolean(r->replayed)) ||
             json_object_set_new(root, "occurred_at",
                                 str_or_null(r->occurred_at, &bad))) {
@@ -247,14 +262,7 @@ int payment_result_detail(const struct payment_result *r,
         fail = fail ||
                json_object_set_new(root, "order_id",
                                    str_or_null(r->order_id, &bad)) ||
-               json_object_set_new(root, "amount",
-                                   r->has_amount ? must(json_integer(r->amount))
-                                                 : json_null()) ||
-               json_object_set_new(root, "currency",
-                                   str_or_null(r->currency, &bad)) ||
-               json_object_set_new(root, "provider_charge_id",
-                                   str_or_null(r->provider_charge_id, &bad)) ||
-               json_object_set_new(root, "error", error_member(r, &bad)) ||
+               set_charge(root, r, error_member(r, &bad), &bad) ||
                json_object_set_new(root, "occurred_at",
                                    str_or_null(r->occurred_at, &bad));
         if (fail) {
