@@ -21,6 +21,8 @@
 # intent, WAL bytes per intent (pg_stat_wal). Prints the lines and the
 # ratio of the medians (this tree / OLD). The relay's fetch and mark are
 # not in the mix (gen.py's scope): bench/capacity.sh has them per intent.
+# STMT_NEW_SQL is run on this tree's database after its migrations (an A/B
+# of a setting, e.g. "UPDATE result_format SET compact = true").
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build-bench}
@@ -56,6 +58,9 @@ export OUT=$out ROOT=$root
 		psql -X -q -v ON_ERROR_STOP=1 -1 "$(ci stmt_old)" -f "$f" >/dev/null
 	done
 	"$CO_BIN" -X "db.conninfo=$(ci stmt_new)" migrate >/dev/null 2>&1
+	if [ -n "${STMT_NEW_SQL:-}" ]; then
+		psql -X -q -v ON_ERROR_STOP=1 "$(ci stmt_new)" -c "$STMT_NEW_SQL" >/dev/null
+	fi
 	hz=$(getconf CLK_TCK)
 	for r in $(seq 1 "$ROUNDS"); do
 		for side in old new; do
