@@ -8,6 +8,42 @@
 #include <stdlib.h>
 #include <string.h>
 
+/*
+ * The relays that read payload only, in this statement's snapshot of
+ * pg_stat_activity.
+ */
+#define OLD_RELAYS                                                             \
+        " old AS (SELECT count(*) AS n FROM pg_stat_activity"                  \
+        "          WHERE datname = current_database()"                         \
+        "            AND application_name = $2)"
+
+/* A dry run: reads, writes nothing. $1 is unused (NULL). */
+static const char read_sql[] =
+    "WITH f AS (SELECT compact, changed_at FROM result_format"
+    "            WHERE id = 1)," OLD_RELAYS
+    " SELECT f.compact, f.changed_at, old.n, $1::boolean IS NOT NULL"
+    "   FROM f CROSS JOIN old";
+
+/*
+ * f locks the switch's row, so that two operators at once are one after
+ * the other; up sets it, on only when no relay that reads payload only is
+ * connected. The settles read the row without a lock and are never held
+ * up.
+ */
+static const char set_sql[] =
+    "WITH f AS (SELECT compact, changed_at FROM result_format"
+    "            WHERE id = 1 FOR UPDATE)," OLD_RELAYS ","
+    " up AS (UPDATE result_format r"
+    "           SET compact = $1::boolean, changed_at = now()"
+    "          FROM f, old"
+    "         WHERE r.id = 1 AND f.compact <> $1::boolean"
+    "           AND (NOT $1::boolean OR old.n = 0)"
+    "        RETURNING r.compact, r.changed_at)"
+    " SELECT coalesce(up.compact, f.compact),"
+    "        coalesce(up.changed_at, f.changed_at), old.n,"
+    "        up.compact IS NOT NULL"
+    "   FROM f CROSS JOIN old LEFT JOIN up ON true";
+
 int store_result_format(const char *conninfo, int set,
                         struct store_result_format *out, char *errstr,
                         size_t errstr_size)
@@ -21,31 +57,9 @@ int store_result_format(const char *conninfo, int set,
 
         memset(out, 0, sizeof(*out));
         memset(row, 0, sizeof(row));
-        /*
-         * f locks the switch's row, so that two operators at once are
-         * one after the other; old counts the relays that read payload
-         * only, in this statement's snapshot of pg_stat_activity. The
-         * settles read the row without a lock and are never held up.
-         */
-        rc = store_one_row(
-            conninfo, "chargeonce compact-results", "compact results",
-            "WITH f AS (SELECT compact, changed_at FROM result_format"
-            "            WHERE id = 1 FOR UPDATE),"
-            " old AS (SELECT count(*) AS n FROM pg_stat_activity"
-            "          WHERE datname = current_database()"
-            "            AND application_name = $2),"
-            " up AS (UPDATE result_format r"
-            "           SET compact = $1::boolean, changed_at = now()"
-            "          FROM f, old"
-            "         WHERE r.id = 1 AND $1::boolean IS NOT NULL"
-            "           AND f.compact <> $1::boolean"
-            "           AND (NOT $1::boolean OR old.n = 0)"
-            "        RETURNING r.compact, r.changed_at)"
-            " SELECT coalesce(up.compact, f.compact),"
-            "        coalesce(up.changed_at, f.changed_at), old.n,"
-            "        up.compact IS NOT NULL"
-            "   FROM f CROSS JOIN old LEFT JOIN up ON true",
-            2, v, row, 4, errstr, errstr_size);
+        rc = store_one_row(conninfo, "chargeonce compact-results",
+                           "compact results", set < 0 ? read_sql : set_sql, 2,
+                           v, row, 4, errstr, errstr_size);
         if (rc != STORE_OK)
                 return rc;
         out->compact = strcmp(row[0], "t") == 0;

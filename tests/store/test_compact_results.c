@@ -76,8 +76,9 @@ static int publish_all(void (*see)(const struct store_relay_row *, void *),
 /*
  * The relay of a release before 0028 connects as "chargeonce relay": on
  * is refused while it is there (nothing changed), allowed once it is
- * gone; this release's relay (sr, "chargeonce relay v2") is no obstacle;
- * a second on changes nothing.
+ * gone; a read (the dry run) writes nothing, not even a row lock; this
+ * release's relay (sr, "chargeonce relay v2") is no obstacle; a second on
+ * changes nothing.
  */
 static void switch_guard(void)
 {
@@ -87,6 +88,10 @@ static void switch_guard(void)
 
         CHECK(!f.compact && !f.changed);
         CHECK(f.changed_at[0] != '\0');
+        /* a read (the dry run) locks nothing: no xmax on the row */
+        CHECK_EQ_I(st_count(pg, "SELECT xmax::text::bigint FROM"
+                                " result_format"),
+                   0);
         snprintf(ci, sizeof(ci), "%s application_name='%s'", st_conninfo(),
                  STORE_RELAY_APP_PAYLOAD_ONLY);
         old = PQconnectdb(ci);
