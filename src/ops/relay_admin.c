@@ -110,7 +110,7 @@ int ops_relay_compact(const char *conninfo, int on, bool dry_run)
         struct store_result_format f;
         const char *want = on ? "on" : "off";
         char err[1024];
-        int rc = 0;
+        bool beside_old;
 
         if (store_result_format(conninfo, dry_run ? -1 : on, &f, err,
                                 sizeof(err)) != STORE_OK) {
@@ -120,8 +120,9 @@ int ops_relay_compact(const char *conninfo, int on, bool dry_run)
         if (dry_run || !f.changed)
                 printf("compact results: %s (since %s)\n",
                        f.compact ? "on" : "off", f.changed_at);
-        if (f.payload_only_relays > 0 && (f.compact || on)) {
-                /* on beside them: refused (or, already on, dangerous) */
+        /* on beside them: refused (or, already on, dangerous) */
+        beside_old = f.payload_only_relays > 0 && (f.compact || on);
+        if (beside_old)
                 fprintf(stderr,
                         "chargeonce relay: %" PRId64 " relay connection(s) "
                         "of a release before migration 0028 (application_name "
@@ -136,8 +137,6 @@ int ops_relay_compact(const char *conninfo, int on, bool dry_run)
                         : dry_run ? "--compact-results on would be refused; "
                                     "upgrade them first."
                                   : "Nothing was changed; upgrade them first.");
-                rc = on || f.compact ? 1 : 0;
-        }
         if (dry_run) {
                 printf("--compact-results %s would %s; nothing was changed\n",
                        want,
@@ -145,7 +144,7 @@ int ops_relay_compact(const char *conninfo, int on, bool dry_run)
                        : on ? "store the payments' own results compact from "
                               "then on"
                             : "store every result whole again");
-                return on ? rc : 0;
+                return on && beside_old;
         }
         if (f.changed)
                 printf("compact results: %s from now (%s)%s\n", want,
@@ -156,5 +155,5 @@ int ops_relay_compact(const char *conninfo, int on, bool dry_run)
         else if (f.compact == (on != 0))
                 printf("compact results: already %s; nothing was changed\n",
                        want);
-        return on ? rc : 0;
+        return on && beside_old;
 }

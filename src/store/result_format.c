@@ -15,13 +15,13 @@
 #define OLD_RELAYS                                                             \
         " old AS (SELECT count(*) AS n FROM pg_stat_activity"                  \
         "          WHERE datname = current_database()"                         \
-        "            AND application_name = $2)"
+        "            AND application_name = $1)"
 
-/* A dry run: reads, writes nothing. $1 is unused (NULL). */
+/* A dry run: reads, writes nothing. */
 static const char read_sql[] =
     "WITH f AS (SELECT compact, changed_at FROM result_format"
     "            WHERE id = 1)," OLD_RELAYS
-    " SELECT f.compact, f.changed_at, old.n, $1::boolean IS NOT NULL"
+    " SELECT f.compact, f.changed_at, old.n, false"
     "   FROM f CROSS JOIN old";
 
 /*
@@ -34,10 +34,10 @@ static const char set_sql[] =
     "WITH f AS (SELECT compact, changed_at FROM result_format"
     "            WHERE id = 1 FOR UPDATE)," OLD_RELAYS ","
     " up AS (UPDATE result_format r"
-    "           SET compact = $1::boolean, changed_at = now()"
+    "           SET compact = $2::boolean, changed_at = now()"
     "          FROM f, old"
-    "         WHERE r.id = 1 AND f.compact <> $1::boolean"
-    "           AND (NOT $1::boolean OR old.n = 0)"
+    "         WHERE r.id = 1 AND f.compact <> $2::boolean"
+    "           AND (NOT $2::boolean OR old.n = 0)"
     "        RETURNING r.compact, r.changed_at)"
     " SELECT coalesce(up.compact, f.compact),"
     "        coalesce(up.changed_at, f.changed_at), old.n,"
@@ -48,18 +48,17 @@ int store_result_format(const char *conninfo, int set,
                         struct store_result_format *out, char *errstr,
                         size_t errstr_size)
 {
-        const char *v[2] = { set < 0 ? NULL
-                             : set   ? "true"
-                                     : "false",
-                             STORE_RELAY_APP_PAYLOAD_ONLY };
+        /* $1 the old relays' name; $2 the value to set (not in a read) */
+        const char *v[2] = { STORE_RELAY_APP_PAYLOAD_ONLY,
+                             set ? "true" : "false" };
         char row[4][40];
         int rc;
 
         memset(out, 0, sizeof(*out));
         memset(row, 0, sizeof(row));
         rc = store_one_row(conninfo, "chargeonce compact-results",
-                           "compact results", set < 0 ? read_sql : set_sql, 2,
-                           v, row, 4, errstr, errstr_size);
+                           "compact results", set < 0 ? read_sql : set_sql,
+                           set < 0 ? 1 : 2, v, row, 4, errstr, errstr_size);
         if (rc != STORE_OK)
                 return rc;
         out->compact = strcmp(row[0], "t") == 0;
