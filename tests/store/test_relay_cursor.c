@@ -107,6 +107,20 @@ static int publish_all(long long id, bool *saw)
         return n;
 }
 
+/* Unparks row id (the trigger opens it again: the cursor goes just below
+ * it) and publishes it, alone. */
+static void unpark_and_publish(long long id)
+{
+        bool saw;
+
+        PLANT("UPDATE outbox SET parked_at = NULL, park_reason = NULL"
+              " WHERE id = %lld",
+              id);
+        CHECK_EQ_I(through(), id - 1);
+        CHECK_EQ_I(publish_all(id, &saw), 1);
+        CHECK(saw);
+}
+
 static long long unpublished(void)
 {
         return st_count(pg, "SELECT count(*) FROM outbox WHERE NOT"
@@ -220,12 +234,7 @@ static void reopen(void)
         CHECK_EQ_I(publish_all(0, &saw), 1);
         advance();
         CHECK_EQ_I(through(), t);
-        PLANT("UPDATE outbox SET parked_at = NULL, park_reason = NULL"
-              " WHERE id = %lld",
-              id);
-        CHECK_EQ_I(through(), id - 1);
-        CHECK_EQ_I(publish_all(id, &saw), 1);
-        CHECK(saw);
+        unpark_and_publish(id);
         advance();
         CHECK_EQ_I(through(), t);
 }
@@ -524,7 +533,6 @@ static void progress_after_reopen(void)
         long long id = result_row(pg), t, later;
         int64_t del  = -1;
         char err[512];
-        bool saw;
 
         PLANT("UPDATE outbox SET parked_at = now(), park_reason = 'test'"
               " WHERE id = %lld",
@@ -534,12 +542,7 @@ static void progress_after_reopen(void)
         /* an hour later: unparked (the trigger opens it again), published
          * and noted after the next result */
         PLANT("UPDATE relay_progress SET at = at - interval '1 hour'");
-        PLANT("UPDATE outbox SET parked_at = NULL, park_reason = NULL"
-              " WHERE id = %lld",
-              id);
-        CHECK_EQ_I(through(), id - 1);
-        CHECK_EQ_I(publish_all(id, &saw), 1);
-        CHECK(saw);
+        unpark_and_publish(id);
         later = result_row(pg);
         publish_noted(later);
         CHECK_EQ_I(st_count(pg,
