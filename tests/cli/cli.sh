@@ -109,6 +109,12 @@ check webhook-secret-file-bad 2 'webhook.secret_file: ' -- "$bin" -X "webhook.se
 check consume-bad-listen 2 'http.listen: ' -- "$bin" -X provider_key.secret=s -X http.listen=nohost consume
 check relay-bad-listen 2 'http.listen: ' -- "$bin" -X http.listen=nohost relay
 check reconcile-bad-listen 2 'http.listen: ' -- "$bin" -X http.listen=nohost reconcile
+# --compact-results takes on or off only, and nothing but --dry-run beside
+check relay-compact-missing 2 '--compact-results needs on or off' -- "$bin" relay --compact-results
+check relay-compact-bad 2 '--compact-results needs on or off' -- "$bin" relay --compact-results yes
+check relay-compact-not-utf8 2 '--compact-results needs on or off' -- "$bin" relay --compact-results $'\xff\xfe'
+check relay-compact-long 2 '--compact-results needs on or off' -- "$bin" relay --compact-results "$(head -c 100000 /dev/zero | tr '\0' o)"
+check relay-compact-with-unpark 2 '--compact-results takes no other argument' -- "$bin" relay --compact-results on --unpark 1
 check consume-both-secrets 2 'webhook.secret and webhook.secret_file' -- "$bin" -X provider_key.secret=s -X "webhook.secret=$whsec" -X "webhook.secret_file=$wdir/whsec" consume
 out=$("$bin" -X "webhook.secret=$whsec" --dump-config 2>&1; "$bin" -X "webhook.secret=${whsec}x" webhook 2>&1)
 if grep -q "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" <<<"$out"; then
