@@ -22,8 +22,8 @@
 #include <string.h>
 
 /*
- * The backlog in one statement. processing: the partial index
- * payments_processing_lease_idx holds exactly the processing rows;
+ * The backlog in one statement. processing and review: read through
+ * payments_lease_idx (STORE_PROCESSING_PRED, STORE_REVIEW_PRED);
  * outbox: the unpublished rows are above relay_cursor.through (0021),
  * read through the primary key from its value, read first and written
  * into the statement (behind a subquery the planner would guess a third
@@ -36,9 +36,9 @@
  */
 #define GAUGES_SQL                                                             \
         "SELECT (SELECT coalesce(extract(epoch FROM now() - min(created_at))," \
-        "0) FROM payments WHERE status = 'processing'),"                       \
+        "0) FROM payments WHERE" STORE_PROCESSING_PRED "),"                    \
         " o.unpublished, o.oldest, p.parked,"                                  \
-        " (SELECT count(*) FROM payments WHERE status = 'review')"             \
+        " (SELECT count(*) FROM payments WHERE" STORE_REVIEW_PRED ")"          \
         " FROM (SELECT count(*) AS unpublished,"                               \
         " coalesce(extract(epoch FROM now() - min(created_at)), 0) AS oldest"  \
         " FROM outbox WHERE id > %" PRId64 " AND parked_at IS NULL"            \

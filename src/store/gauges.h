@@ -5,7 +5,7 @@
  * counts for the periodic audit, a bounded "does the database answer".
  *
  * Must never: write or lock anything; scan a table where an index
- * answers (payments_processing_lease_idx; the outbox's primary key above
+ * answers (payments_lease_idx; the outbox's primary key above
  * relay_cursor.through, outbox_parked_idx); wait
  * on the server longer than the statement_timeout it sets.
  */

@@ -37,8 +37,31 @@
         "                    AND NOT co_outbox_published(o.id,"                \
         "                          o.parked_at, o.published_at))"
 
-/* gc's order: the index payments_gc_idx (0017), oldest final first. */
-#define GC_ORDER " ORDER BY k.finished_at, k.payment_id"
+/*
+ * The candidates, at most LIM (SQL; NULL: no limit), LOCK appended to
+ * each part, as the CTEs gc_new, gc_old and sel (their union). gc_new
+ * reads payments_lease_idx (0030) from its start: a payment keeps its
+ * lease's expiry when it becomes final and gc's tombstone clears it, so
+ * the index holds no tombstone, and the expiry is never before
+ * finished_at (0029: a late finish moves it), so a payment final for the
+ * retention is found by it, at most a lease's length later. gc_old reads
+ * payments_unleased_idx: the final payments of before 0029, which have
+ * no expiry, oldest first.
+ */
+#define GC_SEL(LIM, LOCK)                                                      \
+        " gc_new AS (SELECT k.payment_id, k.tenant_id, k.idem_key"             \
+        "   FROM payments k"                                                   \
+        "  WHERE k.lease_expires_at < now() - $1::bigint"                      \
+        "        * interval '1 millisecond' AND" GC_KEY_PRED                   \
+        "  ORDER BY k.lease_expires_at LIMIT " LIM LOCK "),"                   \
+        " gc_old AS (SELECT k.payment_id, k.tenant_id, k.idem_key"             \
+        "   FROM payments k"                                                   \
+        "  WHERE k.lease_expires_at IS NULL AND k.created_at < now()"          \
+        "        - $1::bigint * interval '1 millisecond' AND" GC_KEY_PRED      \
+        "  ORDER BY k.created_at"                                              \
+        "  LIMIT greatest(" LIM " - (SELECT count(*) FROM gc_new), 0)" LOCK    \
+        "),"                                                                   \
+        " sel AS (SELECT * FROM gc_new UNION ALL SELECT * FROM gc_old)"
 
 #define GC_RETRIES 5
 
@@ -120,22 +143,21 @@ int store_gc_count(struct store *st, int64_t key_retention_ms, int64_t limit,
         memset(out, 0, sizeof(*out));
         snprintf(ret, sizeof(ret), "%" PRId64, key_retention_ms);
         snprintf(lim, sizeof(lim), "%" PRId64, limit);
-        res = run(st, "gc count",
-                  "WITH sel AS MATERIALIZED ("
-                  " SELECT k.tenant_id, k.idem_key, k.payment_id"
-                  "   FROM payments k"
-                  "  WHERE" GC_KEY_PRED GC_ORDER " LIMIT $2::bigint)"
-                  " SELECT (SELECT count(*) FROM sel),"
-                  "  (SELECT count(*) FROM inbox i"
-                  "    WHERE (i.tenant_id, i.idem_key) IN"
-                  "          (SELECT tenant_id, idem_key FROM sel)),"
-                  "  (SELECT count(*) FROM gateway_evidence e"
-                  "    WHERE e.payment_id IN (SELECT payment_id FROM sel)),"
-                  "  (SELECT count(*) FROM outbox o"
-                  "    WHERE o.payment_id IN (SELECT payment_id FROM sel)"
-                  "      AND co_outbox_published(o.id, o.parked_at,"
-                  "                              o.published_at))",
-                  2, v, &rc, errstr, errstr_size);
+        res = run(
+            st, "gc count",
+            "WITH" GC_SEL(
+                "$2::bigint",
+                "") " SELECT (SELECT count(*) FROM sel),"
+                    "  (SELECT count(*) FROM inbox i"
+                    "    WHERE (i.tenant_id, i.idem_key) IN"
+                    "          (SELECT tenant_id, idem_key FROM sel)),"
+                    "  (SELECT count(*) FROM gateway_evidence e"
+                    "    WHERE e.payment_id IN (SELECT payment_id FROM sel)),"
+                    "  (SELECT count(*) FROM outbox o"
+                    "    WHERE o.payment_id IN (SELECT payment_id FROM sel)"
+                    "      AND co_outbox_published(o.id, o.parked_at,"
+                    "                              o.published_at))",
+            2, v, &rc, errstr, errstr_size);
         if (!res)
                 return rc;
         if ((rc = read_row(res, "gc count", n, 4, errstr, errstr_size)) !=
@@ -228,43 +250,80 @@ int store_gc_batch(struct store *st, int64_t run_id, int64_t key_retention_ms,
          */
         res = run(
             st, "gc batch",
-            "WITH sel AS ("
-            " SELECT k.payment_id, k.tenant_id, k.idem_key FROM payments k"
-            "  WHERE" GC_KEY_PRED GC_ORDER " LIMIT $2::int"
-            "    FOR UPDATE OF k SKIP LOCKED),"
-            " ids AS (SELECT coalesce(array_agg(payment_id), '{}') AS pids"
-            "           FROM sel),"
-            " tk AS (UPDATE payments p SET tombstoned_at = now(),"
-            "   payment_method = NULL"
-            "   WHERE p.payment_id = ANY ((SELECT pids FROM ids)::uuid[])"
-            "  RETURNING 1),"
-            " di AS (DELETE FROM inbox i WHERE (i.tenant_id, i.idem_key) IN"
-            "   (SELECT tenant_id, idem_key FROM sel) RETURNING 1),"
-            " de AS (DELETE FROM gateway_evidence e"
-            "   WHERE e.payment_id = ANY ((SELECT pids FROM ids)::uuid[])"
-            "  RETURNING 1),"
-            " dob AS (DELETE FROM outbox o"
-            "   WHERE o.payment_id = ANY ((SELECT pids FROM ids)::uuid[])"
-            "     AND co_outbox_published(o.id, o.parked_at, o.published_at)"
-            "   RETURNING o.created_at),"
-            /* as the relay's retention does (0004): the audit then takes
-             * a removed result for a published one, never a missing one */
-            " mk AS (UPDATE outbox_cleanup SET published_through ="
-            "   greatest(published_through,"
-            "            (SELECT max(created_at) FROM dob))"
-            "   WHERE id = 1 AND EXISTS (SELECT 1 FROM dob) RETURNING 1),"
-            " n AS (SELECT (SELECT count(*) FROM tk) AS t,"
-            "   (SELECT count(*) FROM di) AS i, (SELECT count(*) FROM de) AS e,"
-            "   (SELECT count(*) FROM dob) AS o),"
-            " r AS (UPDATE gc_runs g SET batches = batches + 1,"
-            "   tombstones = tombstones + n.t, inbox_deleted ="
-            "   inbox_deleted + n.i, evidence_deleted = evidence_deleted +"
-            "   n.e, outbox_deleted = outbox_deleted + n.o"
-            "   FROM n WHERE g.id = $3::bigint RETURNING 1)"
-            /* the run's row must take the counts, or nothing commits */
-            " SELECT n.t, n.i, n.e, n.o FROM n"
-            "  WHERE co_assert((SELECT count(*) FROM r) = 1,"
-            "                  'gc_runs row of this run')",
+            "WITH" GC_SEL(
+                "$2::int",
+                " FOR UPDATE OF k SKIP LOCKED") ","
+                                                " ids AS (SELECT "
+                                                "coalesce(array_agg(payment_id)"
+                                                ", '{}') AS pids"
+                                                "           FROM sel),"
+                                                " tk AS (UPDATE payments p SET "
+                                                "tombstoned_at = now(),"
+                                                "   payment_method = NULL, "
+                                                "lease_expires_at = NULL"
+                                                "   WHERE p.payment_id = ANY "
+                                                "((SELECT pids FROM "
+                                                "ids)::uuid[])"
+                                                "  RETURNING 1),"
+                                                " di AS (DELETE FROM inbox i "
+                                                "WHERE (i.tenant_id, "
+                                                "i.idem_key) IN"
+                                                "   (SELECT tenant_id, "
+                                                "idem_key FROM sel) RETURNING "
+                                                "1),"
+                                                " de AS (DELETE FROM "
+                                                "gateway_evidence e"
+                                                "   WHERE e.payment_id = ANY "
+                                                "((SELECT pids FROM "
+                                                "ids)::uuid[])"
+                                                "  RETURNING 1),"
+                                                " dob AS (DELETE FROM outbox o"
+                                                "   WHERE o.payment_id = ANY "
+                                                "((SELECT pids FROM "
+                                                "ids)::uuid[])"
+                                                "     AND "
+                                                "co_outbox_published(o.id, "
+                                                "o.parked_at, o.published_at)"
+                                                "   RETURNING o.created_at),"
+                                                /* as the relay's retention does
+                                                 * (0004): the audit then takes
+                                                 * a removed result for a
+                                                 * published one, never a
+                                                 * missing one */
+                                                " mk AS (UPDATE outbox_cleanup "
+                                                "SET published_through ="
+                                                "   greatest(published_through,"
+                                                "            (SELECT "
+                                                "max(created_at) FROM dob))"
+                                                "   WHERE id = 1 AND EXISTS "
+                                                "(SELECT 1 FROM dob) RETURNING "
+                                                "1),"
+                                                " n AS (SELECT (SELECT "
+                                                "count(*) FROM tk) AS t,"
+                                                "   (SELECT count(*) FROM di) "
+                                                "AS i, (SELECT count(*) FROM "
+                                                "de) AS e,"
+                                                "   (SELECT count(*) FROM dob) "
+                                                "AS o),"
+                                                " r AS (UPDATE gc_runs g SET "
+                                                "batches = batches + 1,"
+                                                "   tombstones = tombstones + "
+                                                "n.t, inbox_deleted ="
+                                                "   inbox_deleted + n.i, "
+                                                "evidence_deleted = "
+                                                "evidence_deleted +"
+                                                "   n.e, outbox_deleted = "
+                                                "outbox_deleted + n.o"
+                                                "   FROM n WHERE g.id = "
+                                                "$3::bigint RETURNING 1)"
+                                                /* the run's row must take the
+                                                   counts, or nothing commits */
+                                                " SELECT n.t, n.i, n.e, n.o "
+                                                "FROM n"
+                                                "  WHERE co_assert((SELECT "
+                                                "count(*) FROM r) = 1,"
+                                                "                  'gc_runs "
+                                                "row of this run')",
             3, v, &rc, errstr, errstr_size);
         if (!res)
                 return rc;

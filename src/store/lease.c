@@ -10,6 +10,7 @@
  * lease under an epoch that is no longer the payment's.
  */
 #include "store/store_int.h"
+#include "util/xalloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,16 +46,111 @@ static const struct store_stmt renew_stmt = {
         " (extract(epoch FROM p.created_at) * 1000)::bigint"
 
 /*
+ * The reconciler's cursor (0029; model/reconcile_cursor.pml): every
+ * processing payment's expiry is at or after reconcile_cursor.through,
+ * so the takeover reads payments_lease_idx from there to now() only, the
+ * payments whose lease ran out since about the last pass, not the
+ * history that the index also holds (a settle keeps its lease, 0029).
+ *
+ * It moves in two statements, each its own snapshot, run before each
+ * takeover by any reconciler:
+ *   (1) have all the transactions of the barrier ended, and the
+ *       barrier's time;
+ *   (2) once they have: through moves to the barrier's time, or to the
+ *       earliest expiry below it of a payment still processing (an
+ *       expired one not taken over yet), whichever is lower; the new
+ *       barrier is this statement's time less CURSOR_MARGIN and the
+ *       transactions writing payments now. Nothing changes when another
+ *       reconciler moved the barrier since (1) (compare and swap).
+ * Why nothing can be passed: (2)'s snapshot comes after every
+ * transaction of the old barrier ended, so it sees what they wrote. Any
+ * other transaction that writes a processing payment now or later took
+ * its lock on payments after the old barrier was taken, so its now()
+ * came at most a moment before; it writes a lease of now() plus the
+ * lease, or (a release) now() less 1 ms: after the old barrier's time,
+ * which is CURSOR_MARGIN before. Every statement that writes a lease is
+ * one statement outside BEGIN (its now() is its own start). A long
+ * transaction writing payments holds the cursor where it is, nothing
+ * more.
+ */
+#define CURSOR_MARGIN "interval '1 second'"
+
+static const struct store_stmt cursor_check_stmt = {
+        STORE_STMT_CURSOR_CHECK, "co_reconcile_cursor_check",
+        "SELECT c.barrier_vxids IS NULL OR NOT EXISTS (SELECT 1 FROM pg_locks"
+        " l WHERE l.virtualtransaction = ANY (c.barrier_vxids)),"
+        " c.barrier_at FROM reconcile_cursor c WHERE c.id = 1",
+        0
+};
+
+/* $1 the barrier's time as (1) read it (NULL: no barrier yet). */
+static const struct store_stmt cursor_advance_stmt = {
+        STORE_STMT_CURSOR_ADVANCE, "co_reconcile_cursor_advance",
+        "UPDATE reconcile_cursor c SET through ="
+        " CASE WHEN $1::timestamptz IS NULL THEN c.through"
+        " ELSE greatest(c.through, least($1::timestamptz, coalesce("
+        "  (SELECT p.lease_expires_at FROM payments p"
+        "    WHERE p.lease_expires_at >= c.through"
+        "      AND p.lease_expires_at < $1::timestamptz"
+        "      AND p.status = 'processing'"
+        "    ORDER BY p.lease_expires_at LIMIT 1), $1::timestamptz))) END,"
+        " barrier_at = now() - " CURSOR_MARGIN ","
+        " barrier_vxids = " STORE_WRITERS_SQL(
+            "'payments'::regclass") ","
+                                    " advanced_at = now()"
+                                    " WHERE c.id = 1 AND c.barrier_at IS NOT "
+                                    "DISTINCT FROM $1::timestamptz",
+        1
+};
+
+/* (1), then (2) when the barrier's transactions have ended. */
+static int cursor_move(struct store *st, char *errstr, size_t errstr_size)
+{
+        const char *v[1];
+        PGresult *res;
+        bool ended;
+        char *at;
+        int rc;
+
+        res =
+            store_exec(st, &cursor_check_stmt, NULL, &rc, errstr, errstr_size);
+        if (!res)
+                return rc;
+        if (PQntuples(res) != 1 || PQnfields(res) != 2) {
+                PQclear(res);
+                snprintf(errstr, errstr_size,
+                         "reconcile cursor: no row in reconcile_cursor");
+                return STORE_ERR;
+        }
+        ended = !strcmp(PQgetvalue(res, 0, 0), "t");
+        at    = PQgetisnull(res, 0, 1) ? NULL : xstrdup(PQgetvalue(res, 0, 1));
+        PQclear(res);
+        if (!ended) {
+                free(at);
+                return STORE_OK;
+        }
+        v[0] = at;
+        res = store_exec(st, &cursor_advance_stmt, v, &rc, errstr, errstr_size);
+        free(at);
+        if (!res)
+                return rc;
+        PQclear(res);
+        return STORE_OK;
+}
+
+/*
  * $1 owner, $2 lease ms, $3 limit, $4 the payments the caller holds (not
  * taken). The candidates are locked with SKIP LOCKED, so a concurrent
  * taker skips them; the UPDATE re-checks status and expiry on the row it
- * locked.
+ * locked. The range starts at the cursor (above).
  */
 static const struct store_stmt takeover_stmt = {
         STORE_STMT_TAKEOVER, "co_takeover_expired",
         "WITH cand AS ("
         " SELECT payment_id FROM payments"
         "  WHERE status = 'processing' AND lease_expires_at < now()"
+        "    AND lease_expires_at >= coalesce((SELECT c.through"
+        "         FROM reconcile_cursor c WHERE c.id = 1), '-infinity')"
         "    AND payment_id <> ALL ($4::uuid[])"
         "  ORDER BY lease_expires_at LIMIT $3"
         "  FOR UPDATE SKIP LOCKED"
@@ -191,6 +287,8 @@ int store_takeover_expired(struct store *st, const char *owner,
         }
         if (max == 0)
                 return STORE_OK;
+        if ((rc = cursor_move(st, errstr, errstr_size)) != STORE_OK)
+                return rc;
         snprintf(ms, sizeof(ms), "%lld", (long long)lease_ms);
         snprintf(lim, sizeof(lim), "%zu", max);
         store_pgarr_init(&ids);

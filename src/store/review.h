@@ -53,11 +53,11 @@ struct store_review_row {
 void store_review_rows_free(struct store_review_row *r, size_t n);
 
 /*
- * The payments in review, oldest first (created_at, through the partial
- * index payments_review_idx), at most limit. *out (owned by the caller:
- * store_review_rows_free) gets them, *n_out their number, *total how
- * many are in review in all. Read-only, locks nothing. Returns STORE_OK or
- * a negative STORE_ERR*.
+ * The payments in review, oldest first (created_at; found through
+ * payments_lease_idx at 'infinity', 0029), at most limit. *out (owned by
+ * the caller: store_review_rows_free) gets them, *n_out their number,
+ * *total how many are in review in all. Read-only, locks nothing.
+ * Returns STORE_OK or a negative STORE_ERR*.
  */
 int store_review_list(struct store *st, size_t limit,
                       struct store_review_row **out, size_t *n_out,

@@ -27,6 +27,9 @@
  * whole batch back if the ledger or outbox writes do not match the
  * payments moved (a broken invariant must fail, not half-commit). The
  * payment row is the idempotency key (0017): its status is the key's.
+ * The lease's expiry stays (0029): the settle changes no column that an
+ * index of payments names, so it is a HOT update (a late settle, after
+ * the expiry, moves it to now(); review holds 'infinity').
  * 'already': the payment is final with the item's status at the item's
  * epoch, i.e. this very settle committed before (a repeat after a lost
  * connection): nobody else settles at an epoch we hold, and a takeover
@@ -53,7 +56,9 @@ static const struct store_stmt settle_stmt = {
         "                                 p.provider_charge_id),"
         "   error_code = i.error_code, error_message = i.error_message,"
         "   attempts = greatest(p.attempts, i.attempts),"
-        "   lease_owner = NULL, lease_expires_at = NULL,"
+        "   lease_owner = NULL, lease_expires_at = CASE"
+        "     WHEN i.status = 'review' THEN 'infinity'"
+        "     ELSE greatest(p.lease_expires_at, now()) END,"
         "   finished_at = now(), updated_at = now()"
         "  FROM input i"
         "  WHERE p.payment_id = ANY ($1::uuid[])"

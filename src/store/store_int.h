@@ -47,6 +47,8 @@ enum {
         STORE_STMT_INBOX_SEEN,      /* claim.c */
         STORE_STMT_SIFT,            /* claim.c */
         STORE_STMT_RELEASE,         /* lease.c */
+        STORE_STMT_CURSOR_CHECK,    /* lease.c */
+        STORE_STMT_CURSOR_ADVANCE,  /* lease.c */
         STORE_STMT_COUNT_
 };
 _Static_assert(STORE_STMT_COUNT_ <= 32, "store.prepared holds 32 bits");
@@ -277,6 +279,22 @@ int64_t store_i64_field(const PGresult *res, int row, int col);
  * to a sequence value read before this is committed or never will be. An
  * expression: the array, '{}' for none.
  */
+/*
+ * The processing payments (on payments, no alias), read through
+ * payments_lease_idx (0030) from the reconciler's cursor: every
+ * processing payment's expiry is at or after reconcile_cursor.through
+ * (0029), and the final ones in the range are the payments settled
+ * within about a lease's length, never the history.
+ */
+#define STORE_PROCESSING_PRED                                                  \
+        " status = 'processing' AND lease_expires_at < 'infinity'"             \
+        " AND lease_expires_at >= coalesce((SELECT c.through"                  \
+        " FROM reconcile_cursor c WHERE c.id = 1), '-infinity')"
+
+/* The payments in review: their expiry is 'infinity' (0029), the end of
+ * payments_lease_idx. */
+#define STORE_REVIEW_PRED " status = 'review' AND lease_expires_at = 'infinity'"
+
 #define STORE_WRITERS_SQL(RELS)                                                \
         "(SELECT coalesce(array_agg(DISTINCT l.virtualtransaction), '{}')"     \
         " FROM pg_locks l WHERE l.locktype = 'relation'"                       \
