@@ -106,9 +106,10 @@ CREATE TRIGGER payments_lease_kept BEFORE UPDATE ON payments
 -- ended, to the barrier's time, or to the earliest expiry of a payment
 -- still processing below it; and it takes a new barrier: its own time
 -- less a margin, and the transactions writing payments now. A lease is
--- written as its transaction's start plus the lease (a release: less a
--- millisecond), and a transaction that is not in the barrier started
--- after it was taken: so no lease can appear below through.
+-- written as the clock read by the writing statement after its locks
+-- plus the lease (a release: less a millisecond), and a transaction that
+-- is not in the barrier took its lock on payments after the barrier was
+-- taken: so no lease can appear below through.
 CREATE TABLE reconcile_cursor (
         id            integer PRIMARY KEY CHECK (id = 1),
         through       timestamptz NOT NULL DEFAULT '-infinity',

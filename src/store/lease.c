@@ -24,8 +24,8 @@ static const struct store_stmt renew_stmt = {
         "  AS i(payment_id, lease_epoch, ord)"
         "), up AS ("
         " UPDATE payments p"
-        "   SET lease_expires_at = now() + $4::bigint * interval '1 "
-        "millisecond',"
+        "   SET lease_expires_at = clock_timestamp()"
+        "     + $4::bigint * interval '1 millisecond',"
         "       updated_at = now()"
         "  FROM input i"
         "  WHERE p.payment_id = i.payment_id AND p.status = 'processing'"
@@ -64,14 +64,15 @@ static const struct store_stmt renew_stmt = {
  *       reconciler moved the barrier since (1) (compare and swap).
  * Why nothing can be passed: (2)'s snapshot comes after every
  * transaction of the old barrier ended, so it sees what they wrote. Any
- * other transaction that writes a processing payment now or later took
- * its lock on payments after the old barrier was taken, so its now()
- * came at most a moment before; it writes a lease of now() plus the
- * lease, or (a release) now() less 1 ms: after the old barrier's time,
- * which is CURSOR_MARGIN before. Every statement that writes a lease is
- * one statement outside BEGIN (its now() is its own start). A long
- * transaction writing payments holds the cursor where it is, nothing
- * more.
+ * other transaction that writes a processing payment's lease took its
+ * lock on payments after the old barrier was taken, and every statement
+ * that writes one reads the clock while it runs, after its locks
+ * (clock_timestamp(), not now(), the transaction's start: a statement
+ * that waited behind a lock, a migration's say, would write a time from
+ * before the barrier): it writes that time plus the lease, or (a
+ * release) less 1 ms, after the old barrier's time, which is
+ * CURSOR_MARGIN before. A long transaction writing payments holds the
+ * cursor where it is, nothing more.
  */
 #define CURSOR_MARGIN "interval '1 second'"
 
@@ -157,7 +158,8 @@ static const struct store_stmt takeover_stmt = {
         ")"
         " UPDATE payments p SET lease_owner = $1,"
         "   lease_epoch = p.lease_epoch + 1,"
-        "   lease_expires_at = now() + $2::bigint * interval '1 millisecond',"
+        "   lease_expires_at = clock_timestamp()"
+        "     + $2::bigint * interval '1 millisecond',"
         "   updated_at = now()"
         "  FROM cand"
         "  WHERE p.payment_id = cand.payment_id AND p.status = 'processing'"
@@ -171,7 +173,8 @@ static const struct store_stmt takeover_one_stmt = {
         STORE_STMT_TAKEOVER_ONE, "co_takeover_one",
         "UPDATE payments SET lease_owner = $3,"
         "   lease_epoch = lease_epoch + 1,"
-        "   lease_expires_at = now() + $4::bigint * interval '1 millisecond',"
+        "   lease_expires_at = clock_timestamp()"
+        "     + $4::bigint * interval '1 millisecond',"
         "   updated_at = now()"
         " WHERE payment_id = $1 AND lease_epoch = $2"
         "   AND status = 'processing' AND lease_expires_at < now()"
@@ -389,7 +392,8 @@ int store_leases_release(struct store *st, const char *owner,
          * the name, '#', 16 hex digits) */
         static const struct store_stmt release_stmt = {
                 STORE_STMT_RELEASE, "co_leases_release",
-                "UPDATE payments SET lease_expires_at = now() - interval"
+                "UPDATE payments SET lease_expires_at = clock_timestamp()"
+                " - interval"
                 " '1 millisecond', updated_at = now()"
                 " WHERE status = 'processing' AND lease_expires_at >= now()"
                 "   AND (lease_owner = $1"
