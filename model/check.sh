@@ -13,7 +13,9 @@
 #    acceptance cycles under weak fairness).
 #    model/relay_cursor.pml (the relay's cursor and overlapped rounds,
 #    which chargeonce.pml leaves out) the same way, scenarios relay and
-#    relay_reopen (assertions P8-P10).
+#    relay_reopen (assertions P8-P10); model/reconcile_cursor.pml (the
+#    reconciler's cursor on the lease index) too, scenarios reconcile and
+#    reconcile_wide (assertions P11-P12).
 # 2. Each mutant (model/mutants/*.pml drops one guard of the real code)
 #    must violate the property its header names, in its scenario; a
 #    breadth-first search, so that its trail is a shortest one (liveness:
@@ -84,6 +86,10 @@ declare -A SCEN=(
 	# the same with a row parked and one opened again by an operator
 	# (republish, unpark), three writers
 	[relay_reopen]="-DW=3 -DMAX_CRASH=0 -DMAX_PARK=1 -DMAX_REOPEN=1"
+	# model/reconcile_cursor.pml: two reconcilers, two payments; two
+	# writer transactions and four clock steps, or three and two
+	[reconcile]="-DNTX=2 -DNTICK=4"
+	[reconcile_wide]="-DNTX=3 -DNTICK=2"
 )
 safety_order=(race conflict crash failover failover_shared gc live live_failover live_failover_wait retake_failover)
 live_order=(live live_failover live_failover_wait gc)
@@ -99,6 +105,8 @@ declare -A PROP_NAME=(
 	[P8]=P8_row_committed_above_cursor
 	[P9]=P9_cursor_passes_only_published
 	[P10]=P10_key_order_kept
+	[P11]=P11_lease_at_or_after_cursor
+	[P12]=P12_take_finds_every_expired
 )
 
 failures=0
@@ -166,7 +174,12 @@ trail() {
 	{
 		echo "$title"
 		echo "spin $defs $(basename "$pml")   ($(spin -V))"
-		if grep -q 'relay_cursor\.pml' "$pml"; then
+		if grep -q 'reconcile_cursor\.pml' "$pml"; then
+			echo "times: clock ticks, from 4 (0: -infinity); tx: a writer" \
+				"transaction; rec: a reconciler; through, barrier (barrier_at):" \
+				"reconcile_cursor; vxids: barrier_vxids, a bit per transaction" \
+				"(tx i: 2^i)"
+		elif grep -q 'relay_cursor\.pml' "$pml"; then
 			echo "ids: the outbox rows in the order drawn; key: the message key;" \
 				"done (relay_cursor.done), committed, not parked (the advance's" \
 				"snapshot): a bit per id (id i: 2^i); writers: the barrier's" \
@@ -209,6 +222,11 @@ echo "== the relay's cursor (model/relay_cursor.pml): exhaustive"
 for s in relay relay_reopen; do
 	run "relay_cursor.$s" safety "$here/relay_cursor.pml" "${SCEN[$s]}"
 	verdict safety "relay_cursor $s"
+done
+echo "== the reconciler's cursor (model/reconcile_cursor.pml): exhaustive"
+for s in reconcile reconcile_wide; do
+	run "reconcile_cursor.$s" safety "$here/reconcile_cursor.pml" "${SCEN[$s]}"
+	verdict safety "reconcile_cursor $s"
 done
 
 # header FILE KEY: the value of " * KEY: value" in a mutant's header
