@@ -26,7 +26,8 @@
 --     on the claim's page (new pages only; the table is not rewritten).
 --     A settle updates a batch of payments in one statement, so all of
 --     a page's new versions need room at once: at 50, 7 % of the settles
---     found none (measured, docs/benchmarks.md).
+--     found none (measured, docs/benchmarks.md). The price: the pages
+--     keep that room, about 2.5 times a packed heap.
 --
 -- The final payments of before keep lease_expires_at NULL (no rewrite of
 -- the table): gc finds them through payments_unleased_idx (0030). The
