@@ -6,7 +6,8 @@
 # tests/harness/with-services or services.sh) is brought to schema version
 # FROM (default 15, the schema of the release before the ledger and the
 # keys moved: 0016, 0017) by applying sql/0001..FROM as `chargeonce
-# migrate` does (each in one transaction, recorded in schema_migrations
+# migrate` does (each in one transaction, or statement by statement when
+# it runs without one, recorded in schema_migrations
 # with the same checksum, so the binary takes them as its own), filled by
 # bench/history.sh with N payments of a year's history, and then upgraded
 # by `chargeonce migrate` (the binary's later migrations), with no traffic
@@ -114,7 +115,13 @@ EOF
 	sum=$(sha256sum "$work/m.sql" | cut -d' ' -f1)
 	{ cat "$work/m.sql"; printf '\nINSERT INTO schema_migrations (version, name, sha256) VALUES (%d, %s, %s);\n' \
 		"$v" "'$name'" "'$sum'"; } >"$work/m1.sql"
-	PGOPTIONS='-c client_min_messages=warning' q -1 -f "$work/m1.sql" >/dev/null
+	# a migration without a transaction (its CREATE INDEX CONCURRENTLY
+	# cannot run in one): each statement on its own, as migrate runs it
+	if head -n 1 "$work/m.sql" | grep -qx -- '-- chargeonce: no transaction'; then
+		PGOPTIONS='-c client_min_messages=warning' q -f "$work/m1.sql" >/dev/null
+	else
+		PGOPTIONS='-c client_min_messages=warning' q -1 -f "$work/m1.sql" >/dev/null
+	fi
 done
 echo "schema_migrations: $(q -c 'SELECT max(version) FROM schema_migrations')"
 
