@@ -104,6 +104,13 @@ static const struct store_stmt cursor_advance_stmt = {
         1
 };
 
+/* The cursor's row made again at its start, where someone removed it:
+ * -infinity is always safe (the takeover reads the whole index once). */
+static const struct store_stmt cursor_restore_stmt = {
+        STORE_STMT_CURSOR_RESTORE, "co_reconcile_cursor_restore",
+        "INSERT INTO reconcile_cursor (id) VALUES (1) ON CONFLICT DO NOTHING", 0
+};
+
 /* (1), then (2) when the barrier's transactions have ended. */
 static int cursor_move(struct store *st, char *errstr, size_t errstr_size)
 {
@@ -117,10 +124,19 @@ static int cursor_move(struct store *st, char *errstr, size_t errstr_size)
             store_exec(st, &cursor_check_stmt, NULL, &rc, errstr, errstr_size);
         if (!res)
                 return rc;
+        if (PQntuples(res) == 0) {
+                PQclear(res);
+                res = store_exec(st, &cursor_restore_stmt, NULL, &rc, errstr,
+                                 errstr_size);
+                if (!res)
+                        return rc;
+                PQclear(res);
+                return STORE_OK;
+        }
         if (PQntuples(res) != 1 || PQnfields(res) != 2) {
                 PQclear(res);
                 snprintf(errstr, errstr_size,
-                         "reconcile cursor: no row in reconcile_cursor");
+                         "reconcile cursor: unexpected result shape");
                 return STORE_ERR;
         }
         ended = !strcmp(PQgetvalue(res, 0, 0), "t");

@@ -49,6 +49,7 @@ enum {
         STORE_STMT_RELEASE,         /* lease.c */
         STORE_STMT_CURSOR_CHECK,    /* lease.c */
         STORE_STMT_CURSOR_ADVANCE,  /* lease.c */
+        STORE_STMT_CURSOR_RESTORE,  /* lease.c */
         STORE_STMT_COUNT_
 };
 _Static_assert(STORE_STMT_COUNT_ <= 32, "store.prepared holds 32 bits");

@@ -327,6 +327,23 @@ static void late_claim(void)
                                 " through > (SELECT created_at FROM payments"
                                 " WHERE idem_key = 'late')"),
                    1);
+        /* the cursor's row removed by hand: the next pass makes it again
+         * at its start, and the one after takes over what ran out */
+        CHECK(st_exec(pg, true, "DELETE FROM reconcile_cursor"));
+        CHECK(st_exec(pg, true,
+                      "UPDATE payments SET lease_expires_at = now() -"
+                      " interval '1 hour' WHERE idem_key = 'late'"));
+        n = 0;
+        for (int pass = 0; pass < 2 && n == 0; pass++) {
+                REQUIRE(store_takeover_expired(st, "reconciler", ST_LEASE_MS,
+                                               10, NULL, 0, &p, &n, err,
+                                               sizeof(err)) == STORE_OK);
+                if (n == 0)
+                        store_payments_free(p, n);
+        }
+        CHECK_EQ_I(n, 1);
+        store_payments_free(p, n);
+        CHECK_EQ_I(st_count(pg, "SELECT count(*) FROM reconcile_cursor"), 1);
         PQfinish(b);
 }
 
