@@ -197,8 +197,9 @@ static bool finish_rows(struct store_tx *t, const struct store_locked *p,
             "   error_code = $4, error_message = $5,"
             "   lease_owner = NULL, lease_expires_at = CASE"
             "     WHEN $2 = 'review' THEN 'infinity'::timestamptz"
-            "     WHEN lease_expires_at IS NULL"
-            "       OR lease_expires_at = 'infinity' THEN now()"
+            "     WHEN lease_expires_at = 'infinity' THEN now()"
+            /* greatest() skips a NULL: a payment of before 0029 gets
+             * now() */
             "     ELSE greatest(lease_expires_at, now()) END,"
             "   lease_epoch = lease_epoch + 1,"
             "   finished_at = now(), updated_at = now()"

@@ -130,6 +130,21 @@ static int read_row(PGresult *res, const char *what, int64_t *out, int n,
         return STORE_OK;
 }
 
+/* The dry run's counts: the keys a batch would take (no limit: $2 NULL,
+ * nothing locked), and their rows. */
+#define GC_COUNT_SEL GC_SEL("$2::bigint", "")
+static const char count_sql[] =
+    "WITH" GC_COUNT_SEL " SELECT (SELECT count(*) FROM sel),"
+    "  (SELECT count(*) FROM inbox i"
+    "    WHERE (i.tenant_id, i.idem_key) IN"
+    "          (SELECT tenant_id, idem_key FROM sel)),"
+    "  (SELECT count(*) FROM gateway_evidence e"
+    "    WHERE e.payment_id IN (SELECT payment_id FROM sel)),"
+    "  (SELECT count(*) FROM outbox o"
+    "    WHERE o.payment_id IN (SELECT payment_id FROM sel)"
+    "      AND co_outbox_published(o.id, o.parked_at,"
+    "                              o.published_at))";
+
 int store_gc_count(struct store *st, int64_t key_retention_ms, int64_t limit,
                    struct store_gc_counts *out, char *errstr,
                    size_t errstr_size)
@@ -143,21 +158,7 @@ int store_gc_count(struct store *st, int64_t key_retention_ms, int64_t limit,
         memset(out, 0, sizeof(*out));
         snprintf(ret, sizeof(ret), "%" PRId64, key_retention_ms);
         snprintf(lim, sizeof(lim), "%" PRId64, limit);
-        res = run(
-            st, "gc count",
-            "WITH" GC_SEL(
-                "$2::bigint",
-                "") " SELECT (SELECT count(*) FROM sel),"
-                    "  (SELECT count(*) FROM inbox i"
-                    "    WHERE (i.tenant_id, i.idem_key) IN"
-                    "          (SELECT tenant_id, idem_key FROM sel)),"
-                    "  (SELECT count(*) FROM gateway_evidence e"
-                    "    WHERE e.payment_id IN (SELECT payment_id FROM sel)),"
-                    "  (SELECT count(*) FROM outbox o"
-                    "    WHERE o.payment_id IN (SELECT payment_id FROM sel)"
-                    "      AND co_outbox_published(o.id, o.parked_at,"
-                    "                              o.published_at))",
-            2, v, &rc, errstr, errstr_size);
+        res = run(st, "gc count", count_sql, 2, v, &rc, errstr, errstr_size);
         if (!res)
                 return rc;
         if ((rc = read_row(res, "gc count", n, 4, errstr, errstr_size)) !=

@@ -76,6 +76,10 @@ static const struct store_stmt renew_stmt = {
  */
 #define CURSOR_MARGIN "interval '1 second'"
 
+/* The barrier's transactions: those holding or awaiting a lock to write
+ * payments now. */
+#define PAYMENT_WRITERS_SQL STORE_WRITERS_SQL("'payments'::regclass")
+
 static const struct store_stmt cursor_check_stmt = {
         STORE_STMT_CURSOR_CHECK, "co_reconcile_cursor_check",
         "SELECT c.barrier_vxids IS NULL OR NOT EXISTS (SELECT 1 FROM pg_locks"
@@ -96,11 +100,9 @@ static const struct store_stmt cursor_advance_stmt = {
         "      AND p.status = 'processing'"
         "    ORDER BY p.lease_expires_at LIMIT 1), $1::timestamptz))) END,"
         " barrier_at = now() - " CURSOR_MARGIN ","
-        " barrier_vxids = " STORE_WRITERS_SQL(
-            "'payments'::regclass") ","
-                                    " advanced_at = now()"
-                                    " WHERE c.id = 1 AND c.barrier_at IS NOT "
-                                    "DISTINCT FROM $1::timestamptz",
+        " barrier_vxids = " PAYMENT_WRITERS_SQL ","
+        " advanced_at = now()"
+        " WHERE c.id = 1 AND c.barrier_at IS NOT DISTINCT FROM $1::timestamptz",
         1
 };
 
@@ -166,8 +168,7 @@ static const struct store_stmt takeover_stmt = {
         "WITH cand AS ("
         " SELECT payment_id FROM payments"
         "  WHERE status = 'processing' AND lease_expires_at < now()"
-        "    AND lease_expires_at >= coalesce((SELECT c.through"
-        "         FROM reconcile_cursor c WHERE c.id = 1), '-infinity')"
+        "    AND" STORE_LEASE_FROM_CURSOR
         "    AND payment_id <> ALL ($4::uuid[])"
         "  ORDER BY lease_expires_at LIMIT $3"
         "  FOR UPDATE SKIP LOCKED"

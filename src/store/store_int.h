@@ -289,7 +289,11 @@ int64_t store_i64_field(const PGresult *res, int row, int col);
  */
 #define STORE_PROCESSING_PRED                                                  \
         " status = 'processing' AND lease_expires_at < 'infinity'"             \
-        " AND lease_expires_at >= coalesce((SELECT c.through"                  \
+        " AND" STORE_LEASE_FROM_CURSOR
+
+/* lease_expires_at at or after the reconciler's cursor (no row: all). */
+#define STORE_LEASE_FROM_CURSOR                                                \
+        " lease_expires_at >= coalesce((SELECT c.through"                      \
         " FROM reconcile_cursor c WHERE c.id = 1), '-infinity')"
 
 /* The payments in review: their expiry is 'infinity' (0029), the end of

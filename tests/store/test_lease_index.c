@@ -275,6 +275,32 @@ static void gc_both_indexes(void)
         CHECK_EQ_I(n.tombstones, 0);
 }
 
+/* One takeover by the reconciler (which moves its cursor first): the
+ * payments taken, *p owned by the caller. */
+static size_t take(struct store_payment **p)
+{
+        size_t n = 0;
+
+        REQUIRE(store_takeover_expired(st, "reconciler", ST_LEASE_MS, 10, NULL,
+                                       0, p, &n, err, sizeof(err)) == STORE_OK);
+        return n;
+}
+
+/* Up to passes takeovers, until one takes something: what it took (*p,
+ * owned by the caller), or 0 and *p NULL. */
+static size_t take_until_found(int passes, struct store_payment **p)
+{
+        for (int pass = 0; pass < passes; pass++) {
+                size_t n = take(p);
+
+                if (n > 0)
+                        return n;
+                store_payments_free(*p, 0);
+        }
+        *p = NULL;
+        return 0;
+}
+
 /*
  * A claim that began before the reconciler's cursor moved and commits
  * after: its lease ran out long ago, and the takeover must still find it
@@ -295,9 +321,7 @@ static void late_claim(void)
         /* past the cursor's margin, the claim still open */
         usleep(1300 * 1000);
         for (int pass = 0; pass < 3; pass++) {
-                REQUIRE(store_takeover_expired(st, "reconciler", ST_LEASE_MS,
-                                               10, NULL, 0, &p, &n, err,
-                                               sizeof(err)) == STORE_OK);
+                n = take(&p);
                 CHECK_EQ_I(n, 0);
                 store_payments_free(p, n);
         }
@@ -305,22 +329,14 @@ static void late_claim(void)
                                 " barrier_vxids <> '{}'"),
                    1);
         CHECK(st_exec(b, true, "COMMIT"));
-        for (int pass = 0; pass < 2 && n == 0; pass++) {
-                REQUIRE(store_takeover_expired(st, "reconciler", ST_LEASE_MS,
-                                               10, NULL, 0, &p, &n, err,
-                                               sizeof(err)) == STORE_OK);
-                if (n == 0)
-                        store_payments_free(p, n);
-        }
+        n = take_until_found(2, &p);
         CHECK_EQ_I(n, 1);
         if (n == 1)
                 CHECK(!strcmp(p[0].idem_key, "late"));
         store_payments_free(p, n);
         /* the cursor then moves on past it */
         for (int pass = 0; pass < 2; pass++) {
-                REQUIRE(store_takeover_expired(st, "reconciler", ST_LEASE_MS,
-                                               10, NULL, 0, &p, &n, err,
-                                               sizeof(err)) == STORE_OK);
+                n = take(&p);
                 store_payments_free(p, n);
         }
         CHECK_EQ_I(st_count(pg, "SELECT count(*) FROM reconcile_cursor WHERE"
@@ -328,19 +344,12 @@ static void late_claim(void)
                                 " WHERE idem_key = 'late')"),
                    1);
         /* the cursor's row removed by hand: the next pass makes it again
-         * at its start, and the one after takes over what ran out */
+         * at its start and takes over what ran out */
         CHECK(st_exec(pg, true, "DELETE FROM reconcile_cursor"));
         CHECK(st_exec(pg, true,
                       "UPDATE payments SET lease_expires_at = now() -"
                       " interval '1 hour' WHERE idem_key = 'late'"));
-        n = 0;
-        for (int pass = 0; pass < 2 && n == 0; pass++) {
-                REQUIRE(store_takeover_expired(st, "reconciler", ST_LEASE_MS,
-                                               10, NULL, 0, &p, &n, err,
-                                               sizeof(err)) == STORE_OK);
-                if (n == 0)
-                        store_payments_free(p, n);
-        }
+        n = take_until_found(2, &p);
         CHECK_EQ_I(n, 1);
         store_payments_free(p, n);
         CHECK_EQ_I(st_count(pg, "SELECT count(*) FROM reconcile_cursor"), 1);
