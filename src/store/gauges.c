@@ -23,7 +23,7 @@
 
 /*
  * The backlog in one statement. processing and review: read through
- * payments_lease_idx (STORE_PROCESSING_PRED, STORE_REVIEW_PRED);
+ * payments_lease_idx (STORE_PROCESSING_PRED, STORE_REVIEW_COUNT_PRED);
  * outbox: the unpublished rows are above relay_cursor.through (0021),
  * read through the primary key from its value, read first and written
  * into the statement (behind a subquery the planner would guess a third
@@ -38,7 +38,7 @@
         "SELECT (SELECT coalesce(extract(epoch FROM now() - min(created_at))," \
         "0) FROM payments WHERE" STORE_PROCESSING_PRED "),"                    \
         " o.unpublished, o.oldest, p.parked,"                                  \
-        " (SELECT count(*) FROM payments WHERE" STORE_REVIEW_PRED ")"          \
+        " (SELECT count(*) FROM payments WHERE" STORE_REVIEW_COUNT_PRED ")"    \
         " FROM (SELECT count(*) AS unpublished,"                               \
         " coalesce(extract(epoch FROM now() - min(created_at)), 0) AS oldest"  \
         " FROM outbox WHERE id > %" PRId64 " AND parked_at IS NULL"            \

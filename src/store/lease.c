@@ -405,6 +405,9 @@ int store_leases_release(struct store *st, const char *owner,
 {
         /* lease_expires_at - 1 ms: expired for any takeover from now on,
          * the epoch untouched (the takeover raises it: fencing as ever).
+         * Below 'infinity': the end of payments_lease_idx is the review
+         * queue, which a processing payment never reaches (0029's CHECK),
+         * and which would otherwise be read at every start and stop.
          * $2: also every instance of the name $1 (store_lease_owner_instance:
          * the name, '#', 16 hex digits) */
         static const struct store_stmt release_stmt = {
@@ -413,6 +416,7 @@ int store_leases_release(struct store *st, const char *owner,
                 " - interval"
                 " '1 millisecond', updated_at = now()"
                 " WHERE status = 'processing' AND lease_expires_at >= now()"
+                "   AND lease_expires_at < 'infinity'"
                 "   AND (lease_owner = $1"
                 "     OR ($2::boolean"
                 "         AND starts_with(lease_owner, $1 || '#')"

@@ -92,7 +92,7 @@ int store_review_list(struct store *st, size_t limit,
 {
         static const char sql[] =
             "SELECT " ROW_COLUMNS ","
-            " (SELECT count(*) FROM payments WHERE" STORE_REVIEW_PRED ")"
+            " (SELECT count(*) FROM payments WHERE" STORE_REVIEW_COUNT_PRED ")"
             " FROM payments p" LAST_EVIDENCE " WHERE p.status = 'review'"
             "  AND p.lease_expires_at = 'infinity'"
             " ORDER BY p.created_at, p.payment_id LIMIT $1::bigint";
