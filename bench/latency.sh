@@ -10,6 +10,9 @@
 # warm-up of one second's worth. Prints each run's JSON line (p50/p99/max
 # from produce to result, in ms) and the medians. CO_BIN: another binary
 # to measure (an A/B run); builds as bench/capacity.sh does (BUILD_DIR).
+# SERIES_DIR=DIR: each run's latency second by second kept in
+# DIR/latency_<run>.series (chargeonce-e2e's CHARGEONCE_E2E_SERIES), to
+# tell a p99 made by a few bad seconds from one made by every second.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build-bench}

@@ -189,7 +189,8 @@ measure_with() { # measure_with WHO TAG LATENCY_MS N RATE WARMUP [-X k=v]...
 	topics_new "$name" "${PARTITIONS:-4}"
 	sim_start "$lat"
 	consumer_start "$who" "$name" "$@"
-	out=$("$E2E_BIN" run --brokers "$CHARGEONCE_TEST_KAFKA" \
+	out=$(CHARGEONCE_E2E_SERIES=${SERIES_DIR:+$SERIES_DIR/$tag.series} \
+		"$E2E_BIN" run --brokers "$CHARGEONCE_TEST_KAFKA" \
 		--intents "$name.intents" --results "$name.results" \
 		--run "$name" --n "$n" --rate "$rate" --warmup "$warm" \
 		--sim-ms "$lat" --timeout "${E2E_TIMEOUT:-180}" || true)

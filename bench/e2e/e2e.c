@@ -14,7 +14,8 @@
  *       topic in the same process, joining by the result's intent_event_id.
  *       Prints one JSON line: intents/s from the first produce to the last
  *       result, and the latency produce -> result received (p50/p99/max),
- *       also minus the simulator's latency L.
+ *       also minus the simulator's latency L. CHARGEONCE_E2E_SERIES=FILE
+ *       also writes the latency second by second of production there.
  *   chargeonce-e2e replay --brokers B --intents T --group G --run ID --n N
  *                      [--offset K] [--timeout S]
  *       produces again the intents K..K+N-1 of run ID (the same event ids)
@@ -361,19 +362,59 @@ static rd_kafka_t *results_reader(const char *topic)
         return rk;
 }
 
+/* CHARGEONCE_E2E_SERIES=FILE: the latency second by second of production
+ * (from the first measured intent), one line each: second, results, p50,
+ * p99 and max in ms, so that a p99 can be told from a few bad seconds. */
+static void write_series(const struct load *L, const int64_t *lat_i,
+                         double sim_ms)
+{
+        const char *path = getenv("CHARGEONCE_E2E_SERIES");
+        FILE *f;
+        int64_t *w;
+        long from = L->warmup, total = L->warmup + L->n;
+
+        if (!path || !*path || L->n <= 0)
+                return;
+        f = fopen(path, "w");
+        w = calloc((size_t)L->n, sizeof(*w));
+        if (!f || !w) {
+                fprintf(stderr, "chargeonce-e2e: %s: cannot write\n", path);
+                if (f)
+                        fclose(f);
+                free(w);
+                return;
+        }
+        fprintf(f, "# second results p50_ms p99_ms max_ms (sim %.1f ms)\n",
+                sim_ms);
+        for (long sec = 0, i = from; i < total; sec++) {
+                size_t k    = 0;
+                int64_t end = L->t_prod[from] + (sec + 1) * 1000000;
+
+                for (; i < total && L->t_prod[i] < end; i++)
+                        if (lat_i[i] > 0)
+                                w[k++] = lat_i[i];
+                qsort(w, k, sizeof(*w), cmp_i64);
+                fprintf(f, "%ld %zu %.1f %.1f %.1f\n", sec, k, pct(w, k, 0.50),
+                        pct(w, k, 0.99), k ? (double)w[k - 1] / 1000.0 : 0);
+        }
+        fclose(f);
+        free(w);
+}
+
 static int cmd_run(struct load *L, double sim_ms)
 {
         rd_kafka_t *rk = results_reader(L->results);
         long total     = L->warmup + L->n;
         uint8_t *seen  = calloc((size_t)total, 1);
         int64_t *lat   = calloc((size_t)(L->n ? L->n : 1), sizeof(*lat));
+        int64_t *lat_i = calloc((size_t)total, sizeof(*lat_i));
         size_t nlat = 0, warm_seen = 0, meas_seen = 0, dups = 0, foreign = 0,
                not_ok = 0;
         int64_t deadline, warm_deadline, t_last = 0;
         pthread_t th;
 
         L->t_prod = calloc((size_t)total, sizeof(*L->t_prod));
-        if (!seen || !lat || !L->t_prod)
+        if (!seen || !lat || !lat_i || !L->t_prod)
                 die("memory", "out of memory");
         if (L->warmup == 0)
                 L->t_first_us = mono_us();
@@ -424,6 +465,7 @@ static int cmd_run(struct load *L, double sim_ms)
                         } else {
                                 meas_seen++;
                                 lat[nlat++] = now - L->t_prod[i];
+                                lat_i[i]    = now - L->t_prod[i];
                                 t_last      = mono_us();
                         }
                 }
@@ -451,8 +493,10 @@ static int cmd_run(struct load *L, double sim_ms)
                secs > 0 ? (double)meas_seen / secs : 0, L->rate, p50, p99,
                nlat ? (double)lat[nlat - 1] / 1000.0 : 0, sim_ms, p50 - sim_ms,
                p99 - sim_ms, atomic_load(&L->failed) ? "false" : "true");
+        write_series(L, lat_i, sim_ms);
         free(seen);
         free(lat);
+        free(lat_i);
         free(L->t_prod);
         return atomic_load(&L->failed) ? 1 : 0;
 }
