@@ -12,6 +12,7 @@
  * docs/operations.md for its cost).
  */
 #include "store/gauges.h"
+#include "store/relay_sql.h"
 #include "store/store_int.h"
 #include "util/timeutil.h"
 
@@ -41,7 +42,8 @@
         " (SELECT count(*) FROM payments WHERE" STORE_REVIEW_COUNT_PRED ")"    \
         " FROM (SELECT count(*) AS unpublished,"                               \
         " coalesce(extract(epoch FROM now() - min(created_at)), 0) AS oldest"  \
-        " FROM outbox WHERE id > %" PRId64 " AND parked_at IS NULL"            \
+        " FROM outbox WHERE id > %" PRId64                                     \
+        " AND id <= " STORE_OUTBOX_ID_CEILING " AND parked_at IS NULL"         \
         " AND NOT co_outbox_published(id, parked_at, published_at)) o,"        \
         " (SELECT count(*) AS parked FROM outbox WHERE parked_at IS NOT NULL"  \
         " AND published_at IS NULL) p"

@@ -466,29 +466,12 @@ int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
          * nothing: the skip comes after f, never before it, or the key's
          * next row would be offered while the earlier one is unmarked.
          * w carries the columns the relay needs, so f's rows are not
-         * looked up again through the primary key.
+         * looked up again through the primary key. Its range is closed
+         * above by STORE_OUTBOX_ID_CEILING, which keeps the plan on the
+         * primary key when the outbox has no statistics yet.
          */
-        res = run(sr->work, "relay fetch",
-                  "WITH w AS ("
-                  "  SELECT id, event_id, message_key, intent_event_id,"
-                  "         status, payload, created_at, detail, tenant_id,"
-                  "         idem_key, payment_id, replayed, resolves_review"
-                  "    FROM outbox"
-                  "   WHERE id > $6::bigint AND NOT $7::int8multirange @> id"
-                  "     AND parked_at IS NULL"
-                  "     AND (hashtext(message_key) & 2147483647) % $1::int"
-                  "         = ANY ($2::int[])"
-                  "   ORDER BY id LIMIT $3::int),"
-                  " f AS (SELECT DISTINCT ON (message_key) * FROM w"
-                  "        ORDER BY message_key, id)"
-                  " SELECT id, event_id, message_key, intent_event_id, status,"
-                  "        payload,"
-                  "        (extract(epoch FROM created_at) * 1000)::bigint,"
-                  "        detail, tenant_id, idem_key, payment_id, replayed,"
-                  "        resolves_review"
-                  "   FROM f WHERE id <> ALL ($5::bigint[])"
-                  "  ORDER BY id LIMIT $4::int",
-                  7, v, &rc, errstr, errstr_size);
+        res = run(sr->work, "relay fetch", STORE_RELAY_FETCH_SQL, 7, v, &rc,
+                  errstr, errstr_size);
         store_pgarr_free(&shards);
         store_pgarr_free(&skipped);
         free(done);
