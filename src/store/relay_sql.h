@@ -143,7 +143,9 @@ int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
 /*
  * The outbox's last id drawn, read once per statement (an InitPlan): no
  * row a statement's snapshot sees has a greater id (its id was drawn
- * before it committed, so before the snapshot was taken). Beside
+ * before it committed, so before the snapshot was taken); a sequence
+ * never drawn from (NULL) bounds nothing, so that a row it cannot know of
+ * (one restored with its id after a setval(..., false)) is not hidden. Beside
  * "id > x" it closes a range the planner estimates at 0.5 % of the table
  * when the outbox has no statistics (one side alone: a third), so the
  * range is read through the primary key: on a fresh database, until
@@ -153,7 +155,7 @@ int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
  */
 #define STORE_OUTBOX_ID_CEILING                                                \
         "(SELECT coalesce(pg_sequence_last_value(pg_get_serial_sequence("      \
-        "'outbox', 'id')::regclass), 0))"
+        "'outbox', 'id')::regclass), 9223372036854775807))"
 
 /*
  * Moves relay_cursor.through (0021) up behind a barrier, in three short
