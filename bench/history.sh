@@ -231,15 +231,9 @@ bulk_build() {
 	while [ ${#job[@]} -gt 0 ]; do reap || bad=1; done
 	[ $bad = 0 ] || return 1
 	psql_q -1 -f "$work/bulk.key" -f "$work/bulk.fk" >/dev/null
-	# as migration 0025: a BRIN index just built has summarized the range
-	# its table is filling, which every later insert would rewrite
-	psql_q -c "SELECT count(brin_desummarize_range(i.indexrelid::regclass,
-	                  greatest(pg_relation_size(i.indrelid)
-	                           / current_setting('block_size')::bigint - 1, 0)))
-	             FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid
-	             JOIN pg_class ic ON ic.oid = i.indexrelid
-	             JOIN pg_am a ON a.oid = ic.relam
-	            WHERE $in_filled AND a.amname = 'brin'" >/dev/null
+	# a BRIN index just built has summarized the range its table is
+	# filling too: opened again after the fill with every BRIN index's
+	# (below, after "part finish")
 }
 if [ $bulk = on ]; then
 	bulk_drop
@@ -298,19 +292,17 @@ part finish >/dev/null
 # left with no range summarized at 5,000,000), and every read through
 # such an index reads the whole table (the periodic audit's step did,
 # 0.5 s a step). brin_summarize_new_values summarizes the range being
-# filled too, so that one is then left open again, as migration 0025 and
-# --bulk leave it (an insert into a summarized range rewrites it).
-psql_q -c "SELECT count(brin_summarize_new_values(i.indexrelid))
-  FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+# filled too, as CREATE INDEX does (--bulk), so that one is then left
+# open again, as migration 0025 leaves it (an insert into a summarized
+# range rewrites it).
+brins="FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
   JOIN pg_am a ON a.oid = c.relam
- WHERE a.amname = 'brin' AND c.relnamespace = current_schema()::regnamespace" \
+ WHERE a.amname = 'brin' AND c.relnamespace = current_schema()::regnamespace"
+psql_q -c "SELECT count(brin_summarize_new_values(i.indexrelid)) $brins" \
 	-c "SELECT count(brin_desummarize_range(i.indexrelid::regclass,
                   greatest(pg_relation_size(i.indrelid)
                            / current_setting('block_size')::bigint - 1, 0)))
-  FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-  JOIN pg_am a ON a.oid = c.relam
- WHERE a.amname = 'brin' AND c.relnamespace = current_schema()::regnamespace" \
-	>/dev/null
+      $brins" >/dev/null
 t2=$(ms)
 verdict=
 if [ $skip = on ]; then

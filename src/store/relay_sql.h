@@ -113,6 +113,23 @@ int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
                       size_t errstr_size) CO_MUST_CHECK;
 
 /*
+ * The outbox's last id drawn, read once per statement (an InitPlan): no
+ * row a statement's snapshot sees has a greater id (its id was drawn
+ * before it committed, so before the snapshot was taken); a sequence
+ * never drawn from (NULL) bounds nothing, so that a row it cannot know of
+ * (one restored with its id after a setval(..., false)) is not hidden. Beside
+ * "id > x" it closes a range the planner estimates at 0.5 % of the table
+ * when the outbox has no statistics (one side alone: a third), so the
+ * range is read through the primary key: on a fresh database, until
+ * autovacuum's first ANALYZE, the relay's fetch was planned as a
+ * sequential scan of the whole outbox (13 ms at 16,000 rows, more with
+ * every row) and so was the gauges' count of unpublished rows.
+ */
+#define STORE_OUTBOX_ID_CEILING                                                \
+        "(SELECT coalesce(pg_sequence_last_value(pg_get_serial_sequence("      \
+        "'outbox', 'id')::regclass), 9223372036854775807))"
+
+/*
  * store_relay_fetch's statement, here for the test of its plan
  * (store_relay_cursor_fetch_unanalyzed): $1 the number of shards, $2 the
  * held ones, $3 the window, $4 max, $5 the skipped ids, $6
@@ -139,23 +156,6 @@ int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
         "        resolves_review"                                              \
         "   FROM f WHERE id <> ALL ($5::bigint[])"                             \
         "  ORDER BY id LIMIT $4::int"
-
-/*
- * The outbox's last id drawn, read once per statement (an InitPlan): no
- * row a statement's snapshot sees has a greater id (its id was drawn
- * before it committed, so before the snapshot was taken); a sequence
- * never drawn from (NULL) bounds nothing, so that a row it cannot know of
- * (one restored with its id after a setval(..., false)) is not hidden. Beside
- * "id > x" it closes a range the planner estimates at 0.5 % of the table
- * when the outbox has no statistics (one side alone: a third), so the
- * range is read through the primary key: on a fresh database, until
- * autovacuum's first ANALYZE, the relay's fetch was planned as a
- * sequential scan of the whole outbox (13 ms at 16,000 rows, more with
- * every row) and so was the gauges' count of unpublished rows.
- */
-#define STORE_OUTBOX_ID_CEILING                                                \
-        "(SELECT coalesce(pg_sequence_last_value(pg_get_serial_sequence("      \
-        "'outbox', 'id')::regclass), 9223372036854775807))"
 
 /*
  * Moves relay_cursor.through (0021) up behind a barrier, in three short
