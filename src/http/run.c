@@ -63,14 +63,21 @@ static struct store *loop_store(struct http *h, struct gauge_loop *g, char *err,
         return g->st;
 }
 
+/* libpq's messages, on one line */
+static void one_line(char *err)
+{
+        for (char *p = err; *p; p++)
+                if (*p == '\n' || *p == '\t')
+                        *p = ' ';
+}
+
 static void loop_result(struct gauge_loop *g, const char *what, int rc,
                         char *err)
 {
         struct log_ctx lc = run_ctx();
 
-        for (char *p = err; *p; p++)
-                if (*p == '\n' || *p == '\t')
-                        *p = ' '; /* libpq's messages: one line */
+        if (rc != STORE_OK) /* err is set only then */
+                one_line(err);
 
         if (rc == STORE_OK && g->failing)
                 log_info(&lc, "http: %s: the database answers again", what);
@@ -86,8 +93,8 @@ static void refresh(struct http *h, struct gauge_loop *g)
 {
         struct metrics *m = h->o.metrics;
         struct store_gauges v;
-        char err[512];
-        int rc = STORE_ERR_CONN;
+        char err[512] = "";
+        int rc        = STORE_ERR_CONN;
 
         if (loop_store(h, g, err, sizeof(err)))
                 rc = store_gauges(g->st, HTTP_DB_STATEMENT_MS, &v, err,
@@ -202,9 +209,7 @@ static void audit_failed(struct http *h, struct gauge_loop *g, int64_t t0,
 {
         struct log_ctx lc = run_ctx();
 
-        for (char *p = err; *p; p++)
-                if (*p == '\n' || *p == '\t')
-                        *p = ' '; /* libpq's messages: one line */
+        one_line(err);
         metrics_inc(h->o.metrics, METRIC_AUDIT_FAILURES, 0);
         if (!g->audit_failing)
                 log_warn(&lc,

@@ -27,9 +27,12 @@ struct kconsumer {
          * (kconsumer_lag); KC_BASE_UNKNOWN before either is known */
         int64_t *base;
         int32_t n_base;
-        bool is_static;     /* a group.instance.id (KIP-345) */
-        int64_t lost_at_ms; /* the assignment last lost (monotonic), or 0 */
-        int fatal_err;      /* the fatal error reported, or 0 */
+        bool is_static;         /* a group.instance.id (KIP-345) */
+        bool coop;              /* the protocol of the last assignment */
+        bool closing;           /* kconsumer_destroy has begun the close */
+        bool assigned_in_close; /* an assignment came during the close */
+        int64_t lost_at_ms;     /* the assignment last lost (monotonic), or 0 */
+        int fatal_err;          /* the fatal error reported, or 0 */
 };
 
 #define KC_BASE_UNKNOWN INT64_MIN
@@ -37,6 +40,11 @@ struct kconsumer {
 #define KC_BASE_NONE (INT64_MIN + 1)
 /* How long kconsumer_lag waits for the committed offsets. */
 #define KC_COMMITTED_TIMEOUT_MS 100
+/* How long the revoke hook waits for its commit's answer. */
+#define KC_REVOKE_COMMIT_TIMEOUT_MS 5000
+/* How long kconsumer_destroy waits for the group's close (the revoke,
+ * its commit and LeaveGroup) before it leaves without it. */
+#define KC_CLOSE_TIMEOUT_MS 10000
 
 static bool is_held(const struct kconsumer *kc, int32_t p)
 {
@@ -112,18 +120,34 @@ static const char *parts_str(const int32_t *ps, int n, char *buf, size_t size)
         return buf;
 }
 
+static bool protocol_is_coop(rd_kafka_t *rk)
+{
+        const char *p = rd_kafka_rebalance_protocol(rk);
+        return p && !strcmp(p, "COOPERATIVE");
+}
+
+static int commit_within(struct kconsumer *kc, int timeout_ms);
+
 static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                          rd_kafka_topic_partition_list_t *parts, void *opaque)
 {
         struct kconsumer *kc = opaque;
-        bool coop = !strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE");
-        struct log_ctx lc = LOG_CTX_INIT;
-        int32_t *ps       = xcalloc((size_t)parts->cnt + 1, sizeof(*ps));
+        struct log_ctx lc    = LOG_CTX_INIT;
+        bool coop;
+        int32_t *ps = xcalloc((size_t)parts->cnt + 1, sizeof(*ps));
         int n;
 
         lc.component = "kafka";
         lc.topic     = kc->topic;
         parts_of(parts, ps, &n);
+        /* rd_kafka_rebalance_protocol() asks librdkafka's main thread and
+         * waits without a bound (librdkafka #4041): not during the close,
+         * where every assign call is taken as an unassign whatever its
+         * kind */
+        if (kc->closing)
+                coop = kc->coop;
+        else
+                coop = kc->coop = protocol_is_coop(rk);
 
         if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
                 char list[256];
@@ -132,6 +156,13 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                          parts_str(ps, n, list, sizeof(list)));
                 for (int i = 0; i < n; i++)
                         base_set(kc, ps[i], KC_BASE_UNKNOWN);
+                /* during the close librdkafka (2.0.2) answers the assign
+                 * call below with an unassign of everything, and commits
+                 * what was stored itself (enable.auto.commit) */
+                kc->assigned_in_close |= kc->closing;
+                if (kc->closing)
+                        log_info(&lc, "the assignment came during the close: "
+                                      "given back at once");
                 kc->hooks.assigned(kc->hooks.opaque, ps, n);
                 if (coop) {
                         rd_kafka_error_t *e =
@@ -167,9 +198,14 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                 }
                 kc->hooks.revoking(kc->hooks.opaque, ps, n, lost);
                 /* a failed commit is logged; what it missed is
-                 * redelivered to the next owner, which dedupes */
-                if (!lost)
-                        CO_IGNORE(kconsumer_commit(kc));
+                 * redelivered to the next owner, which dedupes. After an
+                 * assignment taken in the close, there is nothing left
+                 * to commit, and a commit then can reach the group after
+                 * it has ended (2.0.2 aborts: rd_kafka_cgrp_terminated's
+                 * assertion) */
+                if (!lost && !kc->assigned_in_close)
+                        CO_IGNORE(
+                            commit_within(kc, KC_REVOKE_COMMIT_TIMEOUT_MS));
                 if (coop) {
                         rd_kafka_error_t *e =
                             rd_kafka_incremental_unassign(rk, parts);
@@ -285,18 +321,107 @@ void kconsumer_wake_fd(struct kconsumer *kc, int fd)
         rd_kafka_queue_io_event_enable(kc->q, fd, &one, sizeof(one));
 }
 
+/*
+ * The group's close, served here until it is done or timeout_ms have
+ * passed: true when it is done. rd_kafka_consumer_close() waits without a
+ * bound, and librdkafka 2.0.2's can wait for ever (a commit sent while the
+ * coordinator forgot the member, a coordinator that does not answer).
+ */
+static bool close_within(struct kconsumer *kc, int timeout_ms)
+{
+        rd_kafka_queue_t *cq = rd_kafka_queue_new(kc->rk);
+        int64_t end          = time_mono_ms() + timeout_ms;
+        rd_kafka_error_t *e;
+        bool closed;
+
+        kc->closing = true;
+        /* the group's queue now goes to cq: the revoke is answered from
+         * the poll below; fetched messages are dropped (their offsets
+         * were never stored: redelivered) */
+        if ((e = rd_kafka_consumer_close_queue(kc->rk, cq))) {
+                /* a fatal error (a fenced static member): nothing to
+                 * leave, and rd_kafka_destroy() closes without a wait */
+                struct log_ctx lc = LOG_CTX_INIT;
+                lc.component      = "kafka";
+                log_info(&lc, "consumer close: %s", rd_kafka_error_string(e));
+                rd_kafka_error_destroy(e);
+                rd_kafka_queue_destroy(cq);
+                return true;
+        }
+        while (!(closed = rd_kafka_consumer_closed(kc->rk))) {
+                int64_t left = end - time_mono_ms();
+                rd_kafka_event_t *ev;
+
+                if (left <= 0)
+                        break;
+                ev = rd_kafka_queue_poll(cq, left < 100 ? (int)left : 100);
+                if (!ev)
+                        continue;
+                /* a queue polled for events returns the rebalance as one,
+                 * without calling rebalance_cb: it is answered here */
+                if (rd_kafka_event_type(ev) == RD_KAFKA_EVENT_REBALANCE)
+                        rebalance_cb(kc->rk, rd_kafka_event_error(ev),
+                                     rd_kafka_event_topic_partition_list(ev),
+                                     kc);
+                rd_kafka_event_destroy(ev);
+        }
+        rd_kafka_queue_destroy(cq);
+        return closed;
+}
+
+/*
+ * What the group sent while nothing polled (the assignment of a join that
+ * finished meanwhile) is answered before the close begins: librdkafka
+ * 2.0.2 takes an assign call made in the close as an unassign and then
+ * never ends a cooperative close (librdkafka #4527, fixed in 2.4.0).
+ * Messages fetched meanwhile are dropped: their offsets were never
+ * stored, so they are redelivered.
+ */
+static void answer_pending(struct kconsumer *kc)
+{
+        rd_kafka_message_t *msgs[64];
+        ssize_t got;
+
+        for (int round = 0; round < 100; round++) {
+                got = rd_kafka_consume_batch_queue(kc->q, 0, msgs, 64);
+                if (got <= 0)
+                        break;
+                for (ssize_t i = 0; i < got; i++)
+                        rd_kafka_message_destroy(msgs[i]);
+        }
+}
+
 void kconsumer_destroy(struct kconsumer *kc)
 {
         if (!kc)
                 return;
+        /* tests: the group's answers to a join arrive while nothing
+         * polls (a pipeline's stop that takes its time) */
+        CO_IGNORE(FAILPOINT("kafka.before_close"));
+        answer_pending(kc);
         rd_kafka_queue_destroy(kc->q);
         /* the revoke hook runs and commits; a dynamic member leaves the
          * group (LeaveGroup: the others rebalance now), a static one does
          * not (KIP-345, librdkafka sends no LeaveGroup when a static
          * member terminates): its partitions wait for it until
          * session.timeout.ms */
-        rd_kafka_consumer_close(kc->rk);
-        rd_kafka_destroy(kc->rk);
+        if (close_within(kc, KC_CLOSE_TIMEOUT_MS)) {
+                rd_kafka_destroy(kc->rk);
+        } else {
+                /* rd_kafka_destroy() would wait for the same close: the
+                 * handle is left to the process's exit. What was not
+                 * committed is redelivered to the next owner, which
+                 * dedupes; a dynamic member's partitions wait for
+                 * session.timeout.ms */
+                struct log_ctx lc = LOG_CTX_INIT;
+                lc.component      = "kafka";
+                lc.topic          = kc->topic;
+                log_warn(&lc,
+                         "consumer group close not done within %d ms: "
+                         "leaving without it (offsets not committed are "
+                         "redelivered to the next owner)",
+                         KC_CLOSE_TIMEOUT_MS);
+        }
         free(kc->held);
         free(kc->base);
         free(kc->topic);
@@ -386,9 +511,28 @@ void kconsumer_store(struct kconsumer *kc, int32_t p, int64_t offset)
         rd_kafka_topic_partition_list_destroy(l);
 }
 
-int kconsumer_commit(struct kconsumer *kc)
+/*
+ * Commits the stored offsets and waits up to timeout_ms for the answer.
+ * rd_kafka_commit() waits without a bound, and librdkafka 2.0.2 can leave
+ * it unanswered; a commit still unanswered here may yet be made.
+ */
+static int commit_within(struct kconsumer *kc, int timeout_ms)
 {
-        rd_kafka_resp_err_t err = rd_kafka_commit(kc->rk, NULL, 0);
+        rd_kafka_queue_t *rq = rd_kafka_queue_new(kc->rk);
+        rd_kafka_resp_err_t err =
+            rd_kafka_commit_queue(kc->rk, NULL, rq, NULL, NULL);
+
+        if (!err) {
+                rd_kafka_event_t *ev = rd_kafka_queue_poll(rq, timeout_ms);
+                if (ev) {
+                        err = rd_kafka_event_error(ev);
+                        rd_kafka_event_destroy(ev);
+                } else {
+                        err = RD_KAFKA_RESP_ERR__TIMED_OUT;
+                }
+        }
+        /* an answer after this is dropped with the queue */
+        rd_kafka_queue_destroy(rq);
         if (err && err != RD_KAFKA_RESP_ERR__NO_OFFSET) {
                 struct log_ctx lc = LOG_CTX_INIT;
                 lc.component      = "kafka";
@@ -397,6 +541,7 @@ int kconsumer_commit(struct kconsumer *kc)
         }
         return 0;
 }
+
 
 static void pause_resume(struct kconsumer *kc, bool pause)
 {

@@ -3,7 +3,8 @@
  * consumer: the intents consumer over librdkafka, at least once.
  * enable.auto.offset.store=false: an offset is stored only when the
  * pipeline says every message up to it is durably handled; librdkafka's
- * auto commit (or kconsumer_commit) commits what was stored. Rebalances of
+ * auto commit (and the revoke, before partitions leave) commits what was
+ * stored. Rebalances of
  * both protocols (eager and cooperative-sticky) go through hooks so the
  * pipeline stores and commits what it finished before partitions leave.
  *
@@ -41,7 +42,9 @@ struct kconsumer *kconsumer_new(const struct kafka_opts *ko, const char *topic,
                                 const char *group,
                                 const struct kconsumer_hooks *hooks,
                                 char *errstr, size_t errstr_size) CO_MUST_CHECK;
-/* Closes the consumer (leaves the group, final commit) and frees it. */
+/* Closes the consumer (leaves the group, final commit) and frees it. The
+ * close is bounded (10 s): a group that does not finish it is left to the
+ * process's exit, and what was not committed is redelivered. */
 void kconsumer_destroy(struct kconsumer *kc);
 
 /*
@@ -107,8 +110,6 @@ void kconsumer_wake_fd(struct kconsumer *kc, int fd);
 
 /* Stores offset (the next one to read) of partition p for commit. */
 void kconsumer_store(struct kconsumer *kc, int32_t p, int64_t offset);
-/* Commits stored offsets now, synchronously. 0 or -1 (logged). */
-int kconsumer_commit(struct kconsumer *kc) CO_MUST_CHECK;
 
 /* Stops / restarts fetching for every assigned partition (backpressure,
  * shutdown). */

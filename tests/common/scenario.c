@@ -690,6 +690,19 @@ bool co_alive(struct co *c)
         return true;
 }
 
+bool co_log_has(struct co *c, const char *needle)
+{
+        FILE *f = fopen(c->log, "r");
+        char line[4096];
+        bool found = false;
+
+        while (f && !found && fgets(line, sizeof(line), f))
+                found = strstr(line, needle) != NULL;
+        if (f)
+                fclose(f);
+        return found;
+}
+
 int co_http_port(struct co *c)
 {
         for (int i = 0; i < 400; i++) {

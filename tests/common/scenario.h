@@ -102,6 +102,8 @@ int co_stop(struct co *c, int sig, int timeout_ms);
 /* Waits for the child to end by itself. Same return values. */
 int co_wait(struct co *c, int timeout_ms);
 bool co_alive(struct co *c);
+/* Whether the child's log has a line containing needle, now. */
+bool co_log_has(struct co *c, const char *needle);
 /*
  * The port of the child's HTTP server, from its own log line "http:
  * listening on 127.0.0.1:PORT" (co_start's http.listen=127.0.0.1:0), up

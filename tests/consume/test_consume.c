@@ -14,6 +14,10 @@
  *                                 consumers join and leave mid-run (eager
  *                                 or cooperative-sticky), one stopped with
  *                                 two SIGTERMs: nothing lost or doubled
+ *   test_consume stop_joining_eager / stop_joining_cooperative
+ *                                 a member stopped as it joins, its
+ *                                 assignment answered in the close: exit
+ *                                 0, the close finished
  *
  * Truth comes from the simulator's ground truth, the database and the
  * group's committed offsets, never from chargeonce's own counters.
@@ -21,6 +25,7 @@
 #include "cases.h"
 #include "scenario.h"
 #include "testenv.h"
+#include "util/timeutil.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -738,6 +743,96 @@ static void rebalance(const char *assignor)
                "with two SIGTERMs: %d intents, one charge and one result "
                "each\n",
                assignor, n);
+        sim_stop(&s);
+        sc_cleanup(&sc);
+}
+
+/*
+ * A member stopped (SIGTERM) while it joins the group: it waits 1.5 s
+ * before its close (failpoint kafka.before_close), so the assignment its
+ * join brings arrives while nothing polls and is answered in the close.
+ * librdkafka 2.0.2 turns an assign call in the close into an unassign of
+ * everything; the close then waited for ever (the code before this test)
+ * or aborted on an assertion (a commit reaching the group after it
+ * ended). Each stop must end in exit 0 within 20 s with the close
+ * finished (no "close not done" line: the 10 s bound is a safety net, not
+ * the way out); intents flow throughout, each charged and answered once.
+ */
+static void stop_joining(const char *assignor)
+{
+        struct scenario sc;
+        struct sim s;
+        struct co c1, c2;
+        char strategy[96];
+        const char *xs[] = { "consumer.batch_linger=2ms", strategy, NULL };
+        static const char *const env[] = {
+                "CHARGEONCE_FAILPOINTS=kafka.before_close=delay(1500)", NULL
+        };
+        const int rounds = 4, per = 20;
+        int n = 0;
+        json_t *st;
+
+        snprintf(strategy, sizeof(strategy),
+                 "kafka.partition.assignment.strategy=%s", assignor);
+        sc_init(&sc, "stopjoin", 6);
+        sim_start(&sc, &s, "--latency-ms 1:5");
+        co_start(&sc, &c1, "consume", &s, xs, NULL);
+        for (int r = 0; r < rounds; r++) {
+                int delay = r * 100;
+                int64_t t0, took;
+                bool unclosed, in_close;
+                int rc;
+
+                for (int i = 0; i < per; i++, n++) {
+                        char key[32], order[32];
+                        struct intent_spec is = { NULL,    "shop-j", key,
+                                                  order,   10 + n,   "VND",
+                                                  "pm_tok" };
+                        snprintf(key, sizeof(key), "join-%05d", n);
+                        snprintf(order, sizeof(order), "join-o-%05d", n);
+                        sc_produce_intent(&sc, -1, &is, NULL);
+                }
+                sc_flush(&sc);
+                co_start(&sc, &c2, "consume", &s, xs, env);
+                t0 = time_mono_ms();
+                while (!co_log_has(&c2, "group ") &&
+                       time_mono_ms() - t0 < 20000)
+                        usleep(5000);
+                SC_CHECK(co_log_has(&c2, "group "),
+                         "round %d: no consumer made within 20 s", r);
+                usleep((useconds_t)delay * 1000);
+                t0       = time_mono_ms();
+                rc       = co_stop(&c2, SIGTERM, 20000);
+                took     = time_mono_ms() - t0;
+                unclosed = co_log_has(&c2, "close not done within");
+                in_close = co_log_has(&c2, "during the close");
+                printf("stop_joining (%s): round %d, SIGTERM %d ms after the "
+                       "consumer was made: exit %d after %lld ms%s%s\n",
+                       assignor, r, delay, rc, (long long)took,
+                       in_close ? ", assigned during the close" : "",
+                       unclosed ? ", the close given up" : "");
+                SC_CHECK(rc == 0, "round %d: exit %d on SIGTERM, want 0", r,
+                         rc);
+                SC_CHECK(!unclosed,
+                         "round %d: the group's close never "
+                         "finished (left at its bound)",
+                         r);
+        }
+        SC_CHECK(sc_wait_consumed(&sc, 120000), "not everything consumed");
+        SC_CHECK(sc_wait_sql(&sc,
+                             "SELECT NOT EXISTS (SELECT 1 FROM payments"
+                             " WHERE status = 'processing')",
+                             60000),
+                 "payments left processing");
+        SC_CHECK(sc_sql_long(&sc, "SELECT count(*) FROM payments") == n,
+                 "%ld payments for %d intents",
+                 sc_sql_long(&sc, "SELECT count(*) FROM payments"), n);
+        st = sim_stats(&s);
+        SC_CHECK(sim_stat(st, "double_charges") == 0, "%ld double charges",
+                 sim_stat(st, "double_charges"));
+        json_decref(st);
+        sc_check_invariants(&sc);
+        stop_ok(&c1);
         sim_stop(&s);
         sc_cleanup(&sc);
 }
@@ -1674,6 +1769,10 @@ int main(int argc, char **argv)
                 { "key_order", key_order, NULL, NULL },
                 { "rebalance_eager", NULL, rebalance, "range,roundrobin" },
                 { "rebalance_cooperative", NULL, rebalance,
+                  "cooperative-sticky" },
+                { "stop_joining_eager", NULL, stop_joining,
+                  "range,roundrobin" },
+                { "stop_joining_cooperative", NULL, stop_joining,
                   "cooperative-sticky" },
                 { "small_cap", small_cap, NULL, NULL },
                 { "db_refused", db_refused, NULL, NULL },

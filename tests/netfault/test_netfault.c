@@ -420,6 +420,35 @@ static void act_call(struct ctx *c, struct fault_rec *fr)
         heal(c, fr, c->port_gw);
 }
 
+/* How long chargeonce may take to exit on SIGTERM behind a cut of its
+ * broker link: the pipeline's stop, the consumer group's close (bounded at
+ * 10 s: its commit and LeaveGroup cannot be answered), the relay's and the
+ * DLQ producer's flushes. Without the close's bound it waited for ever. */
+#define STOP_BOUND_MS 40000
+
+/* chargeonce stopped (SIGTERM) while its broker link is blackholed, and
+ * started again after the heal. exercised: 1 when it exited within
+ * STOP_BOUND_MS. */
+static void act_stop(struct ctx *c, struct fault_rec *fr)
+{
+        int64_t t0;
+        long rc;
+
+        fr->t_fault = nf_now_ms();
+        netns(c, "fault", "blackhole", c->port_kafka);
+        hold(c, fr, 2000);
+        t0 = nf_now_ms();
+        rc = co_stop(&c->co, SIGTERM, STOP_BOUND_MS);
+        printf("netfault: stop: SIGTERM behind the cut: exit %ld after %lld "
+               "ms (bound %d ms)\n",
+               rc, (long long)(nf_now_ms() - t0), STOP_BOUND_MS);
+        fflush(stdout);
+        fr->exercised = rc == 0 || rc == 1;
+        hold(c, fr, c->o.hold_ms - (int)(nf_now_ms() - fr->t_fault));
+        heal(c, fr, c->port_kafka);
+        consume_start(c);
+}
+
 /* The test's own transaction holding SHARE on the outbox: settles (and
  * the relay's marks) wait on it. */
 static PGconn *lock_outbox(struct ctx *c)
@@ -568,7 +597,10 @@ static const struct fault faults_pg[] = {
         SIMPLE("pg", true),
         { "restart", "pg", act_restart, NULL, NULL, true },
 };
-static const struct fault faults_kafka[]    = { SIMPLE("kafka", false) };
+static const struct fault faults_kafka[] = {
+        SIMPLE("kafka", false),
+        { "stop", "kafka", act_stop, NULL, "exited in time", true },
+};
 static const struct fault faults_gateway[]  = { SIMPLE("gateway", true) };
 static const struct fault faults_inflight[] = {
         { "call", "gateway", act_call, NULL, "calls charged, answer due",
