@@ -542,7 +542,6 @@ static int commit_within(struct kconsumer *kc, int timeout_ms)
         return 0;
 }
 
-
 static void pause_resume(struct kconsumer *kc, bool pause)
 {
         rd_kafka_topic_partition_list_t *a = NULL;
