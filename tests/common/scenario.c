@@ -897,6 +897,38 @@ long sc_sql_long(struct scenario *sc, const char *fmt, ...)
         return atol(r);
 }
 
+/*
+ * The n distinct intents of a run, each consumed, final, paid once (one
+ * payment, one succeeded charge, none twice) and answered by exactly one
+ * result that is not a replay; the invariant view empty.
+ */
+void sc_check_all_once(struct scenario *sc, struct sim *s, int n)
+{
+        json_t *st;
+
+        SC_CHECK(sc_wait_consumed(sc, 120000), "not everything consumed");
+        SC_CHECK(sc_wait_sql(sc,
+                             "SELECT NOT EXISTS (SELECT 1 FROM payments"
+                             " WHERE status = 'processing')",
+                             60000),
+                 "payments left processing");
+        SC_CHECK(sc_sql_long(sc, "SELECT count(*) FROM payments") == n,
+                 "%ld payments for %d intents",
+                 sc_sql_long(sc, "SELECT count(*) FROM payments"), n);
+        SC_CHECK(sc_sql_long(sc,
+                             "SELECT count(*) FROM (SELECT tenant_id, idem_key"
+                             " FROM outbox WHERE NOT replayed GROUP BY 1, 2"
+                             " HAVING count(*) = 1) x") == n,
+                 "not exactly one non-replayed result per intent");
+        st = sim_stats(s);
+        SC_CHECK(sim_stat(st, "double_charges") == 0, "%ld double charges",
+                 sim_stat(st, "double_charges"));
+        SC_CHECK(sim_stat(st, "succeeded_charges") == n, "%ld charges for %d",
+                 sim_stat(st, "succeeded_charges"), n);
+        json_decref(st);
+        sc_check_invariants(sc);
+}
+
 void sc_check_invariants(struct scenario *sc)
 {
         PGresult *res = PQexec(sc->pg, "SELECT * FROM invariant_violations");

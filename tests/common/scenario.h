@@ -158,6 +158,9 @@ long sc_sql_long(struct scenario *sc, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Fails the test with the rows if invariant_violations is not empty. */
 void sc_check_invariants(struct scenario *sc);
+/* The n distinct intents of a run each consumed, final, paid once and
+ * answered by exactly one non-replayed result; no invariant broken. */
+void sc_check_all_once(struct scenario *sc, struct sim *s, int n);
 /* Messages in a topic (all partitions), read from the beginning until
  * idle_ms without news. Caller frees with sc_messages_free. */
 struct sc_msg {

@@ -663,38 +663,6 @@ static void key_order(void)
 /* ------------------------------------------------------------------ */
 
 /*
- * The n distinct intents of a run, each consumed, final, paid once (one
- * payment, one succeeded charge, none twice) and answered by exactly one
- * result that is not a replay; the invariant view empty.
- */
-static void all_once(struct scenario *sc, struct sim *s, int n)
-{
-        json_t *st;
-
-        SC_CHECK(sc_wait_consumed(sc, 120000), "not everything consumed");
-        SC_CHECK(sc_wait_sql(sc,
-                             "SELECT NOT EXISTS (SELECT 1 FROM payments"
-                             " WHERE status = 'processing')",
-                             60000),
-                 "payments left processing");
-        SC_CHECK(sc_sql_long(sc, "SELECT count(*) FROM payments") == n,
-                 "%ld payments for %d intents",
-                 sc_sql_long(sc, "SELECT count(*) FROM payments"), n);
-        SC_CHECK(sc_sql_long(sc,
-                             "SELECT count(*) FROM (SELECT tenant_id, idem_key"
-                             " FROM outbox WHERE NOT replayed GROUP BY 1, 2"
-                             " HAVING count(*) = 1) x") == n,
-                 "not exactly one non-replayed result per intent");
-        st = sim_stats(s);
-        SC_CHECK(sim_stat(st, "double_charges") == 0, "%ld double charges",
-                 sim_stat(st, "double_charges"));
-        SC_CHECK(sim_stat(st, "succeeded_charges") == n, "%ld charges for %d",
-                 sim_stat(st, "succeeded_charges"), n);
-        json_decref(st);
-        sc_check_invariants(sc);
-}
-
-/*
  * Consumers join and leave while intents are in flight, with the eager or
  * the cooperative-sticky assignor; one is stopped with two SIGTERMs (exit
  * at once). Nothing may be lost or handled twice.
@@ -747,7 +715,7 @@ static void rebalance(const char *assignor)
                 }
         }
         sc_flush(&sc);
-        all_once(&sc, &s, n);
+        sc_check_all_once(&sc, &s, n);
         stop_ok(&c2);
         stop_ok(&c3);
         printf("rebalance (%s): consumers joined, left, and one was stopped "
@@ -828,7 +796,7 @@ static void stop_joining(const char *assignor)
                          "finished (left at its bound)",
                          r);
         }
-        all_once(&sc, &s, n);
+        sc_check_all_once(&sc, &s, n);
         stop_ok(&c1);
         sim_stop(&s);
         sc_cleanup(&sc);

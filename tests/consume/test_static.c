@@ -145,33 +145,6 @@ static void wait_shared(struct scenario *sc, struct co *c1, struct co *c2)
                  l2);
 }
 
-static void check_once(struct scenario *sc, struct sim *s, int n)
-{
-        json_t *st;
-
-        SC_CHECK(sc_wait_consumed(sc, 120000), "not everything consumed");
-        SC_CHECK(sc_wait_sql(sc,
-                             "SELECT NOT EXISTS (SELECT 1 FROM payments"
-                             " WHERE status = 'processing')",
-                             60000),
-                 "payments left processing");
-        SC_CHECK(sc_sql_long(sc, "SELECT count(*) FROM payments") == n,
-                 "%ld payments for %d intents",
-                 sc_sql_long(sc, "SELECT count(*) FROM payments"), n);
-        SC_CHECK(sc_sql_long(sc,
-                             "SELECT count(*) FROM (SELECT tenant_id, idem_key"
-                             " FROM outbox WHERE NOT replayed GROUP BY 1, 2"
-                             " HAVING count(*) = 1) x") == n,
-                 "not exactly one non-replayed result per intent");
-        st = sim_stats(s);
-        SC_CHECK(sim_stat(st, "double_charges") == 0, "%ld double charges",
-                 sim_stat(st, "double_charges"));
-        SC_CHECK(sim_stat(st, "succeeded_charges") == n, "%ld charges for %d",
-                 sim_stat(st, "succeeded_charges"), n);
-        json_decref(st);
-        sc_check_invariants(sc);
-}
-
 static void restart(const char *membership)
 {
         const bool stat = !strcmp(membership, "static");
@@ -217,7 +190,7 @@ static void restart(const char *membership)
         killed = now_s();
         co_start(&sc, &c2, "consume", &s, x2, NULL);
         produce(&sc, n / 2, n);
-        check_once(&sc, &s, n);
+        sc_check_all_once(&sc, &s, n);
         /* a rebalance the kill would cause comes at the latest when the
          * dead member's session ends: look past that */
         while (now_s() < killed + SESSION_MS / 1000.0 + 3)
@@ -340,7 +313,7 @@ static void lone_restart(void)
         SC_CHECK(took >= 0 && took <= 10,
                  "intents answered %.1f s after the restart (at most 10 s)",
                  took);
-        check_once(&sc, &s, n);
+        sc_check_all_once(&sc, &s, n);
         SC_CHECK(co_stop(&c, SIGTERM, 60000) == 0, "exit");
         sim_stop(&s);
         sc_cleanup(&sc);
@@ -394,7 +367,7 @@ static void term_release(void)
         SC_CHECK(took >= 0 && took <= 10,
                  "intents answered %.1f s after the other worker's start",
                  took);
-        check_once(&sc, &s, n);
+        sc_check_all_once(&sc, &s, n);
         SC_CHECK(co_stop(&c, SIGTERM, 60000) == 0, "exit");
         sim_stop(&s);
         sc_cleanup(&sc);
@@ -475,7 +448,7 @@ static void self_fence(void)
                      strstr(body, "\nchargeonce_consumer_rejoins_total 1\n"),
                  "chargeonce_consumer_rejoins_total is not 1");
         free(body);
-        check_once(&sc, &s, n);
+        sc_check_all_once(&sc, &s, n);
 
         /* a second fault soon after the first: made again once more */
         pause_past_session(&c);
@@ -491,7 +464,7 @@ static void self_fence(void)
                      strstr(body, "\nchargeonce_consumer_rejoins_total 2\n"),
                  "chargeonce_consumer_rejoins_total is not 2");
         free(body);
-        check_once(&sc, &s, 2 * n);
+        sc_check_all_once(&sc, &s, 2 * n);
         rc = co_stop(&c, SIGTERM, 30000);
         SC_CHECK(rc == 0, "exit %d after SIGTERM", rc);
         printf("self_fence: fenced after each of two pauses, the consumer "
@@ -533,7 +506,7 @@ static void same_identity(void)
         produce(&sc, n / 2, n);
         SC_CHECK(wait_answered(&sc, n, 60) >= 0,
                  "intents after the takeover not answered");
-        check_once(&sc, &s, n);
+        sc_check_all_once(&sc, &s, n);
         SC_CHECK(co_alive(&b), "the second process is gone");
         SC_CHECK(
             scan_log(a.log, 0, "the consumer starts again", NULL, 0) +
