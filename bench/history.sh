@@ -232,8 +232,8 @@ bulk_build() {
 	[ $bad = 0 ] || return 1
 	psql_q -1 -f "$work/bulk.key" -f "$work/bulk.fk" >/dev/null
 	# a BRIN index just built has summarized the range its table is
-	# filling too: opened again after the fill with every BRIN index's
-	# (below, after "part finish")
+	# filling too: that range is opened again after the fill, for every
+	# BRIN index at once (below, after "part finish")
 }
 if [ $bulk = on ]; then
 	bulk_drop

@@ -4,9 +4,9 @@
  * enable.auto.offset.store=false: an offset is stored only when the
  * pipeline says every message up to it is durably handled; librdkafka's
  * auto commit (and the revoke, before partitions leave) commits what was
- * stored. Rebalances of
- * both protocols (eager and cooperative-sticky) go through hooks so the
- * pipeline stores and commits what it finished before partitions leave.
+ * stored. Rebalances of both protocols (eager and cooperative-sticky) go
+ * through hooks so the pipeline stores and commits what it finished
+ * before partitions leave.
  *
  * Threads: one owner thread; hooks run on it, from kconsumer_poll().
  */

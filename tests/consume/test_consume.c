@@ -727,7 +727,7 @@ static void rebalance(const char *assignor)
 }
 
 /*
- * A member stopped (SIGTERM) while it joins the group: it waits 1.5 s
+ * A member stopped (SIGTERM) while it joins the group: it waits 3 s
  * before its close (failpoint kafka.before_close), so the assignment its
  * join brings arrives while nothing polls and is answered in the close.
  * librdkafka 2.0.2 turns an assign call in the close into an unassign of
@@ -745,10 +745,10 @@ static void stop_joining(const char *assignor)
         char strategy[96];
         const char *xs[] = { "consumer.batch_linger=2ms", strategy, NULL };
         static const char *const env[] = {
-                "CHARGEONCE_FAILPOINTS=kafka.before_close=delay(1500)", NULL
+                "CHARGEONCE_FAILPOINTS=kafka.before_close=delay(3000)", NULL
         };
         const int rounds = 4, per = 20;
-        int n = 0;
+        int n = 0, assigned = 0;
 
         snprintf(strategy, sizeof(strategy),
                  "kafka.partition.assignment.strategy=%s", assignor);
@@ -773,10 +773,10 @@ static void stop_joining(const char *assignor)
                 sc_flush(&sc);
                 co_start(&sc, &c2, "consume", &s, xs, env);
                 t0 = time_mono_ms();
-                while (!co_log_has(&c2, "group ") &&
+                while (!co_log_has(&c2, ": dynamic member") &&
                        time_mono_ms() - t0 < 20000)
                         usleep(5000);
-                SC_CHECK(co_log_has(&c2, "group "),
+                SC_CHECK(co_log_has(&c2, ": dynamic member"),
                          "round %d: no consumer made within 20 s", r);
                 usleep((useconds_t)delay * 1000);
                 t0       = time_mono_ms();
@@ -784,6 +784,7 @@ static void stop_joining(const char *assignor)
                 took     = time_mono_ms() - t0;
                 unclosed = co_log_has(&c2, "close not done within");
                 in_close = co_log_has(&c2, "during the close");
+                assigned += co_log_has(&c2, "\"msg\":\"assigned ");
                 printf("stop_joining (%s): round %d, SIGTERM %d ms after the "
                        "consumer was made: exit %d after %lld ms%s%s\n",
                        assignor, r, delay, rc, (long long)took,
@@ -796,6 +797,11 @@ static void stop_joining(const char *assignor)
                          "finished (left at its bound)",
                          r);
         }
+        /* a stop that never met an assignment exercised nothing */
+        SC_CHECK(assigned > 0, "no stopped member got its assignment");
+        printf("stop_joining (%s): %d of %d stopped members got their "
+               "assignment\n",
+               assignor, assigned, rounds);
         sc_check_all_once(&sc, &s, n);
         stop_ok(&c1);
         sim_stop(&s);
