@@ -13,6 +13,12 @@
 # SERIES_DIR=DIR: each run's latency second by second kept in
 # DIR/latency_<run>.series (chargeonce-e2e's CHARGEONCE_E2E_SERIES), to
 # tell a p99 made by a few bad seconds from one made by every second.
+# TRACE_DIR=DIR: each run's intents' times (DIR/latency_<run>.trace, from
+# chargeonce-e2e's CHARGEONCE_E2E_TRACE) and its payments' claim and
+# settle times (DIR/latency_<run>.db, read before the database is
+# dropped); `python3 bench/latency_split.py DIR` then splits each run's
+# latency into its legs (the broker in, the gateway, the relay, the broker
+# out) and says which make its slowest 1 %.
 # WARMUP_SECS (default 30; 0: none): a run of that many seconds at RATE
 # before the measured ones, printed and not counted: the broker's JVM
 # compiles its hot paths in its first minute on the fresh services, and

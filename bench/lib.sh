@@ -190,6 +190,7 @@ measure_with() { # measure_with WHO TAG LATENCY_MS N RATE WARMUP [-X k=v]...
 	sim_start "$lat"
 	consumer_start "$who" "$name" "$@"
 	out=$(CHARGEONCE_E2E_SERIES=${SERIES_DIR:+$SERIES_DIR/$tag.series} \
+		CHARGEONCE_E2E_TRACE=${TRACE_DIR:+$TRACE_DIR/$tag.trace} \
 		"$E2E_BIN" run --brokers "$CHARGEONCE_TEST_KAFKA" \
 		--intents "$name.intents" --results "$name.results" \
 		--run "$name" --n "$n" --rate "$rate" --warmup "$warm" \
@@ -197,6 +198,13 @@ measure_with() { # measure_with WHO TAG LATENCY_MS N RATE WARMUP [-X k=v]...
 	hwm=$(vm_hwm "$(consumer_pid "$who")")
 	consumer_stop "$who"
 	sim_stop
+	if [ -n "${TRACE_DIR:-}" ] && [ "$who" = chargeonce ]; then
+		echo "# run $name" >"$TRACE_DIR/$tag.db"
+		psql_q "db_$name" "SELECT idem_key,
+			(extract(epoch FROM created_at) * 1e6)::int8,
+			(extract(epoch FROM finished_at) * 1e6)::int8
+			FROM payments" >>"$TRACE_DIR/$tag.db" || true
+	fi
 	db_drop "db_$name"
 	[ -n "$out" ] || out='{"ok":false}'
 	out="{\"tag\":\"$tag\",\"who\":\"$who\",\"load\":\"$(cut -d' ' -f1 /proc/loadavg)\",\"vm_hwm_kb\":${hwm:-0},${out#\{}"

@@ -15,7 +15,9 @@
  *       Prints one JSON line: intents/s from the first produce to the last
  *       result, and the latency produce -> result received (p50/p99/max),
  *       also minus the simulator's latency L. CHARGEONCE_E2E_SERIES=FILE
- *       also writes the latency second by second of production there.
+ *       also writes the latency second by second of production there;
+ *       CHARGEONCE_E2E_TRACE=FILE each measured intent's times (produced,
+ *       its result's message timestamp, read) for bench/latency_split.py.
  *   chargeonce-e2e replay --brokers B --intents T --group G --run ID --n N
  *                      [--offset K] [--timeout S]
  *       produces again the intents K..K+N-1 of run ID (the same event ids)
@@ -401,6 +403,31 @@ static void write_series(const struct load *L, const int64_t *lat_i,
         free(w);
 }
 
+/* CHARGEONCE_E2E_TRACE=FILE: one line per measured intent with a result:
+ * index, produced (wall-clock us), the result's message timestamp (ms, set
+ * when the relay produced it) and read (us). */
+static void write_trace(const struct load *L, const int64_t *lat_i,
+                        const int64_t *ts_i)
+{
+        const char *path = getenv("CHARGEONCE_E2E_TRACE");
+        FILE *f;
+
+        if (!path || !*path)
+                return;
+        f = fopen(path, "w");
+        if (!f) {
+                fprintf(stderr, "chargeonce-e2e: %s: cannot write\n", path);
+                return;
+        }
+        fprintf(f, "# index produced_us result_ts_ms read_us\n");
+        for (long i = L->warmup; i < L->warmup + L->n; i++)
+                if (lat_i[i] > 0)
+                        fprintf(f, "%ld %" PRId64 " %" PRId64 " %" PRId64 "\n",
+                                i + L->offset, L->t_prod[i], ts_i[i],
+                                L->t_prod[i] + lat_i[i]);
+        fclose(f);
+}
+
 static int cmd_run(struct load *L, double sim_ms)
 {
         rd_kafka_t *rk = results_reader(L->results);
@@ -408,13 +435,14 @@ static int cmd_run(struct load *L, double sim_ms)
         uint8_t *seen  = calloc((size_t)total, 1);
         int64_t *lat   = calloc((size_t)(L->n ? L->n : 1), sizeof(*lat));
         int64_t *lat_i = calloc((size_t)total, sizeof(*lat_i));
+        int64_t *ts_i  = calloc((size_t)total, sizeof(*ts_i));
         size_t nlat = 0, warm_seen = 0, meas_seen = 0, dups = 0, foreign = 0,
                not_ok = 0;
         int64_t deadline, warm_deadline, t_last = 0;
         pthread_t th;
 
         L->t_prod = calloc((size_t)total, sizeof(*L->t_prod));
-        if (!seen || !lat || !lat_i || !L->t_prod)
+        if (!seen || !lat || !lat_i || !ts_i || !L->t_prod)
                 die("memory", "out of memory");
         if (L->warmup == 0)
                 L->t_first_us = mono_us();
@@ -466,7 +494,8 @@ static int cmd_run(struct load *L, double sim_ms)
                                 meas_seen++;
                                 lat[nlat++] = now - L->t_prod[i];
                                 lat_i[i]    = now - L->t_prod[i];
-                                t_last      = mono_us();
+                                ts_i[i] = rd_kafka_message_timestamp(m, NULL);
+                                t_last  = mono_us();
                         }
                 }
                 rd_kafka_message_destroy(m);
@@ -494,6 +523,8 @@ static int cmd_run(struct load *L, double sim_ms)
                nlat ? (double)lat[nlat - 1] / 1000.0 : 0, sim_ms, p50 - sim_ms,
                p99 - sim_ms, atomic_load(&L->failed) ? "false" : "true");
         write_series(L, lat_i, sim_ms);
+        write_trace(L, lat_i, ts_i);
+        free(ts_i);
         free(seen);
         free(lat);
         free(lat_i);
