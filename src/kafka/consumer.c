@@ -258,22 +258,6 @@ struct kconsumer *kconsumer_new(const struct kafka_opts *ko, const char *topic,
             kconf_set(conf, "enable.auto.offset.store", "false", errstr,
                       errstr_size) < 0)
                 goto fail_conf;
-        /* defaults a user may override through kafka.* */
-        {
-                static const struct kconf_default defaults[] = {
-                        { "auto.offset.reset", "earliest" },
-                        { "enable.partition.eof", "false" },
-                        { "client.id", "chargeonce-consumer" },
-                        /* at the in-flight cap the pipeline stops taking
-                         * messages and librdkafka holds its prefetch:
-                         * bound it (librdkafka's default is 64 MB) */
-                        { "queued.max.messages.kbytes", "16384" },
-                };
-                if (kconf_defaults(conf, ko, KCONF_MEMBER, defaults,
-                                   sizeof(defaults) / sizeof(*defaults), errstr,
-                                   errstr_size) < 0)
-                        goto fail_conf;
-        }
         rd_kafka_conf_set_rebalance_cb(conf, rebalance_cb);
         rd_kafka_conf_set_opaque(conf, kc);
 

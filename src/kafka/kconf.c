@@ -56,6 +56,31 @@ static const struct kconf_default net_defaults[] = {
         { "reconnect.backoff.max.ms", "1000" },
 };
 
+/*
+ * The group member's and the producers' defaults. The fetch and the
+ * linger trade a few milliseconds for fewer requests, the broker's cost
+ * being per request (docs/configuration.md; docs/benchmarks.md, item 5):
+ * a fetch is answered once 64 KiB are there or after 5 ms, not at the
+ * first byte, and a producer gathers 5 ms of messages (librdkafka 2.0.2's
+ * own linger, set so that it holds with any version; the relay's rounds
+ * overlap, so it adds at most 5 ms to a result). At a steady moderate
+ * rate each request otherwise carries one or two messages.
+ */
+static const struct kconf_default member_defaults[] = {
+        { "auto.offset.reset", "earliest" },
+        { "enable.partition.eof", "false" },
+        { "client.id", "chargeonce-consumer" },
+        /* at the in-flight cap the pipeline stops taking messages and
+         * librdkafka holds its prefetch: bound it (librdkafka's default
+         * is 64 MB) */
+        { "queued.max.messages.kbytes", "16384" },
+        { "fetch.wait.max.ms", "5" },
+        { "fetch.min.bytes", "65536" },
+};
+static const struct kconf_default producer_defaults[] = {
+        { "linger.ms", "5" },
+};
+
 rd_kafka_conf_t *kconf_new(const struct kafka_opts *ko, enum kconf_role role,
                            char *errstr, size_t errstr_size)
 {
@@ -91,7 +116,16 @@ rd_kafka_conf_t *kconf_new(const struct kafka_opts *ko, enum kconf_role role,
         }
         if (kconf_defaults(conf, ko, role, net_defaults,
                            sizeof(net_defaults) / sizeof(*net_defaults), errstr,
-                           errstr_size) < 0) {
+                           errstr_size) < 0 ||
+            (role == KCONF_MEMBER &&
+             kconf_defaults(conf, ko, role, member_defaults,
+                            sizeof(member_defaults) / sizeof(*member_defaults),
+                            errstr, errstr_size) < 0) ||
+            (role == KCONF_PRODUCER &&
+             kconf_defaults(conf, ko, role, producer_defaults,
+                            sizeof(producer_defaults) /
+                                sizeof(*producer_defaults),
+                            errstr, errstr_size) < 0)) {
                 rd_kafka_conf_destroy(conf);
                 return NULL;
         }

@@ -48,8 +48,11 @@ enum kconf_role { KCONF_CONSUMER, KCONF_PRODUCER, KCONF_MEMBER };
  * to role (and the logger): kafka.<prop> applies to every client,
  * kafka.consumer.<prop> to consumers only and kafka.producer.<prop> to
  * producers only (so a consumer-only property does not make every
- * producer warn). Owned by the caller (rd_kafka_new() takes it over on
- * success). NULL with a message naming the property on error.
+ * producer warn); then, for what ko does not set, chargeonce's defaults:
+ * the dead-link bounds for every client, the group member's (fetch
+ * batching, the prefetch bound, ...) and the producers' (linger.ms).
+ * Owned by the caller (rd_kafka_new() takes it over on success). NULL with a
+ * message naming the property on error.
  */
 rd_kafka_conf_t *kconf_new(const struct kafka_opts *ko, enum kconf_role role,
                            char *errstr, size_t errstr_size) CO_MUST_CHECK;

@@ -48,19 +48,6 @@ struct kproducer *kproducer_new(const struct kafka_opts *ko,
                 rd_kafka_conf_destroy(conf);
                 goto fail;
         }
-        {
-                /* the relay waits for a round's delivery reports before the
-                 * next round: librdkafka's 5 ms linger would add to every
-                 * round's latency */
-                static const struct kconf_default defaults[] = {
-                        { "linger.ms", "1" },
-                };
-                if (kconf_defaults(conf, ko, KCONF_PRODUCER, defaults, 1,
-                                   errstr, errstr_size) < 0) {
-                        rd_kafka_conf_destroy(conf);
-                        goto fail;
-                }
-        }
         rd_kafka_conf_set_dr_msg_cb(conf, dr_msg_cb);
         kp->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, rderr, sizeof(rderr));
         if (!kp->rk) {

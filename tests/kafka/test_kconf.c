@@ -4,7 +4,8 @@
  * KIP-345): derived from worker.id, "none", an explicit
  * kafka.group.instance.id winning, conflicts naming both keys, and only
  * the group member's configuration ever carrying it; and when a static
- * member's fencing is its own rejoin's (kconsumer_self_fence).
+ * member's fencing is its own rejoin's (kconsumer_self_fence); and
+ * chargeonce's defaults per role, each overridable.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -179,6 +180,61 @@ static void test_rejoin_budget(void **state)
         assert_int_equal(r.n, 1);
 }
 
+/* A property of a configuration made for role, or "" if unset. */
+static const char *conf_value(const struct kafka_opts *ko, enum kconf_role role,
+                              const char *name)
+{
+        static char v[256];
+        size_t n              = sizeof(v);
+        rd_kafka_conf_t *conf = kconf_new(ko, role, err, sizeof(err));
+
+        assert_non_null(conf);
+        if (rd_kafka_conf_get(conf, name, v, &n) != RD_KAFKA_CONF_OK)
+                v[0] = '\0';
+        rd_kafka_conf_destroy(conf);
+        return v;
+}
+
+/* chargeonce's defaults per role (docs/configuration.md), each one
+ * overridden by kafka.<prop> or kafka.<role>.<prop> */
+static void test_role_defaults(void **state)
+{
+        struct kafka_opts none = { 0 };
+        struct kafka_prop p[]  = { { "consumer.fetch.wait.max.ms", "500" },
+                                   { "fetch.min.bytes", "1" },
+                                   { "producer.linger.ms", "1" } };
+        struct kafka_opts ko   = { .props = p, .n_props = 3 };
+
+        (void)state;
+        assert_string_equal(
+            conf_value(&none, KCONF_MEMBER, "fetch.wait.max.ms"), "5");
+        assert_string_equal(conf_value(&none, KCONF_MEMBER, "fetch.min.bytes"),
+                            "65536");
+        assert_string_equal(
+            conf_value(&none, KCONF_MEMBER, "queued.max.messages.kbytes"),
+            "16384");
+        /* "earliest", as librdkafka spells it back */
+        assert_string_equal(
+            conf_value(&none, KCONF_MEMBER, "auto.offset.reset"), "smallest");
+        assert_string_equal(conf_value(&none, KCONF_MEMBER, "client.id"),
+                            "chargeonce-consumer");
+        assert_string_equal(conf_value(&none, KCONF_PRODUCER, "linger.ms"),
+                            "5");
+        /* the member's defaults stay on the member: the replay's range
+         * reader and the admin client keep librdkafka's */
+        assert_string_equal(
+            conf_value(&none, KCONF_CONSUMER, "fetch.wait.max.ms"), "500");
+        /* every client's: the dead-link bounds */
+        assert_string_equal(
+            conf_value(&none, KCONF_PRODUCER, "socket.timeout.ms"), "10000");
+        /* the user's value wins, in either form */
+        assert_string_equal(conf_value(&ko, KCONF_MEMBER, "fetch.wait.max.ms"),
+                            "500");
+        assert_string_equal(conf_value(&ko, KCONF_MEMBER, "fetch.min.bytes"),
+                            "1");
+        assert_string_equal(conf_value(&ko, KCONF_PRODUCER, "linger.ms"), "1");
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -189,6 +245,7 @@ int main(void)
                 cmocka_unit_test(test_member_only),
                 cmocka_unit_test(test_self_fence),
                 cmocka_unit_test(test_rejoin_budget),
+                cmocka_unit_test(test_role_defaults),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
