@@ -49,8 +49,8 @@ bench_work settings
 	set -euo pipefail
 	. "'"$root"'/bench/lib.sh"
 	trap cleanup_all EXIT
-	# CPU time of a process (clock ticks): its own and its reaped
-	# children s (the postmaster s exited backends)
+	# CPU time of a process in clock ticks, with that of its reaped
+	# children (for the postmaster: the backends that have exited)
 	cpu() { awk "{ print \$14 + \$15 + \$16 + \$17 }" "/proc/$1/stat" \
 		2>/dev/null || echo 0; }
 	pg_cpu() {

@@ -40,6 +40,17 @@ int kconf_set(rd_kafka_conf_t *conf, const char *name, const char *value,
 
 #define INSTANCE_ID "group.instance.id"
 
+/* A property chargeonce sets unless the user set it. */
+struct kconf_default {
+        const char *name, *value;
+};
+
+#define KCONF_N(a) (sizeof(a) / sizeof(*(a)))
+
+static int kconf_defaults(rd_kafka_conf_t *conf, const struct kafka_opts *ko,
+                          enum kconf_role role, const struct kconf_default *d,
+                          size_t n, char *errstr, size_t errstr_size);
+
 /*
  * Dead links, bounded (docs/configuration.md, "Dead links"): set unless
  * a kafka.* property sets them. librdkafka's own defaults
@@ -80,6 +91,15 @@ static const struct kconf_default member_defaults[] = {
 static const struct kconf_default producer_defaults[] = {
         { "linger.ms", "5" },
 };
+/* Each role's own defaults, after the dead-link bounds every client has. */
+static const struct {
+        const struct kconf_default *d;
+        size_t n;
+} role_defaults[] = {
+        [KCONF_CONSUMER] = { NULL, 0 },
+        [KCONF_PRODUCER] = { producer_defaults, KCONF_N(producer_defaults) },
+        [KCONF_MEMBER]   = { member_defaults, KCONF_N(member_defaults) },
+};
 
 rd_kafka_conf_t *kconf_new(const struct kafka_opts *ko, enum kconf_role role,
                            char *errstr, size_t errstr_size)
@@ -114,18 +134,10 @@ rd_kafka_conf_t *kconf_new(const struct kafka_opts *ko, enum kconf_role role,
                         return NULL;
                 }
         }
-        if (kconf_defaults(conf, ko, role, net_defaults,
-                           sizeof(net_defaults) / sizeof(*net_defaults), errstr,
-                           errstr_size) < 0 ||
-            (role == KCONF_MEMBER &&
-             kconf_defaults(conf, ko, role, member_defaults,
-                            sizeof(member_defaults) / sizeof(*member_defaults),
-                            errstr, errstr_size) < 0) ||
-            (role == KCONF_PRODUCER &&
-             kconf_defaults(conf, ko, role, producer_defaults,
-                            sizeof(producer_defaults) /
-                                sizeof(*producer_defaults),
-                            errstr, errstr_size) < 0)) {
+        if (kconf_defaults(conf, ko, role, net_defaults, KCONF_N(net_defaults),
+                           errstr, errstr_size) < 0 ||
+            kconf_defaults(conf, ko, role, role_defaults[role].d,
+                           role_defaults[role].n, errstr, errstr_size) < 0) {
                 rd_kafka_conf_destroy(conf);
                 return NULL;
         }
@@ -245,9 +257,11 @@ static bool kconf_user_set(const struct kafka_opts *ko, enum kconf_role role,
         return false;
 }
 
-int kconf_defaults(rd_kafka_conf_t *conf, const struct kafka_opts *ko,
-                   enum kconf_role role, const struct kconf_default *d,
-                   size_t n, char *errstr, size_t errstr_size)
+/* Sets each default that ko does not set for role (as kafka.<name> or
+ * kafka.<role>.<name>). 0, or -1 naming the property. */
+static int kconf_defaults(rd_kafka_conf_t *conf, const struct kafka_opts *ko,
+                          enum kconf_role role, const struct kconf_default *d,
+                          size_t n, char *errstr, size_t errstr_size)
 {
         for (size_t i = 0; i < n; i++)
                 if (!kconf_user_set(ko, role, d[i].name) &&

@@ -61,17 +61,6 @@ rd_kafka_conf_t *kconf_new(const struct kafka_opts *ko, enum kconf_role role,
 int kconf_set(rd_kafka_conf_t *conf, const char *name, const char *value,
               char *errstr, size_t errstr_size) CO_MUST_CHECK;
 
-/* A property chargeonce sets unless the user set it. */
-struct kconf_default {
-        const char *name, *value;
-};
-
-/* Sets each default that ko does not set for role (as kafka.<name> or
- * kafka.<role>.<name>). 0, or -1 naming the property. */
-int kconf_defaults(rd_kafka_conf_t *conf, const struct kafka_opts *ko,
-                   enum kconf_role role, const struct kconf_default *d,
-                   size_t n, char *errstr, size_t errstr_size) CO_MUST_CHECK;
-
 /*
  * The group member's group.instance.id, from the group.instance.id key
  * (setting), worker.id and an explicit kafka.group.instance.id (or

@@ -99,20 +99,25 @@ static void test_conflict_names_both(void **state)
         assert_non_null(strstr(err, "kafka.consumer.group.instance.id"));
 }
 
-/* group.instance.id of a configuration made for role, or "" if unset. */
-static const char *conf_id(const struct kafka_opts *ko, enum kconf_role role)
+/* A property of a configuration made for role, or "" if unset. */
+static const char *conf_value(const struct kafka_opts *ko, enum kconf_role role,
+                              const char *name)
 {
         static char v[256];
         size_t n              = sizeof(v);
         rd_kafka_conf_t *conf = kconf_new(ko, role, err, sizeof(err));
 
         assert_non_null(conf);
-        v[0] = '\0';
-        if (rd_kafka_conf_get(conf, "group.instance.id", v, &n) !=
-            RD_KAFKA_CONF_OK)
+        if (rd_kafka_conf_get(conf, name, v, &n) != RD_KAFKA_CONF_OK)
                 v[0] = '\0';
         rd_kafka_conf_destroy(conf);
         return v;
+}
+
+/* group.instance.id of a configuration made for role, or "" if unset. */
+static const char *conf_id(const struct kafka_opts *ko, enum kconf_role role)
+{
+        return conf_value(ko, role, "group.instance.id");
 }
 
 static void test_member_only(void **state)
@@ -180,30 +185,16 @@ static void test_rejoin_budget(void **state)
         assert_int_equal(r.n, 1);
 }
 
-/* A property of a configuration made for role, or "" if unset. */
-static const char *conf_value(const struct kafka_opts *ko, enum kconf_role role,
-                              const char *name)
-{
-        static char v[256];
-        size_t n              = sizeof(v);
-        rd_kafka_conf_t *conf = kconf_new(ko, role, err, sizeof(err));
-
-        assert_non_null(conf);
-        if (rd_kafka_conf_get(conf, name, v, &n) != RD_KAFKA_CONF_OK)
-                v[0] = '\0';
-        rd_kafka_conf_destroy(conf);
-        return v;
-}
-
 /* chargeonce's defaults per role (docs/configuration.md), each one
  * overridden by kafka.<prop> or kafka.<role>.<prop> */
 static void test_role_defaults(void **state)
 {
         struct kafka_opts none = { 0 };
-        struct kafka_prop p[]  = { { "consumer.fetch.wait.max.ms", "500" },
-                                   { "fetch.min.bytes", "1" },
-                                   { "producer.linger.ms", "1" } };
-        struct kafka_opts ko   = { .props = p, .n_props = 3 };
+        /* values that are neither chargeonce's nor librdkafka's defaults */
+        struct kafka_prop p[] = { { "consumer.fetch.wait.max.ms", "250" },
+                                  { "fetch.min.bytes", "4096" },
+                                  { "producer.linger.ms", "2" } };
+        struct kafka_opts ko  = { .props = p, .n_props = 3 };
 
         (void)state;
         assert_string_equal(
@@ -229,10 +220,10 @@ static void test_role_defaults(void **state)
             conf_value(&none, KCONF_PRODUCER, "socket.timeout.ms"), "10000");
         /* the user's value wins, in either form */
         assert_string_equal(conf_value(&ko, KCONF_MEMBER, "fetch.wait.max.ms"),
-                            "500");
+                            "250");
         assert_string_equal(conf_value(&ko, KCONF_MEMBER, "fetch.min.bytes"),
-                            "1");
-        assert_string_equal(conf_value(&ko, KCONF_PRODUCER, "linger.ms"), "1");
+                            "4096");
+        assert_string_equal(conf_value(&ko, KCONF_PRODUCER, "linger.ms"), "2");
 }
 
 int main(void)
