@@ -50,7 +50,7 @@ applied=$(cat a.log b.log | grep -c '"applied migration' || true)
 grep -q '0 applied now' c.log || { cat c.log; echo "FAIL: second run applied something"; exit 1; }
 
 # --plan: nothing pending; then the last three as if not applied yet
-# (their rows set aside; 0028 and 0029 hold a lock that lasts to a
+# (their rows set aside; 0029 and 0031 hold a lock that lasts to a
 # COMMIT, 0030 runs without a transaction): listed with the locks they
 # take, nothing changed
 "$bin" -X "db.conninfo=$ci" migrate --plan >plan1.txt 2>/dev/null
