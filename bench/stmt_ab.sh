@@ -22,7 +22,11 @@
 # ratio of the medians (this tree / OLD). The relay's fetch and mark are
 # not in the mix (gen.py's scope): bench/capacity.sh has them per intent.
 # STMT_NEW_SQL is run on this tree's database after its migrations (an A/B
-# of a setting, e.g. "UPDATE result_format SET compact = true").
+# of a setting, e.g. "UPDATE result_format SET compact = true"), and
+# STMT_OLD_SQL on OLD's: OLD=HEAD with STMT_OLD_SQL undoing a migration
+# of this tree is an A/B of that migration. OLD's migrations marked
+# "-- chargeonce: no transaction" run statement by statement, as migrate
+# runs them; the others each in one transaction.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build-bench}
@@ -55,8 +59,13 @@ export OUT=$out ROOT=$root
 	q "CREATE DATABASE stmt_old" >/dev/null
 	q "CREATE DATABASE stmt_new" >/dev/null
 	for f in "$OUT"/old/sql/[0-9]*.sql; do
-		psql -X -q -v ON_ERROR_STOP=1 -1 "$(ci stmt_old)" -f "$f" >/dev/null
+		one=-1 # a migration marked so runs statement by statement
+		if grep -q "^-- chargeonce: no transaction" "$f"; then one=; fi
+		psql -X -q -v ON_ERROR_STOP=1 $one "$(ci stmt_old)" -f "$f" >/dev/null
 	done
+	if [ -n "${STMT_OLD_SQL:-}" ]; then
+		psql -X -q -v ON_ERROR_STOP=1 "$(ci stmt_old)" -c "$STMT_OLD_SQL" >/dev/null
+	fi
 	"$CO_BIN" -X "db.conninfo=$(ci stmt_new)" migrate >/dev/null 2>&1
 	if [ -n "${STMT_NEW_SQL:-}" ]; then
 		psql -X -q -v ON_ERROR_STOP=1 "$(ci stmt_new)" -c "$STMT_NEW_SQL" >/dev/null

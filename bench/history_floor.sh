@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# bench/history_floor.sh CONNINFO FILLED EMPTY: what bench/history.sh's
+# fill would cost PostgreSQL if making the rows cost nothing (issue 29,
+# item 1). The tables bench/history.sh fills are copied out of the
+# database FILLED (one it filled) in COPY's binary format, then loaded
+# into the database EMPTY (migrated with the same release, holding no
+# payments) with COPY ... FROM STDIN (FORMAT binary), one table at a
+# time, with their indexes, keys and foreign keys dropped as `--bulk`
+# drops them and every CHECK and trigger live; then the indexes built
+# again two at a time, the keys and the foreign keys (each checked over
+# the whole tables). Prints each table's load, the builds, and
+# PostgreSQL's CPU for each (the postmaster with every child, reaped or
+# live, from /proc: the server must run on this machine, as
+# tests/harness/services.sh start-pg runs it). CONNINFO has no dbname;
+# the two databases are named apart.
+set -euo pipefail
+
+[ $# = 3 ] || {
+	echo "usage: bench/history_floor.sh CONNINFO FILLED EMPTY" >&2
+	exit 2
+}
+ci=$1 filled=$2 empty=$3
+tables="payments ledger_postings outbox inbox webhook_events gateway_evidence"
+in="'${tables// /\',\'}'"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+q() { psql -X -v ON_ERROR_STOP=1 -Atq "$ci dbname=$1" "${@:2}"; }
+ms() { date +%s%3N; }
+pm=$(q "$empty" -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'")
+pm=$(awk '{print $4}' "/proc/$pm/stat") # the checkpointer's parent
+# CPU of the postmaster and its children, reaped or live, in ms
+cpu() {
+	{
+		awk '{print $14 + $15 + $16 + $17}' "/proc/$pm/stat"
+		for p in $(pgrep -P "$pm"); do
+			awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || true
+		done
+	} | awk -v hz="$(getconf CLK_TCK)" '{s += $1} END {printf "%d", s * 1000 / hz}'
+}
+
+[ "$(q "$empty" -c "SELECT count(*) FROM payments")" = 0 ] || {
+	echo "bench/history_floor.sh: $empty holds payments" >&2
+	exit 2
+}
+for t in $tables; do
+	q "$filled" -c "COPY $t TO STDOUT (FORMAT binary)" >"$work/$t.bin"
+done
+# what --bulk drops, to be made again after the rows
+q "$empty" -c "SELECT format('ALTER TABLE %s ADD CONSTRAINT %I %s;', conrelid::regclass,
+                     conname, pg_get_constraintdef(oid))
+                 FROM pg_constraint WHERE contype IN ('p', 'u')
+                  AND conrelid::regclass::text IN ($in) ORDER BY 1" >"$work/keys.sql"
+q "$empty" -c "SELECT format('ALTER TABLE %s ADD CONSTRAINT %I %s;', conrelid::regclass,
+                     conname, pg_get_constraintdef(oid))
+                 FROM pg_constraint WHERE contype = 'f'
+                  AND (conrelid::regclass::text IN ($in)
+                       OR confrelid::regclass::text IN ($in)) ORDER BY 1" >"$work/fk.sql"
+q "$empty" -c "SELECT pg_get_indexdef(i.indexrelid) || ';' FROM pg_index i
+                WHERE indrelid::regclass::text IN ($in)
+                  AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid
+                                     AND c.contype IN ('p', 'u')) ORDER BY 1" >"$work/idx.sql"
+q "$empty" -c "SELECT format('ALTER TABLE %s DROP CONSTRAINT %I;', conrelid::regclass, conname)
+                 FROM pg_constraint WHERE contype = 'f'
+                  AND (conrelid::regclass::text IN ($in) OR confrelid::regclass::text IN ($in))
+               UNION ALL
+               SELECT format('ALTER TABLE %s DROP CONSTRAINT %I;', conrelid::regclass, conname)
+                 FROM pg_constraint WHERE contype IN ('p', 'u')
+                  AND conrelid::regclass::text IN ($in)" >"$work/drop.sql"
+q "$empty" -c "SELECT format('DROP INDEX %s;', indexrelid::regclass) FROM pg_index i
+                WHERE indrelid::regclass::text IN ($in)
+                  AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid
+                                     AND c.contype IN ('p', 'u'))" >>"$work/drop.sql"
+q "$empty" -1 -f "$work/drop.sql" >/dev/null
+q "$empty" -c CHECKPOINT
+
+n=$(q "$filled" -c "SELECT count(*) FROM payments")
+c0=$(cpu) t0=$(ms)
+for t in $tables; do
+	a=$(ms) ca=$(cpu)
+	q "$empty" -c "COPY $t FROM STDIN (FORMAT binary)" <"$work/$t.bin"
+	echo "copy $t: $(q "$empty" -c "SELECT count(*) FROM $t") rows in $(($(ms) - a)) ms, PostgreSQL CPU $(($(cpu) - ca)) ms"
+done
+t1=$(ms) c1=$(cpu)
+echo "rows, one table at a time: $((t1 - t0)) ms, PostgreSQL CPU $((c1 - c0)) ms"
+cat "$work/idx.sql" "$work/keys.sql" |
+	xargs -P2 -d '\n' -I{} psql -X -v ON_ERROR_STOP=1 -q "$ci dbname=$empty" \
+		-c "SET maintenance_work_mem = '512MB'" -c "{}"
+q "$empty" -1 -f "$work/fk.sql" >/dev/null
+t2=$(ms) c2=$(cpu)
+echo "indexes (two at a time), keys and foreign keys: $((t2 - t1)) ms, PostgreSQL CPU $((c2 - c1)) ms"
+echo "payments $n: $((t2 - t0)) ms, PostgreSQL CPU $((c2 - c0)) ms, $(((c2 - c0) * 1000 / n)) µs per payment"
