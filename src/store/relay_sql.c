@@ -38,6 +38,7 @@ struct store_relay {
         unsigned cursor; /* where the next search for free shards starts */
         int64_t logged_through; /* relay_progress: the last through written */
         int64_t logged_ms;      /* and when (time_mono_ms) */
+        unsigned prepared;      /* hot statements prepared on work (bits) */
 };
 
 /* relay_progress (0027) gets an entry at most this often */
@@ -112,6 +113,83 @@ static int run_number(PGconn *conn, const char *what, const char *sql,
                 *out = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
         PQclear(res);
         return STORE_OK;
+}
+
+/*
+ * The statements of every round, prepared once per work connection (a
+ * named statement): parsing and planning the fetch cost PostgreSQL more
+ * than running it (0.40 against 0.18 ms a fetch of 40 rows, pgbench -M
+ * extended against -M prepared; docs/benchmarks.md). Their generic plans
+ * are the custom ones: the fetch reads the primary key from $6 up to the
+ * outbox sequence's value (a range PostgreSQL estimates small without
+ * the values), the others one row of relay_cursor.
+ */
+enum hot_stmt {
+        HOT_CURSOR,
+        HOT_FETCH,
+        HOT_RESOLVED,
+        HOT_SEQ,
+        HOT_ADVANCE,
+        HOT_MARK,
+        HOT_N
+};
+
+struct hot_def {
+        const char *name; /* the prepared statement's */
+        const char *what; /* for errors */
+        const char *sql;
+        int nparams;
+};
+
+static const struct hot_def hot_defs[HOT_N];
+
+/*
+ * run() of hot statement h on the work connection, prepared first if
+ * this connection has not prepared it yet.
+ */
+static PGresult *run_hot(struct store_relay *sr, enum hot_stmt h,
+                         const char *const *values, int *rc, char *errstr,
+                         size_t errstr_size)
+{
+        const struct hot_def *d = &hot_defs[h];
+        const char *state;
+        PGresult *res;
+        ExecStatusType st;
+
+        if (!sr->work || PQstatus(sr->work) != CONNECTION_OK) {
+                snprintf(errstr, errstr_size, "%s: no database connection",
+                         d->what);
+                *rc = STORE_ERR_CONN;
+                return NULL;
+        }
+        if (!(sr->prepared & (1u << h))) {
+                res = PQprepare(sr->work, d->name, d->sql, d->nparams, NULL);
+                if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+                        store_format_error(res, sr->work, d->what, errstr,
+                                           errstr_size);
+                        *rc = store_error_rc(res, sr->work);
+                        PQclear(res);
+                        return NULL;
+                }
+                PQclear(res);
+                sr->prepared |= 1u << h;
+        }
+        res = PQexecPrepared(sr->work, d->name, d->nparams, values, NULL, NULL,
+                             0);
+        st  = PQresultStatus(res);
+        if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) {
+                *rc = STORE_OK;
+                return res;
+        }
+        store_format_error(res, sr->work, d->what, errstr, errstr_size);
+        *rc = store_error_rc(res, sr->work);
+        /* gone from the session (a DISCARD by a pooler, say): prepared
+         * again by the next call */
+        state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+        if (state && !strcmp(state, "26000"))
+                sr->prepared &= ~(1u << h);
+        PQclear(res);
+        return NULL;
 }
 
 /* The array literal "{a,b,c}" of v[0..n) into a (store_pgarr_free). Aborts if
@@ -231,6 +309,7 @@ int store_relay_ensure(struct store_relay *sr, char *errstr, size_t errstr_size)
         lc.component = "relay";
         if (!sr->work || PQstatus(sr->work) != CONNECTION_OK) {
                 PQfinish(sr->work);
+                sr->prepared = 0;
                 sr->work = connect_one(sr->conninfo, STORE_RELAY_APP, errstr,
                                        errstr_size);
                 if (!sr->work)
@@ -402,9 +481,7 @@ static int cursor_read(struct store_relay *sr, char *through, size_t size,
         int rc;
 
         *done = NULL;
-        res   = run(sr->work, "relay cursor",
-                    "SELECT through, done FROM relay_cursor WHERE id = 1", 0,
-                    NULL, &rc, errstr, errstr_size);
+        res   = run_hot(sr, HOT_CURSOR, NULL, &rc, errstr, errstr_size);
         if (!res)
                 return rc;
         if (PQntuples(res) != 1) {
@@ -470,8 +547,7 @@ int store_relay_fetch(struct store_relay *sr, size_t max, size_t window,
          * above by STORE_OUTBOX_ID_CEILING, which keeps the plan on the
          * primary key when the outbox has no statistics yet.
          */
-        res = run(sr->work, "relay fetch", STORE_RELAY_FETCH_SQL, 7, v, &rc,
-                  errstr, errstr_size);
+        res = run_hot(sr, HOT_FETCH, v, &rc, errstr, errstr_size);
         store_pgarr_free(&shards);
         store_pgarr_free(&skipped);
         free(done);
@@ -594,8 +670,7 @@ int store_relay_advance(struct store_relay *sr, int64_t *through, char *errstr,
         int rc;
 
         *through = -1;
-        res = run(sr->work, "relay cursor", ADVANCE_RESOLVED_SQL, 0, NULL, &rc,
-                  errstr, errstr_size);
+        res      = run_hot(sr, HOT_RESOLVED, NULL, &rc, errstr, errstr_size);
         if (!res)
                 return rc;
         if (PQntuples(res) != 1) {
@@ -609,8 +684,7 @@ int store_relay_advance(struct store_relay *sr, int64_t *through, char *errstr,
                 PQclear(res);
                 return STORE_OK;
         }
-        sq = run(sr->work, "relay cursor", ADVANCE_SEQ_SQL, 0, NULL, &rc,
-                 errstr, errstr_size);
+        sq = run_hot(sr, HOT_SEQ, NULL, &rc, errstr, errstr_size);
         if (sq && strcmp(PQgetvalue(sq, 0, 1), "t") != 0) {
                 snprintf(errstr, errstr_size,
                          "relay cursor: outbox's sequence hands out ids in "
@@ -637,8 +711,7 @@ int store_relay_advance(struct store_relay *sr, int64_t *through, char *errstr,
                 v[0] = PQgetisnull(res, 0, 1) ? NULL : PQgetvalue(res, 0, 1);
                 v[1] = PQgetvalue(res, 0, 2);
                 v[2] = PQgetvalue(sq, 0, 0);
-                up   = run(sr->work, "relay cursor", ADVANCE_SQL, 3, v, &rc,
-                           errstr, errstr_size);
+                up   = run_hot(sr, HOT_ADVANCE, v, &rc, errstr, errstr_size);
         }
         if (up && PQntuples(up) == 1)
                 *through = strtoll(PQgetvalue(up, 0, 0), NULL, 10);
@@ -672,11 +745,37 @@ static int update_ids(struct store_relay *sr, const char *what, const char *sql,
         return rc;
 }
 
+/* The mark: see store_relay_mark. */
+#define MARK_SQL                                                               \
+        "WITH c0 AS (SELECT through, done FROM relay_cursor"                   \
+        "             WHERE id = 1 FOR UPDATE),"                               \
+        " n AS (SELECT coalesce(range_agg(int8range(i, i, '[]')), '{}')"       \
+        "              AS add, count(DISTINCT i) AS k"                         \
+        "         FROM c0, unnest($1::bigint[]) i"                             \
+        "        WHERE i > c0.through AND NOT c0.done @> i),"                  \
+        " u AS (UPDATE relay_cursor c SET done = c.done + n.add FROM n"        \
+        "        WHERE c.id = 1 AND n.k > 0 RETURNING 1)"                      \
+        " SELECT n.k FROM n"
+
+static const struct hot_def hot_defs[HOT_N] = {
+        [HOT_CURSOR]   = { "relay_cursor", "relay cursor",
+                           "SELECT through, done FROM relay_cursor WHERE id = 1",
+                           0 },
+        [HOT_FETCH]    = { "relay_fetch", "relay fetch", STORE_RELAY_FETCH_SQL,
+                           7 },
+        [HOT_RESOLVED] = { "relay_resolved", "relay cursor",
+                           ADVANCE_RESOLVED_SQL, 0 },
+        [HOT_SEQ]      = { "relay_seq", "relay cursor", ADVANCE_SEQ_SQL, 0 },
+        [HOT_ADVANCE]  = { "relay_advance", "relay cursor", ADVANCE_SQL, 3 },
+        [HOT_MARK]     = { "relay_mark", "relay mark", MARK_SQL, 1 },
+};
+
 int store_relay_mark(struct store_relay *sr, const int64_t *ids, size_t n,
                      int64_t *marked, char *errstr, size_t errstr_size)
 {
         struct pgarr arr;
         const char *v[1];
+        PGresult *res;
         int rc;
 
         *marked = 0;
@@ -690,20 +789,14 @@ int store_relay_mark(struct store_relay *sr, const int64_t *ids, size_t n,
          * (another relay may have marked some, or an advance passed
          * them); the update re-reads that version.
          */
-        rc = run_number(
-            sr->work, "relay mark",
-            "WITH c0 AS (SELECT through, done FROM relay_cursor"
-            "             WHERE id = 1 FOR UPDATE),"
-            " n AS (SELECT coalesce(range_agg(int8range(i, i, '[]')), '{}')"
-            "              AS add, count(DISTINCT i) AS k"
-            "         FROM c0, unnest($1::bigint[]) i"
-            "        WHERE i > c0.through AND NOT c0.done @> i),"
-            " u AS (UPDATE relay_cursor c SET done = c.done + n.add FROM n"
-            "        WHERE c.id = 1 AND n.k > 0 RETURNING 1)"
-            " SELECT n.k FROM n",
-            1, v, false, marked, errstr, errstr_size);
+        res = run_hot(sr, HOT_MARK, v, &rc, errstr, errstr_size);
         store_pgarr_free(&arr);
-        return rc;
+        if (!res)
+                return rc;
+        if (PQntuples(res) > 0)
+                *marked = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+        PQclear(res);
+        return STORE_OK;
 }
 
 int store_relay_note_failed(struct store_relay *sr, const int64_t *ids,

@@ -15,6 +15,9 @@
  *   test_relay multi2     two relays at once, 10,000 rows over 500 keys
  *   test_relay multi3     three relays, one killed and replaced midway
  *   test_relay outage     the broker stopped for 10 s while publishing
+ *   test_relay db_reconnect
+ *                         the relay's database connections ended twice
+ *                         with rows behind: all published once, in order
  *   test_relay retention  cleanup of old published rows only; republish
  *                         of an intent, a key and a time range
  *   test_relay latency    idle latency from commit to the topic, rows/s
@@ -457,6 +460,42 @@ static void outage(void)
                (long long)(now_ms() - t0));
         stop_ok(&c);
         SC_CHECK(verify(&sc, 3000, false).rows == 6000, "rows");
+        sc_cleanup(&sc);
+}
+
+/*
+ * The relay's database connections ended under it (pg_terminate_backend,
+ * as a failover or a restart of PostgreSQL ends them) twice, each time
+ * with rows committed behind: it connects again, prepares its
+ * statements again on the new connection and publishes everything once,
+ * in key order.
+ */
+static void db_reconnect(void)
+{
+        struct scenario sc;
+        struct co c;
+
+        sc_init(&sc, "relay_db_reconnect", 3);
+        co_start(&sc, &c, "relay", NULL, NULL, NULL);
+        insert_rows(&sc, 0, 500, 50);
+        SC_CHECK(wait_published(&sc, T_WAIT), "first rows");
+        for (int round = 1; round <= 2; round++) {
+                long ended = sc_sql_long(
+                    &sc, "SELECT count(pg_terminate_backend(pid))"
+                         "  FROM pg_stat_activity"
+                         " WHERE datname = current_database()"
+                         "   AND application_name LIKE 'chargeonce relay%%'");
+                SC_CHECK(ended == 2, "ended %ld relay connection(s), want 2",
+                         ended);
+                insert_rows(&sc, 500 * round, 500, 50);
+                SC_CHECK(wait_published(&sc, 30000),
+                         "%ld rows left unpublished after the relay's "
+                         "connections ended (time %d)",
+                         unpublished(&sc), round);
+                SC_CHECK(co_alive(&c), "the relay died with its connections");
+        }
+        stop_ok(&c);
+        SC_CHECK(verify(&sc, 3000, false).rows == 1500, "rows");
         sc_cleanup(&sc);
 }
 
@@ -1447,6 +1486,7 @@ int main(int argc, char **argv)
                 { "multi2", multi2, NULL, NULL },
                 { "multi3", multi3, NULL, NULL },
                 { "outage", outage, NULL, NULL },
+                { "db_reconnect", db_reconnect, NULL, NULL },
                 { "retention", retention, NULL, NULL },
                 { "latency", latency, NULL, NULL },
                 { "inproc", inproc, NULL, NULL },
