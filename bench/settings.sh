@@ -15,7 +15,11 @@
 # p50/p99/max (produce to result, ms) and the CPU per intent (µs) of the
 # broker's JVM, PostgreSQL (the postmaster and every child, exited ones
 # included), chargeonce and the whole machine (/proc/stat) while the run
-# produced and drained. Builds as bench/latency.sh does (BUILD_DIR, CO_BIN).
+# produced and drained, and PostgreSQL's split by process (each client
+# by its application_name, the others by their backend type). Builds as bench/latency.sh does (BUILD_DIR, CO_BIN).
+#
+# A configuration's bin=PATH runs that chargeonce binary instead (two
+# builds side by side, e.g. one of an earlier commit built in a worktree).
 #
 # Example (issue 29 item 5: the defaults against the fetch and linger
 # settings before them):
@@ -63,6 +67,25 @@ bench_work settings
 		echo "$s"
 	}
 	machine_cpu() { awk "/^cpu / { print \$2 + \$3 + \$4 + \$7 + \$8 }" /proc/stat; }
+	# pg_procs FILE: "pid ticks kind" of every live server process, kind
+	# its backend type or, for a client, its application_name
+	pg_procs() {
+		local pm
+		pm=$(head -n 1 "$CHARGEONCE_TEST_DIR/pg/data/postmaster.pid")
+		psql_q postgres "SELECT pid, replace(CASE backend_type
+		        WHEN '"'client backend'"' THEN coalesce(nullif(application_name, '"''"'), '"'client'"')
+		        ELSE backend_type END, '"' '"', '"'_'"') FROM pg_stat_activity" |
+			tr "|" " " | LC_ALL=C sort -k1,1 >"$1.kind"
+		for p in $(pgrep -P "$pm"); do echo "$p $(cpu "$p")"; done |
+			LC_ALL=C sort -k1,1 >"$1.cpu"
+		LC_ALL=C join "$1.cpu" "$1.kind" >"$1" || true
+	}
+	# pg_split BEFORE AFTER: "kind":ticks,... of the processes live at
+	# both ends (what the others used is pg_ticks less these)
+	pg_split() {
+		LC_ALL=C join -o 1.3,2.2,1.2 "$2" "$1" |
+			awk "{ t[\$1] += \$3 - \$2 } END { s = \"\"; for (k in t) { printf \"%s\\\"%s\\\":%d\", s, k, t[k]; s = \",\" } }"
+	}
 	broker=$(cat "$CHARGEONCE_TEST_DIR/kafka.pid")
 	run() { # run TAG CONFIG SECONDS [-X K=V]...
 		local tag=$1 cfg=$2 secs=$3 name out i0 i1 b0 b1 p0 p1 c0 c1 m0 m1
@@ -74,23 +97,32 @@ bench_work settings
 		co_start "$name" "$@"
 		sleep 2
 		i0=$(cpu "$broker"); sleep 10; i1=$(cpu "$broker")
+		pg_procs "$WORK/procs0"
 		b0=$(cpu "$broker"); p0=$(pg_cpu); c0=$(cpu "$CO_PID"); m0=$(machine_cpu)
 		out=$("$E2E_BIN" run --brokers "$CHARGEONCE_TEST_KAFKA" \
 			--intents "$name.intents" --results "$name.results" \
 			--run "$name" --n $((RATE * secs)) --rate "$RATE" \
 			--warmup "$RATE" --sim-ms "$SIM" --timeout 180 || true)
 		b1=$(cpu "$broker"); p1=$(pg_cpu); c1=$(cpu "$CO_PID"); m1=$(machine_cpu)
+		pg_procs "$WORK/procs1"
 		co_stop
 		sim_stop
 		db_drop "db_$name"
 		[ -n "$out" ] || out="{\"ok\":false}"
-		echo "{\"config\":\"$cfg\",\"tag\":\"$tag\",\"ticks_per_s\":$(getconf CLK_TCK),\"idle_broker_ticks_10s\":$((i1 - i0)),\"broker_ticks\":$((b1 - b0)),\"pg_ticks\":$((p1 - p0)),\"chargeonce_ticks\":$((c1 - c0)),\"machine_ticks\":$((m1 - m0)),\"load\":\"$(cut -d" " -f1 /proc/loadavg)\",${out#\{}"
+		echo "{\"config\":\"$cfg\",\"tag\":\"$tag\",\"ticks_per_s\":$(getconf CLK_TCK),\"idle_broker_ticks_10s\":$((i1 - i0)),\"broker_ticks\":$((b1 - b0)),\"pg_ticks\":$((p1 - p0)),\"chargeonce_ticks\":$((c1 - c0)),\"machine_ticks\":$((m1 - m0)),\"pg_by_process\":{$(pg_split "$WORK/procs0" "$WORK/procs1")},\"load\":\"$(cut -d" " -f1 /proc/loadavg)\",${out#\{}"
 	}
-	xs() { # the -X options of configuration $1 into X
+	base_bin=$CO_BIN
+	xs() { # the -X options of configuration $1 into X; bin=PATH into CO_BIN
 		local s v
 		v=SETTINGS_$1
 		X=()
-		for s in ${!v}; do X+=(-X "$s"); done
+		CO_BIN=$base_bin
+		for s in ${!v}; do
+			case $s in
+			bin=*) CO_BIN=${s#bin=} ;;
+			*) X+=(-X "$s") ;;
+			esac
+		done
 	}
 	if [ "$WARMUP_SECS" -gt 0 ]; then
 		set -- $SETTINGS_NAMES
@@ -136,4 +168,20 @@ for c in order:
              "" if not bad else "  (%d run(s) NOT ok, left out)" % bad))
     print("settings: %-10s p99 of each run: %s" % (
         "", ", ".join("%.1f" % r.get("p99_ms", 0) for r in rs)))
+    # PostgreSQL's CPU per intent by process (live at both ends of the
+    # run; "(others)": those that started or ended within it)
+    kinds = sorted({k for r in rs for k in r.get("pg_by_process", {})})
+    def split(r):
+        d = dict(r.get("pg_by_process", {}))
+        d["(others)"] = r["pg_ticks"] - sum(d.values())
+        return d
+    parts = []
+    for k in kinds + ["(others)"]:
+        v = statistics.median(
+            split(r).get(k, 0) * 1e6 / r["ticks_per_s"] /
+            max(1, r.get("n", 0) + r.get("warmup", 0)) for r in rs)
+        if v >= 0.5:
+            parts.append("%s %.0f" % (k, v))
+    print("settings: %-10s PostgreSQL µs/intent by process: %s" % (
+        "", ", ".join(parts)))
 PY
