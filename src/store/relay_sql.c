@@ -183,11 +183,14 @@ static PGresult *run_hot(struct store_relay *sr, enum hot_stmt h,
         }
         store_format_error(res, sr->work, d->what, errstr, errstr_size);
         *rc = store_error_rc(res, sr->work);
-        /* gone from the session (a DISCARD by a pooler, say): prepared
-         * again by the next call */
+        /* The session lost its prepared statements (a DEALLOCATE or
+         * DISCARD ALL run on it, which also resets its settings): the
+         * next store_relay_ensure opens a new work connection. */
         state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-        if (state && !strcmp(state, "26000"))
-                sr->prepared &= ~(1u << h);
+        if (state && !strcmp(state, "26000")) {
+                PQfinish(sr->work);
+                sr->work = NULL;
+        }
         PQclear(res);
         return NULL;
 }

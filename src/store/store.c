@@ -190,6 +190,14 @@ bool store_error_needs_reconnect(const PGresult *res)
         return state && strcmp(state, "25006") == 0;
 }
 
+/* 26000: the prepared statement named does not exist in the session. */
+static bool lost_prepared(const PGresult *res)
+{
+        const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+
+        return state && strcmp(state, "26000") == 0;
+}
+
 static void retry_pause(struct store *st, int attempt)
 {
         /* 1..(5 * attempt) ms: enough to let the other side commit. */
@@ -297,6 +305,25 @@ PGresult *store_exec(struct store *st, const struct store_stmt *stmt,
                         store_reconnect(st);
                         *rc = STORE_ERR_CONN;
                         return NULL;
+                }
+                if (res && lost_prepared(res) && attempt == 0) {
+                        /* The session lost its prepared statements (a
+                         * DEALLOCATE or DISCARD ALL run on it, which also
+                         * resets its settings): nothing ran. A new
+                         * session (store_reconnect: its settings, nothing
+                         * prepared), then the statement once more. */
+                        PQclear(res);
+                        res = NULL;
+                        store_reconnect(st);
+                        *rc = PQstatus(st->conn) == CONNECTION_OK
+                                  ? prepare(st, stmt, errstr, errstr_size)
+                                  : STORE_ERR;
+                        if (*rc != STORE_OK) {
+                                if (*rc != STORE_ERR_SCHEMA)
+                                        *rc = STORE_ERR;
+                                return NULL;
+                        }
+                        continue;
                 }
                 if (res && is_retryable(res) && attempt < STORE_MAX_RETRIES) {
                         struct log_ctx ctx = LOG_CTX_INIT;

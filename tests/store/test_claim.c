@@ -1143,6 +1143,37 @@ static long long inspect_seq_scans(void)
  * outbox_keyless_idx (0026) the results were found by reading the
  * whole outbox.
  */
+/*
+ * The session of the store loses its prepared statements (DEALLOCATE ALL,
+ * or DISCARD ALL, which also resets its settings, as a pooler that hands
+ * the session to another client runs it): the next claim runs on a new
+ * session with the store's settings, not failing with 26000 forever.
+ */
+static void prepared_lost(void)
+{
+        static const char *const lost[] = { "DEALLOCATE ALL", "DISCARD ALL" };
+        PGconn *conn                    = store_pgconn(st);
+
+        for (int i = 0; i < 2; i++) {
+                struct st_intent one;
+                struct claim_item it;
+                char key[32];
+                PGresult *r = PQexec(conn, lost[i]);
+
+                REQUIRE(PQresultStatus(r) == PGRES_COMMAND_OK);
+                PQclear(r);
+                snprintf(key, sizeof(key), "key-lost-%d", i);
+                st_intent(&one, "t1", key, 700, 0);
+                st_item(&it, &one);
+                CHECK_EQ_I(claim(&it, 1), STORE_OK);
+                CHECK_EQ_I(it.outcome, CLAIM_NEW);
+                clear(&it, 1);
+                /* the store's session settings (store_pq_session) */
+                CHECK(st_count(conn, "SELECT (current_setting('lock_timeout')"
+                                     " <> '0')::int") == 1);
+        }
+}
+
 static void inspect_by_index(void)
 {
         static const char *const keys[] = { "t1/key-0", "t1/key-rejected" };
@@ -1248,6 +1279,7 @@ int main(int argc, char **argv)
                 { "no_violations", no_violations, NULL, NULL },
                 { "batch_joins_hashed", batch_joins_hashed, NULL, NULL },
                 { "inspect_by_index", inspect_by_index, NULL, NULL },
+                { "prepared_lost", prepared_lost, NULL, NULL },
         };
         return st_suite_main("store_claim", cases,
                              sizeof(cases) / sizeof(cases[0]), setup, teardown,
