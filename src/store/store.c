@@ -306,12 +306,15 @@ PGresult *store_exec(struct store *st, const struct store_stmt *stmt,
                         *rc = STORE_ERR_CONN;
                         return NULL;
                 }
-                if (res && lost_prepared(res) && attempt == 0) {
+                if (res && lost_prepared(res) && attempt == 0 &&
+                    PQtransactionStatus(st->conn) == PQTRANS_IDLE) {
                         /* The session lost its prepared statements (a
                          * DEALLOCATE or DISCARD ALL run on it, which also
                          * resets its settings): nothing ran. A new
                          * session (store_reconnect: its settings, nothing
-                         * prepared), then the statement once more. */
+                         * prepared), then the statement once more. Never
+                         * inside a transaction block, whose earlier
+                         * statements a new session would lose. */
                         PQclear(res);
                         res = NULL;
                         store_reconnect(st);
