@@ -189,7 +189,8 @@ static PGresult *run_hot(struct store_relay *sr, enum hot_stmt h,
         state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
         if (state && !strcmp(state, "26000")) {
                 PQfinish(sr->work);
-                sr->work = NULL;
+                sr->work     = NULL;
+                sr->prepared = 0;
         }
         PQclear(res);
         return NULL;
