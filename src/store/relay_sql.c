@@ -38,12 +38,29 @@ struct store_relay {
         unsigned cursor; /* where the next search for free shards starts */
         int64_t logged_through; /* relay_progress: the last through written */
         int64_t logged_ms;      /* and when (time_mono_ms) */
-        unsigned prepared;      /* hot statements prepared on work (bits) */
+        uint32_t prepared;      /* bit h: hot statement h prepared on work */
 };
 
 /* relay_progress (0027) gets an entry at most this often */
 #define PROGRESS_EVERY_MS 1000
 
+
+/* res if it holds rows or a command's success (*rc STORE_OK), else
+ * NULL (res cleared) with *rc set as store_error_rc says. */
+static PGresult *checked(PGconn *conn, const char *what, PGresult *res, int *rc,
+                         char *errstr, size_t errstr_size)
+{
+        ExecStatusType st = PQresultStatus(res);
+
+        if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) {
+                *rc = STORE_OK;
+                return res;
+        }
+        store_format_error(res, conn, what, errstr, errstr_size);
+        *rc = store_error_rc(res, conn);
+        PQclear(res);
+        return NULL;
+}
 
 /*
  * Runs sql with text parameters. Returns the result (owned by the caller)
@@ -54,7 +71,6 @@ static PGresult *run(PGconn *conn, const char *what, const char *sql,
                      char *errstr, size_t errstr_size)
 {
         PGresult *res;
-        ExecStatusType st;
 
         if (!conn || PQstatus(conn) != CONNECTION_OK) {
                 snprintf(errstr, errstr_size, "%s: no database connection",
@@ -63,15 +79,7 @@ static PGresult *run(PGconn *conn, const char *what, const char *sql,
                 return NULL;
         }
         res = PQexecParams(conn, sql, nparams, NULL, values, NULL, NULL, 0);
-        st  = PQresultStatus(res);
-        if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) {
-                *rc = STORE_OK;
-                return res;
-        }
-        store_format_error(res, conn, what, errstr, errstr_size);
-        *rc = store_error_rc(res, conn);
-        PQclear(res);
-        return NULL;
+        return checked(conn, what, res, rc, errstr, errstr_size);
 }
 
 static int run_ok(PGconn *conn, const char *what, const char *sql, char *errstr,
@@ -134,66 +142,43 @@ enum hot_stmt {
         HOT_N
 };
 
-struct hot_def {
-        const char *name; /* the prepared statement's */
-        const char *what; /* for errors */
-        const char *sql;
-        int nparams;
-};
-
-static const struct hot_def hot_defs[HOT_N];
+static const struct store_stmt hot_stmts[HOT_N];
 
 /*
  * run() of hot statement h on the work connection, prepared first if
- * this connection has not prepared it yet.
+ * this connection has not prepared it yet (store_prepare_once).
  */
 static PGresult *run_hot(struct store_relay *sr, enum hot_stmt h,
                          const char *const *values, int *rc, char *errstr,
                          size_t errstr_size)
 {
-        const struct hot_def *d = &hot_defs[h];
-        const char *state;
+        const struct store_stmt *d = &hot_stmts[h];
         PGresult *res;
-        ExecStatusType st;
 
         if (!sr->work || PQstatus(sr->work) != CONNECTION_OK) {
                 snprintf(errstr, errstr_size, "%s: no database connection",
-                         d->what);
+                         d->name);
                 *rc = STORE_ERR_CONN;
                 return NULL;
         }
-        if (!(sr->prepared & (1u << h))) {
-                res = PQprepare(sr->work, d->name, d->sql, d->nparams, NULL);
-                if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-                        store_format_error(res, sr->work, d->what, errstr,
-                                           errstr_size);
-                        *rc = store_error_rc(res, sr->work);
-                        PQclear(res);
-                        return NULL;
-                }
-                PQclear(res);
-                sr->prepared |= 1u << h;
-        }
+        if ((*rc = store_prepare_once(sr->work, &sr->prepared, d, errstr,
+                                      errstr_size)) != STORE_OK)
+                return NULL;
         res = PQexecPrepared(sr->work, d->name, d->nparams, values, NULL, NULL,
                              0);
-        st  = PQresultStatus(res);
-        if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) {
-                *rc = STORE_OK;
-                return res;
-        }
-        store_format_error(res, sr->work, d->what, errstr, errstr_size);
-        *rc = store_error_rc(res, sr->work);
-        /* The session lost its prepared statements (a DEALLOCATE or
-         * DISCARD ALL run on it, which also resets its settings): the
-         * next store_relay_ensure opens a new work connection. */
-        state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-        if (state && !strcmp(state, "26000")) {
+        if (store_error_lost_prepared(res)) {
+                /* the next store_relay_ensure opens a new work session */
                 PQfinish(sr->work);
                 sr->work     = NULL;
                 sr->prepared = 0;
+                snprintf(errstr, errstr_size,
+                         "%s: the session lost its prepared statements",
+                         d->name);
+                *rc = STORE_ERR;
+                PQclear(res);
+                return NULL;
         }
-        PQclear(res);
-        return NULL;
+        return checked(sr->work, d->name, res, rc, errstr, errstr_size);
 }
 
 /* The array literal "{a,b,c}" of v[0..n) into a (store_pgarr_free). Aborts if
@@ -761,17 +746,14 @@ static int update_ids(struct store_relay *sr, const char *what, const char *sql,
         "        WHERE c.id = 1 AND n.k > 0 RETURNING 1)"                      \
         " SELECT n.k FROM n"
 
-static const struct hot_def hot_defs[HOT_N] = {
-        [HOT_CURSOR]   = { "relay_cursor", "relay cursor",
-                           "SELECT through, done FROM relay_cursor WHERE id = 1",
-                           0 },
-        [HOT_FETCH]    = { "relay_fetch", "relay fetch", STORE_RELAY_FETCH_SQL,
-                           7 },
-        [HOT_RESOLVED] = { "relay_resolved", "relay cursor",
-                           ADVANCE_RESOLVED_SQL, 0 },
-        [HOT_SEQ]      = { "relay_seq", "relay cursor", ADVANCE_SEQ_SQL, 0 },
-        [HOT_ADVANCE]  = { "relay_advance", "relay cursor", ADVANCE_SQL, 3 },
-        [HOT_MARK]     = { "relay_mark", "relay mark", MARK_SQL, 1 },
+static const struct store_stmt hot_stmts[HOT_N] = {
+        { HOT_CURSOR, "relay_cursor",
+          "SELECT through, done FROM relay_cursor WHERE id = 1", 0 },
+        { HOT_FETCH, "relay_fetch", STORE_RELAY_FETCH_SQL, 7 },
+        { HOT_RESOLVED, "relay_resolved", ADVANCE_RESOLVED_SQL, 0 },
+        { HOT_SEQ, "relay_seq", ADVANCE_SEQ_SQL, 0 },
+        { HOT_ADVANCE, "relay_advance", ADVANCE_SQL, 3 },
+        { HOT_MARK, "relay_mark", MARK_SQL, 1 },
 };
 
 int store_relay_mark(struct store_relay *sr, const int64_t *ids, size_t n,

@@ -190,8 +190,7 @@ bool store_error_needs_reconnect(const PGresult *res)
         return state && strcmp(state, "25006") == 0;
 }
 
-/* 26000: the prepared statement named does not exist in the session. */
-static bool lost_prepared(const PGresult *res)
+bool store_error_lost_prepared(const PGresult *res)
 {
         const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
 
@@ -241,24 +240,33 @@ void store_disconnect(struct store *st)
         st->prepared = 0;
 }
 
-static int prepare(struct store *st, const struct store_stmt *stmt,
-                   char *errstr, size_t errstr_size)
+int store_prepare_once(PGconn *conn, uint32_t *prepared,
+                       const struct store_stmt *stmt, char *errstr,
+                       size_t errstr_size)
 {
         PGresult *res;
         int rc = STORE_OK;
 
-        if (st->prepared & (1u << stmt->id))
+        if (*prepared & (1u << stmt->id))
                 return STORE_OK;
-        res = PQprepare(st->conn, stmt->name, stmt->sql, stmt->nparams, NULL);
+        res = PQprepare(conn, stmt->name, stmt->sql, stmt->nparams, NULL);
         if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-                store_format_error(res, st->conn, stmt->name, errstr,
-                                   errstr_size);
+                store_format_error(res, conn, stmt->name, errstr, errstr_size);
                 /* a statement that does not fit the schema fails here */
-                rc = store_error_rc(res, st->conn);
+                rc = store_error_rc(res, conn);
         } else {
-                st->prepared |= 1u << stmt->id;
+                *prepared |= 1u << stmt->id;
         }
         PQclear(res);
+        return rc;
+}
+
+static int prepare(struct store *st, const struct store_stmt *stmt,
+                   char *errstr, size_t errstr_size)
+{
+        int rc = store_prepare_once(st->conn, &st->prepared, stmt, errstr,
+                                    errstr_size);
+
         if (rc == STORE_ERR_CONN)
                 store_reconnect(st);
         return rc;
@@ -279,17 +287,18 @@ PGresult *store_exec(struct store *st, const struct store_stmt *stmt,
                         return NULL;
                 }
         }
-        /* Preparing writes nothing: a broken connection then is a plain
-         * error (nothing can have committed); a statement that does not
-         * fit the schema is STORE_ERR_SCHEMA */
-        *rc = prepare(st, stmt, errstr, errstr_size);
-        if (*rc != STORE_OK) {
-                if (*rc != STORE_ERR_SCHEMA)
-                        *rc = STORE_ERR;
-                return NULL;
-        }
         for (int attempt = 0;; attempt++) {
                 ExecStatusType status;
+
+                /* Preparing writes nothing: a broken connection then is a
+                 * plain error (nothing can have committed); a statement
+                 * that does not fit the schema is STORE_ERR_SCHEMA */
+                *rc = prepare(st, stmt, errstr, errstr_size);
+                if (*rc != STORE_OK) {
+                        if (*rc != STORE_ERR_SCHEMA)
+                                *rc = STORE_ERR;
+                        return NULL;
+                }
 
                 st->stats.statements++;
                 res    = PQexecPrepared(st->conn, stmt->name, stmt->nparams,
@@ -306,26 +315,15 @@ PGresult *store_exec(struct store *st, const struct store_stmt *stmt,
                         *rc = STORE_ERR_CONN;
                         return NULL;
                 }
-                if (res && lost_prepared(res) && attempt == 0 &&
+                if (res && store_error_lost_prepared(res) && attempt == 0 &&
                     PQtransactionStatus(st->conn) == PQTRANS_IDLE) {
-                        /* The session lost its prepared statements (a
-                         * DEALLOCATE or DISCARD ALL run on it, which also
-                         * resets its settings): nothing ran. A new
-                         * session (store_reconnect: its settings, nothing
-                         * prepared), then the statement once more. Never
-                         * inside a transaction block, whose earlier
-                         * statements a new session would lose. */
+                        /* nothing ran: a new session (its settings,
+                         * nothing prepared), then the statement once
+                         * more. Never inside a transaction block, whose
+                         * earlier statements a new session would lose. */
                         PQclear(res);
                         res = NULL;
                         store_reconnect(st);
-                        *rc = PQstatus(st->conn) == CONNECTION_OK
-                                  ? prepare(st, stmt, errstr, errstr_size)
-                                  : STORE_ERR;
-                        if (*rc != STORE_OK) {
-                                if (*rc != STORE_ERR_SCHEMA)
-                                        *rc = STORE_ERR;
-                                return NULL;
-                        }
                         continue;
                 }
                 if (res && is_retryable(res) && attempt < STORE_MAX_RETRIES) {

@@ -110,6 +110,15 @@ void store_schema_explain_conn(PGconn *conn, char *errstr, size_t errstr_size);
 /* The server cannot take writes on this connection (a standby): the next
  * statement must go on a new connection (store_disconnect). */
 bool store_error_needs_reconnect(const PGresult *res);
+/* The session no longer holds the prepared statement named (26000: a
+ * DEALLOCATE or DISCARD ALL ran on it, which also resets its settings):
+ * nothing ran; the next statement must go on a new session. */
+bool store_error_lost_prepared(const PGresult *res);
+/* Prepares stmt on conn unless bit stmt->id of *prepared says it is
+ * (then sets it): STORE_OK, or store_error_rc's value with errstr set. */
+int store_prepare_once(PGconn *conn, uint32_t *prepared,
+                       const struct store_stmt *stmt, char *errstr,
+                       size_t errstr_size);
 
 /* Re-makes st's broken connection (PQreset: every host of the conninfo,
  * so a failover finds the new primary) with its session settings; the
