@@ -111,7 +111,9 @@ print(json.dumps(d))" "$line" "$w0" "$w1" "$tag" >>"$WORK/wal.jsonl"
 		done
 		db_drop hist_naive
 	fi
-	while read -r db; do db_drop "$db"; done <"$WORK/kept-dbs"
+	# the fresh databases of the naive drains (none with N_NAIVE=0)
+	[ ! -f "$WORK/kept-dbs" ] ||
+		while read -r db; do db_drop "$db"; done <"$WORK/kept-dbs"
 ' >&2
 cat "$WORK/wal.jsonl"
 python3 - "$WORK/wal.jsonl" <<'EOF'
